@@ -1,0 +1,204 @@
+"""The one settings model, read from ``QUANTDESK_*`` variables and ``.env``.
+
+Nested values use a double underscore: ``QUANTDESK_OPENAI__QUICK_MODEL``. The
+vendors' own variables (``OPENAI_API_KEY``, ``ANTHROPIC_BASE_URL``,
+``DASHSCOPE_API_KEY``, ``OLLAMA_BASE_URL``...) are honoured as fallbacks, so a
+user's existing shell set-up just works. Settings are read by workers and the
+CLI only; workflows never read the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared.errors import ConfigError
+from shared.llm.providers import PROVIDERS, LlmRole, ProviderSpec
+
+ENV_PREFIX = "QUANTDESK_"
+
+
+class ProviderSettings(BaseModel):
+    """Per-provider overrides; unset fields fall back to the registry and vendor variables."""
+
+    quick_model: str | None = None
+    deep_model: str | None = None
+    vision_model: str | None = None
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    max_concurrent: int = Field(8, ge=1, le=1024, description="activities at once per worker")
+    requests_per_second: float = Field(
+        5.0, gt=0, le=10_000, description="calls per second for the whole task queue"
+    )
+    timeout_seconds: float = Field(120.0, gt=0, le=3600, description="one HTTP call")
+
+
+class TaskQueues(BaseModel):
+    """Names of the non-LLM task queues (LLM queues come from the provider registry)."""
+
+    workflows: str = "quantdesk"
+    tools: str = "tools"
+    charts: str = "charts"
+
+
+class S3Settings(BaseModel):
+    """Object storage: any S3 API (embedded SeaweedFS, MinIO, AWS)."""
+
+    endpoint: str = Field("127.0.0.1:8333", description="host:port, no scheme")
+    secure: bool = False
+    access_key: SecretStr | None = None
+    secret_key: SecretStr | None = None
+    region: str = "us-east-1"
+    bucket_charts: str = "charts"
+    bucket_reports: str = "reports"
+    bucket_payloads: str = "payloads"
+    embedded: bool = Field(True, description="`quantdesk up` starts the S3 server itself")
+
+    @field_validator("endpoint")
+    @classmethod
+    def _no_scheme(cls, value: str) -> str:
+        if "://" in value:
+            raise ValueError("give host:port without http:// (set s3.secure for TLS)")
+        host, _, port = value.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError("expected host:port, e.g. 127.0.0.1:8333")
+        return value
+
+    @property
+    def buckets(self) -> tuple[str, str, str]:
+        """Every bucket quantdesk writes to."""
+        return (self.bucket_charts, self.bucket_reports, self.bucket_payloads)
+
+    @property
+    def port(self) -> int:
+        """The port of the endpoint."""
+        return int(self.endpoint.rpartition(":")[2])
+
+
+class TemporalSettings(BaseModel):
+    """Where the Temporal frontend is, and whether `up` runs the dev server."""
+
+    address: str = "127.0.0.1:7233"
+    namespace: str = "default"
+    ui_port: int = Field(8233, ge=1, le=65535)
+    embedded: bool = Field(True, description="`quantdesk up` starts the dev server itself")
+
+    @property
+    def port(self) -> int:
+        """The gRPC port of the frontend address."""
+        return int(self.address.rpartition(":")[2])
+
+
+class Settings(BaseSettings):
+    """Everything a quantdesk process can be configured with."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        env_file=".env",
+        extra="ignore",
+    )
+
+    data_dir: Path = Field(Path(".quantdesk"), description="pid, log, database and S3 files")
+    database_url: str | None = Field(None, description="SQLAlchemy URL; default SQLite in data_dir")
+    temporal: TemporalSettings = TemporalSettings()
+    s3: S3Settings = S3Settings()
+    queues: TaskQueues = TaskQueues()
+    default_provider: str = "offline"
+
+    openai: ProviderSettings = ProviderSettings()
+    anthropic: ProviderSettings = ProviderSettings()
+    qwen: ProviderSettings = ProviderSettings()
+    ollama: ProviderSettings = ProviderSettings(max_concurrent=2)
+    vllm: ProviderSettings = ProviderSettings()
+    deepseek: ProviderSettings = ProviderSettings()
+    openrouter: ProviderSettings = ProviderSettings()
+    offline: ProviderSettings = ProviderSettings(max_concurrent=16, requests_per_second=1000)
+
+    @field_validator("default_provider")
+    @classmethod
+    def _known_provider(cls, value: str) -> str:
+        if value not in PROVIDERS:
+            raise ValueError(f"unknown provider; accepted: {', '.join(PROVIDERS)}")
+        return value
+
+    @cached_property
+    def resolved_database_url(self) -> str:
+        """The configured URL, or a SQLite file in the data directory."""
+        return self.database_url or f"sqlite:///{(self.data_dir / 'quantdesk.db').resolve()}"
+
+    def provider(self, name: str) -> ProviderSettings:
+        """The settings block of one registry provider."""
+        value = getattr(self, name, None)
+        if not isinstance(value, ProviderSettings):
+            raise ConfigError(f"{ENV_PREFIX}{name.upper()}", "no settings for this provider")
+        return value
+
+    def model_for(self, spec: ProviderSpec, role: LlmRole) -> str | None:
+        """The model a role uses on a provider: the setting, else the registry default."""
+        own = self.provider(spec.name)
+        configured = {
+            LlmRole.QUICK: own.quick_model,
+            LlmRole.DEEP: own.deep_model,
+            LlmRole.VISION: own.vision_model,
+        }[role]
+        default = {
+            LlmRole.QUICK: spec.quick_model,
+            LlmRole.DEEP: spec.deep_model,
+            LlmRole.VISION: spec.vision_model,
+        }[role]
+        return configured or default
+
+    def api_key(self, spec: ProviderSpec) -> str | None:
+        """The provider's key: the quantdesk setting, else the vendor's standard variable."""
+        own = self.provider(spec.name).api_key
+        if own is not None and own.get_secret_value():
+            return own.get_secret_value()
+        return os.environ.get(spec.key_env) if spec.key_env else None
+
+    def base_url(self, spec: ProviderSpec) -> str | None:
+        """The provider's URL: the setting, the vendor's variable, then the registry default."""
+        own = self.provider(spec.name).base_url
+        vendor = os.environ.get(spec.base_url_env) if spec.base_url_env else None
+        return own or vendor or spec.default_base_url
+
+    def s3_credentials(self) -> tuple[str, str]:
+        """Access and secret key: from settings, else the file `up` generated, else an error."""
+        if self.s3.access_key and self.s3.secret_key:
+            return self.s3.access_key.get_secret_value(), self.s3.secret_key.get_secret_value()
+        from shared.storage.credentials import read_generated_credentials
+
+        generated = read_generated_credentials(self.data_dir)
+        if generated is None:
+            raise ConfigError(
+                f"{ENV_PREFIX}S3__ACCESS_KEY",
+                "no S3 credentials",
+                fix=(
+                    f"Set {ENV_PREFIX}S3__ACCESS_KEY and {ENV_PREFIX}S3__SECRET_KEY, "
+                    "or run `quantdesk up` once to generate them for the embedded server."
+                ),
+            )
+        return generated
+
+
+def _describe(error: ValidationError) -> str:
+    """One line per bad variable, naming it as the user would type it."""
+    lines = []
+    for item in error.errors():
+        path = "__".join(str(part) for part in item["loc"]).upper()
+        # Never echo what was given for a key: it may be a real secret.
+        got = "" if "KEY" in path else f" (got {item.get('input')!r})"
+        lines.append(f"{ENV_PREFIX}{path}: {item['msg']}{got}")
+    return "; ".join(lines)
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read settings, turning a validation failure into one clear ``ConfigError``."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as error:
+        raise ConfigError("environment", _describe(error)) from None

@@ -1,0 +1,90 @@
+"""Every error quantdesk raises on purpose, in one place.
+
+Each error says what failed, the offending value and what to do about it, and
+knows whether retrying can help. Activities turn these into Temporal
+``ApplicationError`` in one function (``activities.failures``), so the
+retryable/non-retryable decision is made here, by type, and never by parsing
+messages.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+
+class QuantdeskError(Exception):
+    """Base class. ``retryable`` tells Temporal whether another attempt can help."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        self.message = message
+        self.fix = fix
+        super().__init__(f"{message} {fix}".strip() if fix else message)
+
+    @property
+    def type_name(self) -> str:
+        """The stable name Temporal records as the failure type."""
+        return type(self).__name__
+
+
+class InvalidInput(QuantdeskError):
+    """A field of a request can never be valid as given; retrying cannot fix it."""
+
+    def __init__(self, field: str, problem: str, *, fix: str | None = None) -> None:
+        self.field = field
+        super().__init__(f"invalid input `{field}`: {problem}.", fix=fix)
+
+
+class ConfigError(QuantdeskError):
+    """A setting is missing or wrong; names the variable to set."""
+
+    def __init__(self, setting: str, problem: str, *, fix: str | None = None) -> None:
+        self.setting = setting
+        super().__init__(f"configuration `{setting}`: {problem}.", fix=fix)
+
+
+class ProviderError(QuantdeskError):
+    """An LLM vendor refused or failed a call."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        fix: str | None = None,
+        retry_after: timedelta | None = None,
+        status: int | None = None,
+    ) -> None:
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+        super().__init__(message, fix=fix)
+
+
+class StructuredOutputError(QuantdeskError):
+    """The model's reply did not fit the schema, even after the repair call."""
+
+    def __init__(self, schema: str, problem: str, *, raw_reply_key: str | None = None) -> None:
+        self.schema = schema
+        self.raw_reply_key = raw_reply_key
+        where = f" The raw reply is stored at `{raw_reply_key}`." if raw_reply_key else ""
+        super().__init__(f"reply does not match schema `{schema}`: {problem}.{where}")
+
+
+class StorageUnavailable(QuantdeskError):
+    """The object store could not be reached; a later attempt may succeed."""
+
+    retryable = True
+
+
+class StorageConfigError(QuantdeskError):
+    """The object store answered but refused: credentials or bucket are wrong."""
+
+
+class ObjectNotFound(QuantdeskError):
+    """A key that a step depends on does not exist in the object store."""
+
+
+class ToolError(QuantdeskError):
+    """A tool could not answer; the message goes back to the model as a tool result."""

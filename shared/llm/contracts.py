@@ -1,0 +1,116 @@
+"""Typed contracts of the generic ``chat`` activity and of tool calls.
+
+A ``ChatRequest`` is provider-neutral: each client translates it into its
+vendor's wire format. Images travel as object-store references, never as bytes,
+so a request stays small in Temporal's history; the activity fetches them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.llm.providers import LlmRole
+from shared.storage.objects import ObjectRef
+
+
+class ToolCall(BaseModel):
+    """One function call the model asked for."""
+
+    id: str = Field(description="the vendor's call id; tool results answer it")
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ChatMessage(BaseModel):
+    """One turn of a conversation."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    images: list[ObjectRef] = Field(default_factory=list, description="charts to show the model")
+    tool_calls: list[ToolCall] = Field(default_factory=list, description="assistant turns only")
+    tool_call_id: str | None = Field(None, description="tool turns: the call this answers")
+    name: str | None = Field(None, description="tool turns: the tool's name")
+
+
+class ToolSpec(BaseModel):
+    """A tool offered to the model: name, purpose and a JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = Field(description="JSON schema of the arguments object")
+
+
+class Usage(BaseModel):
+    """Calls and tokens, summed per agent and per workflow."""
+
+    model_config = ConfigDict(frozen=True)
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+class ChatRequest(BaseModel):
+    """Everything one LLM call needs, with no secrets: keys live on the worker."""
+
+    agent: str = Field(description="which agent speaks, e.g. indicator_agent; labels the UI")
+    role: LlmRole = LlmRole.QUICK
+    provider: str = "offline"
+    model: str | None = Field(None, description="None: the worker's model for this role")
+    messages: list[ChatMessage]
+    tools: list[ToolSpec] = Field(default_factory=list)
+    response_schema: str | None = Field(None, description="name in shared.agents.schemas")
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, ge=1, le=200_000)
+    context: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the structured data the prompt was built from; the offline engine reads it",
+    )
+    raw_reply_key: ObjectRef | None = Field(
+        None, description="where to keep an unusable reply for inspection (chosen by the workflow)"
+    )
+
+
+class ChatResponse(BaseModel):
+    """What a model answered, normalised across vendors."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    structured: dict[str, Any] | None = Field(None, description="validated against the schema")
+    usage: Usage = Usage()
+    provider: str
+    model: str
+    latency_ms: float = 0.0
+    finish_reason: str | None = None
+
+
+class ToolRequest(BaseModel):
+    """One tool call to execute on the ``tools`` queue."""
+
+    call: ToolCall
+    context: dict[str, Any] = Field(
+        default_factory=dict, description="values the workflow fixes, e.g. symbol, as_of"
+    )
+
+
+class ToolResult(BaseModel):
+    """A tool's answer, as the text the model reads back."""
+
+    call_id: str
+    name: str
+    content: str
+    ok: bool = True

@@ -1,0 +1,139 @@
+"""The provider registry: one row per LLM vendor.
+
+Adding a provider is one row here. A row says which client speaks to it, which
+environment variables hold its key and base URL, which task queue its calls go
+to (so its workers and rate limits scale on their own), what it can do, and the
+default models per role. Pure data: workflows import it to route calls.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.errors import InvalidInput
+
+
+class ClientKind(StrEnum):
+    """Which wire protocol (and SDK) a provider speaks."""
+
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+    OPENAI_COMPATIBLE = "openai-compatible"
+    OFFLINE = "offline"
+
+
+class LlmRole(StrEnum):
+    """Which model of a provider a step wants: fast, careful, or able to see charts."""
+
+    QUICK = "quick"
+    DEEP = "deep"
+    VISION = "vision"
+
+
+class Capabilities(BaseModel):
+    """What the provider's chat endpoint accepts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tools: bool = True
+    vision: bool = True
+    structured_output: bool = True
+
+
+class ProviderSpec(BaseModel):
+    """One row of the registry."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    client: ClientKind
+    task_queue: str = Field(description="Temporal task queue whose workers serve this provider")
+    key_env: str | None = Field(None, description="standard variable holding the API key")
+    base_url_env: str | None = Field(None, description="standard variable overriding the URL")
+    default_base_url: str | None = None
+    key_required: bool = True
+    capabilities: Capabilities = Capabilities()
+    quick_model: str
+    deep_model: str
+    vision_model: str | None
+
+
+QUEUE_OPENAI = "llm-openai"
+QUEUE_ANTHROPIC = "llm-anthropic"
+QUEUE_COMPATIBLE = "llm-openai-compatible"
+QUEUE_OFFLINE = "llm-offline"
+LLM_QUEUES = (QUEUE_OPENAI, QUEUE_ANTHROPIC, QUEUE_COMPATIBLE, QUEUE_OFFLINE)
+
+OFFLINE_MODEL = "offline-analyst"
+
+PROVIDERS: dict[str, ProviderSpec] = {
+    row.name: row
+    for row in (
+        ProviderSpec(
+            name="openai", client=ClientKind.OPENAI, task_queue=QUEUE_OPENAI,
+            key_env="OPENAI_API_KEY", base_url_env="OPENAI_BASE_URL",
+            quick_model="gpt-4.1-mini", deep_model="gpt-4.1", vision_model="gpt-4.1",
+        ),
+        ProviderSpec(
+            name="anthropic", client=ClientKind.ANTHROPIC, task_queue=QUEUE_ANTHROPIC,
+            key_env="ANTHROPIC_API_KEY", base_url_env="ANTHROPIC_BASE_URL",
+            quick_model="claude-haiku-4-5", deep_model="claude-sonnet-4-5",
+            vision_model="claude-sonnet-4-5",
+        ),
+        ProviderSpec(
+            name="qwen", client=ClientKind.OPENAI_COMPATIBLE, task_queue=QUEUE_COMPATIBLE,
+            key_env="DASHSCOPE_API_KEY", base_url_env="DASHSCOPE_BASE_URL",
+            default_base_url="https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+            quick_model="qwen-plus", deep_model="qwen-max", vision_model="qwen-vl-max",
+        ),
+        ProviderSpec(
+            name="ollama", client=ClientKind.OPENAI_COMPATIBLE, task_queue=QUEUE_COMPATIBLE,
+            key_env=None, base_url_env="OLLAMA_BASE_URL", key_required=False,
+            default_base_url="http://127.0.0.1:11434/v1",
+            quick_model="llama3.1", deep_model="llama3.1", vision_model="llava",
+        ),
+        ProviderSpec(
+            name="vllm", client=ClientKind.OPENAI_COMPATIBLE, task_queue=QUEUE_COMPATIBLE,
+            key_env="VLLM_API_KEY", base_url_env="VLLM_BASE_URL", key_required=False,
+            default_base_url="http://127.0.0.1:8000/v1",
+            quick_model="Qwen/Qwen2.5-7B-Instruct", deep_model="Qwen/Qwen2.5-7B-Instruct",
+            vision_model="Qwen/Qwen2.5-VL-7B-Instruct",
+        ),
+        ProviderSpec(
+            name="deepseek", client=ClientKind.OPENAI_COMPATIBLE, task_queue=QUEUE_COMPATIBLE,
+            key_env="DEEPSEEK_API_KEY", base_url_env="DEEPSEEK_BASE_URL",
+            default_base_url="https://api.deepseek.com/v1",
+            capabilities=Capabilities(vision=False),
+            quick_model="deepseek-chat", deep_model="deepseek-reasoner", vision_model=None,
+        ),
+        ProviderSpec(
+            name="openrouter", client=ClientKind.OPENAI_COMPATIBLE, task_queue=QUEUE_COMPATIBLE,
+            key_env="OPENROUTER_API_KEY", base_url_env="OPENROUTER_BASE_URL",
+            default_base_url="https://openrouter.ai/api/v1",
+            quick_model="openai/gpt-4.1-mini", deep_model="openai/gpt-4.1",
+            vision_model="openai/gpt-4.1",
+        ),
+        ProviderSpec(
+            name="offline", client=ClientKind.OFFLINE, task_queue=QUEUE_OFFLINE,
+            key_required=False,
+            quick_model=OFFLINE_MODEL, deep_model=OFFLINE_MODEL, vision_model=OFFLINE_MODEL,
+        ),
+    )
+}
+
+
+def provider_spec(name: str, *, field: str = "llm.provider") -> ProviderSpec:
+    """The registry row for ``name``, or an error listing the known providers."""
+    try:
+        return PROVIDERS[name]
+    except KeyError:
+        raise InvalidInput(
+            field, f"unknown provider {name!r}", fix=f"Use one of: {', '.join(PROVIDERS)}."
+        ) from None
+
+
+def providers_on_queue(queue: str) -> list[ProviderSpec]:
+    """The providers whose calls a worker on ``queue`` serves."""
+    return [row for row in PROVIDERS.values() if row.task_queue == queue]

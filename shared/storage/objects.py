@@ -1,0 +1,139 @@
+"""A small object store over the ``minio`` client, for any S3 API.
+
+Callers choose keys (workflow id + run id + step), so an activity retried after
+a crash overwrites its own object instead of leaving a twin behind. Errors are
+sorted by what retrying can do: an unreachable server is ``StorageUnavailable``
+(retryable), refused credentials or a missing bucket are ``StorageConfigError``
+naming the setting to fix, a missing key is ``ObjectNotFound``.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+
+import urllib3
+from minio import Minio
+from minio.error import S3Error
+from pydantic import BaseModel, Field
+
+from shared.config import ENV_PREFIX, Settings
+from shared.errors import ObjectNotFound, StorageConfigError, StorageUnavailable
+
+_AUTH_CODES = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken"}
+_MISSING_KEY_CODES = {"NoSuchKey", "NoSuchObject"}
+# Connection failures surface quickly so Temporal, not urllib3, owns the retries.
+_HTTP = urllib3.PoolManager(
+    timeout=urllib3.Timeout(connect=5, read=60),
+    retries=urllib3.Retry(total=0, connect=0, read=0, redirect=0),
+    maxsize=16,
+)
+
+
+class ObjectRef(BaseModel):
+    """Where one stored object is: what travels through Temporal instead of the bytes."""
+
+    bucket: str = Field(description="bucket name")
+    key: str = Field(description="object key chosen by the workflow")
+    content_type: str = "application/octet-stream"
+
+
+class ObjectStore:
+    """Put and get bytes by key; create buckets; hand out presigned URLs."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        access_key: str,
+        secret_key: str,
+        *,
+        secure: bool = False,
+        region: str = "us-east-1",
+    ) -> None:
+        self.endpoint = endpoint
+        self._client = Minio(
+            endpoint,
+            access_key=access_key,
+            secret_key=secret_key,
+            secure=secure,
+            region=region,
+            http_client=_HTTP,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ObjectStore:
+        """A store for the configured endpoint and credentials."""
+        access, secret = settings.s3_credentials()
+        return cls(
+            settings.s3.endpoint, access, secret, secure=settings.s3.secure, region=settings.s3.region
+        )
+
+    @contextmanager
+    def _translated(self, bucket: str, key: str | None = None) -> Iterator[None]:
+        """Turn minio and connection errors into quantdesk's storage errors."""
+        where = f"s3://{bucket}/{key}" if key else f"s3://{bucket}"
+        try:
+            yield
+        except S3Error as error:
+            if error.code in _AUTH_CODES:
+                raise StorageConfigError(
+                    f"S3 at {self.endpoint} refused the credentials ({error.code}) for {where}.",
+                    fix=f"Check {ENV_PREFIX}S3__ACCESS_KEY and {ENV_PREFIX}S3__SECRET_KEY.",
+                ) from None
+            if error.code == "NoSuchBucket":
+                raise StorageConfigError(
+                    f"bucket {bucket!r} does not exist at {self.endpoint}.",
+                    fix=(
+                        "Run `quantdesk up` (it creates the buckets) or set the "
+                        f"{ENV_PREFIX}S3__BUCKET_* settings to existing buckets."
+                    ),
+                ) from None
+            if error.code in _MISSING_KEY_CODES:
+                raise ObjectNotFound(f"no object at {where}.") from None
+            raise StorageUnavailable(f"S3 error {error.code} for {where}: {error.message}") from None
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise StorageUnavailable(
+                f"S3 at {self.endpoint} is unreachable ({type(error).__name__}).",
+                fix=f"Start it with `quantdesk up` or fix {ENV_PREFIX}S3__ENDPOINT.",
+            ) from None
+
+    def ensure_buckets(self, *buckets: str) -> None:
+        """Create each bucket that does not exist yet."""
+        for bucket in buckets:
+            with self._translated(bucket):
+                if not self._client.bucket_exists(bucket):
+                    self._client.make_bucket(bucket)
+
+    def put_bytes(self, ref: ObjectRef, data: bytes) -> ObjectRef:
+        """Store ``data`` under the ref's key, replacing whatever was there."""
+        with self._translated(ref.bucket, ref.key):
+            self._client.put_object(
+                ref.bucket, ref.key, io.BytesIO(data), len(data), content_type=ref.content_type
+            )
+        return ref
+
+    def get_bytes(self, ref: ObjectRef) -> bytes:
+        """The stored bytes of ``ref``."""
+        with self._translated(ref.bucket, ref.key):
+            response = self._client.get_object(ref.bucket, ref.key)
+            try:
+                return response.read()
+            finally:
+                response.close()
+                response.release_conn()
+
+    def exists(self, ref: ObjectRef) -> bool:
+        """Whether an object is stored under the ref's key."""
+        try:
+            with self._translated(ref.bucket, ref.key):
+                self._client.stat_object(ref.bucket, ref.key)
+        except ObjectNotFound:
+            return False
+        return True
+
+    def presigned_url(self, ref: ObjectRef, expires: timedelta = timedelta(days=7)) -> str:
+        """A URL anyone can GET the object with until it expires."""
+        with self._translated(ref.bucket, ref.key):
+            return self._client.presigned_get_object(ref.bucket, ref.key, expires=expires)
