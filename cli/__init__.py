@@ -1,1 +1,1 @@
-"""quantdesk: cli."""
+"""The `quantdesk` command."""

@@ -1,0 +1,1 @@
+"""The embedded stack: launching, supervising and checking local servers."""

