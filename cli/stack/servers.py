@@ -144,6 +144,8 @@ def s3_server(settings: Settings, access_key: str, secret_key: str) -> ServerLau
         "-s3.port.iceberg=0",
         "-s3.port.lance=0",
         "-webdav=false",
+        # Like MinIO and AWS: writing to a missing bucket is an error, not a new bucket.
+        "-s3.autoCreateBucket=false",
         f"-bucket={','.join(settings.s3.buckets)}",
     ]
     ports = [PortClaim(s3_port, setting, "S3 API")]

@@ -114,3 +114,29 @@ class ToolResult(BaseModel):
     name: str
     content: str
     ok: bool = True
+
+
+class UsageReport(BaseModel):
+    """Usage of one workflow run: the total and each agent's share."""
+
+    total: Usage = Usage()
+    by_agent: dict[str, Usage] = Field(default_factory=dict)
+
+    def add(self, agent: str, usage: Usage) -> None:
+        """Count ``usage`` for ``agent`` and in the total."""
+        self.by_agent[agent] = self.by_agent.get(agent, Usage()) + usage
+        self.total = self.total + usage
+
+
+class LlmChoice(BaseModel):
+    """Which provider and models a flow uses; unset models mean the worker's defaults."""
+
+    provider: str = Field("offline", description="a row of shared.llm.providers.PROVIDERS")
+    model: str | None = Field(None, description="quick-role model (analysts, tool loops)")
+    deep_model: str | None = Field(None, description="deep-role model (managers)")
+    vision_model: str | None = Field(None, description="vision-role model (chart readers)")
+
+    def model_for(self, role: LlmRole) -> str | None:
+        """The model chosen for ``role``, or None for the worker's default."""
+        return {LlmRole.QUICK: self.model, LlmRole.DEEP: self.deep_model,
+                LlmRole.VISION: self.vision_model}[role]

@@ -1,0 +1,176 @@
+"""The generic ``chat`` activity, registered on every LLM provider's queue.
+
+Keys are read here, on the worker, from its own environment: they never enter
+a request, a result, a log line or an error. Everything that cannot succeed on
+retry (unknown model, missing key, images for a model that cannot see, a reply
+that will not fit its schema after one repair) fails non-retryably with a
+message that says what to set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from temporalio import activity
+
+from activities.failures import as_temporal_failures
+from shared.agents.schemas import schema_named
+from shared.config import ENV_PREFIX, Settings
+from shared.errors import ConfigError, InvalidInput, StructuredOutputError
+from shared.llm import clients
+from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse
+from shared.llm.offline import answer_offline
+from shared.llm.providers import ClientKind, ProviderSpec, provider_spec
+from shared.llm.structured import repair_messages, schema_instruction, validate_reply
+from shared.storage.objects import ObjectRef, ObjectStore
+
+# Tell Temporal the call is alive well inside the workflow's heartbeat timeout.
+HEARTBEAT_EVERY_SECONDS = 10.0
+
+
+@asynccontextmanager
+async def _heartbeating() -> AsyncIterator[None]:
+    """Heartbeat while a slow vendor call is in flight, so a dead worker is noticed fast."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(HEARTBEAT_EVERY_SECONDS)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+class LlmActivities:
+    """Chat activities for the providers served by one task queue."""
+
+    def __init__(self, settings: Settings, queue: str, store: ObjectStore | None = None) -> None:
+        self.settings = settings
+        self.queue = queue
+        self._store = store
+
+    @property
+    def store(self) -> ObjectStore:
+        """The object store, connected on first use (only images and bad replies need it)."""
+        if self._store is None:
+            self._store = ObjectStore.from_settings(self.settings)
+        return self._store
+
+    def _check(self, request: ChatRequest) -> tuple[ProviderSpec, str]:
+        """Everything that can be refused before any call: provider, model, images, key."""
+        spec = provider_spec(request.provider)
+        if spec.task_queue != self.queue:
+            raise InvalidInput(
+                "llm.provider", f"provider {spec.name!r} is served on {spec.task_queue!r}, "
+                f"but this call reached {self.queue!r}",
+                fix="Route chat calls by the provider registry's task_queue.",
+            )
+        model = request.model or self.settings.model_for(spec, request.role)
+        if model is None:
+            raise ConfigError(
+                f"{ENV_PREFIX}{spec.name.upper()}__{request.role.value.upper()}_MODEL",
+                f"provider {spec.name!r} has no default {request.role.value} model",
+                fix="Set it, or choose another provider for this role.",
+            )
+        if any(m.images for m in request.messages) and not spec.capabilities.vision:
+            raise InvalidInput(
+                "llm.vision_model",
+                f"provider {spec.name!r} (model {model!r}) does not accept images",
+                fix="Use a vision-capable provider for chart agents (openai, anthropic, qwen, "
+                "offline).",
+            )
+        if spec.key_required and not self.settings.api_key(spec):
+            raise ConfigError(
+                spec.key_env or f"{ENV_PREFIX}{spec.name.upper()}__API_KEY",
+                f"no API key for provider {spec.name!r}",
+                fix=f"Set {spec.key_env} (or {ENV_PREFIX}{spec.name.upper()}__API_KEY) in the "
+                f"environment of the {self.queue} worker.",
+            )
+        return spec, model
+
+    async def _images(self, request: ChatRequest) -> dict[str, bytes]:
+        refs = {ref.key: ref for message in request.messages for ref in message.images}
+        blobs = await asyncio.gather(
+            *(asyncio.to_thread(self.store.get_bytes, ref) for ref in refs.values())
+        )
+        return dict(zip(refs, blobs, strict=True))
+
+    async def _complete(
+        self, request: ChatRequest, spec: ProviderSpec, model: str, images: dict[str, bytes]
+    ) -> ChatResponse:
+        if spec.client is ClientKind.OFFLINE:
+            return answer_offline(request, model)
+        schema = schema_named(request.response_schema) if request.response_schema else None
+        async with _heartbeating():
+            return await clients.complete(
+                request,
+                spec=spec,
+                model=model,
+                api_key=self.settings.api_key(spec),
+                base_url=self.settings.base_url(spec),
+                timeout=self.settings.provider(spec.name).timeout_seconds,
+                images=images,
+                json_schema=schema.model_json_schema() if schema else None,
+            )
+
+    def _keep_raw_reply(self, request: ChatRequest, reply: str) -> str:
+        """Store an unusable reply so a human can read it; return its key."""
+        digest = hashlib.sha256(reply.encode()).hexdigest()[:16]
+        ref = request.raw_reply_key or ObjectRef(
+            bucket=self.settings.s3.bucket_payloads, key=f"raw-replies/{request.agent}/{digest}.txt"
+        )
+        ref = ref.model_copy(update={"content_type": "text/plain; charset=utf-8"})
+        self.store.put_bytes(ref, reply.encode())
+        return f"s3://{ref.bucket}/{ref.key}"
+
+    @activity.defn(name="chat")
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        """One LLM turn: validate, call the provider, validate the structure, repair once."""
+        with as_temporal_failures():
+            started = time.monotonic()
+            spec, model = self._check(request)
+            schema = schema_named(request.response_schema) if request.response_schema else None
+            if schema is not None:
+                instruction = ChatMessage(role="system", content=schema_instruction(schema))
+                request = request.model_copy(update={"messages": [*request.messages, instruction]})
+            images = await self._images(request)
+            response = await self._complete(request, spec, model, images)
+            if schema is not None and not response.tool_calls:
+                response = await self._validated(request, response, spec, model, images)
+            latency = (time.monotonic() - started) * 1000
+            return response.model_copy(update={"latency_ms": round(latency, 1), "model": model})
+
+    async def _validated(
+        self,
+        request: ChatRequest,
+        response: ChatResponse,
+        spec: ProviderSpec,
+        model: str,
+        images: dict[str, bytes],
+    ) -> ChatResponse:
+        """Validate against the schema; on failure one repair call, then a kept-reply error."""
+        assert request.response_schema is not None
+        schema = schema_named(request.response_schema)
+        structured, problem = validate_reply(schema, response.text)
+        if problem is not None:
+            activity.logger.warning("%s: reply failed %s, repairing: %s",
+                                    request.agent, schema.__name__, problem)
+            repair = request.model_copy(
+                update={"messages": [*request.messages, *repair_messages(response.text, problem)],
+                        "tools": []}
+            )
+            retry = await self._complete(repair, spec, model, images)
+            retry = retry.model_copy(update={"usage": response.usage + retry.usage})
+            structured, problem = validate_reply(schema, retry.text)
+            response = retry
+        if problem is not None:
+            key = await asyncio.to_thread(self._keep_raw_reply, request, response.text)
+            raise StructuredOutputError(schema.__name__, problem, raw_reply_key=key)
+        return response.model_copy(update={"structured": structured})

@@ -1,0 +1,38 @@
+"""Leaving a CLI command with its real exit status.
+
+A process that used a temporalio client can abort at interpreter exit (SDK
+issue sdk-python #300: "PyGILState_Release", exit 134), which would replace the
+command's own status. So commands flush and leave through ``os._exit``.
+Quantdesk errors are shown as one red line with the fix, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+from rich.console import Console
+
+from shared.errors import QuantdeskError
+
+ERROR_CONSOLE = Console(stderr=True)
+
+
+def finish(status: int) -> NoReturn:
+    """Flush both streams and exit with ``status``, skipping interpreter teardown."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+@contextmanager
+def fail_on_quantdesk_errors() -> Iterator[None]:
+    """Turn a quantdesk error into a one-line message and exit status 1."""
+    try:
+        yield
+    except QuantdeskError as error:
+        ERROR_CONSOLE.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+        finish(1)

@@ -1,0 +1,39 @@
+"""The ``quantdesk`` command: the user's door to the stack, the workers and the flows."""
+
+from __future__ import annotations
+
+import asyncio
+
+import typer
+
+from cli.exit import fail_on_quantdesk_errors, finish
+from shared.config import load_settings
+from workers.roles import ROLE_NAMES, WorkerRole
+
+app = typer.Typer(help="Multi-agent LLM trading analysis as durable Temporal workflows.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+
+
+@app.command()
+def worker(
+    role: str = typer.Option(..., help=f"one of: {', '.join(ROLE_NAMES)}"),
+) -> None:
+    """Run one worker process of ROLE until SIGTERM (start more to scale a provider)."""
+    from workers.client import connect
+    from workers.main import run_worker
+
+    with fail_on_quantdesk_errors():
+        if role not in ROLE_NAMES:
+            raise typer.BadParameter(f"unknown role {role!r}; use one of: {', '.join(ROLE_NAMES)}")
+        settings = load_settings()
+
+        async def main() -> None:
+            client = await connect(settings)
+            await run_worker(client, WorkerRole(role), settings)
+
+        asyncio.run(main())
+    finish(0)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,50 @@
+"""Structured-output schemas, looked up by name.
+
+A ``ChatRequest`` names its schema (``response_schema="AnalystNote"``) instead
+of carrying a class, so requests stay plain data in Temporal's history while the
+worker validates the reply against the real pydantic model.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from shared.errors import InvalidInput
+
+
+class Stance(StrEnum):
+    """An analyst's overall reading."""
+
+    BULLISH = "bullish"
+    BEARISH = "bearish"
+    NEUTRAL = "neutral"
+
+
+class AnalystNote(BaseModel):
+    """The generic analyst answer: a stance with its confidence and reasons."""
+
+    stance: Stance
+    confidence: float = Field(ge=0, le=1, description="0 = a guess, 1 = certain")
+    key_points: list[str] = Field(min_length=1, description="the facts behind the stance")
+    summary: str = Field(min_length=1)
+
+
+RESPONSE_SCHEMAS: dict[str, type[BaseModel]] = {"AnalystNote": AnalystNote}
+
+
+def register_schema(model: type[BaseModel]) -> type[BaseModel]:
+    """Make ``model`` available by its class name; usable as a class decorator."""
+    RESPONSE_SCHEMAS[model.__name__] = model
+    return model
+
+
+def schema_named(name: str, *, field: str = "response_schema") -> type[BaseModel]:
+    """The schema registered as ``name``, or an error listing the known ones."""
+    try:
+        return RESPONSE_SCHEMAS[name]
+    except KeyError:
+        raise InvalidInput(
+            field, f"unknown schema {name!r}", fix=f"Use one of: {', '.join(RESPONSE_SCHEMAS)}."
+        ) from None

@@ -1,0 +1,5 @@
+"""The offline provider: deterministic analysts that read their inputs."""
+
+from shared.llm.offline.engine import answer_offline, register_analyst
+
+__all__ = ["answer_offline", "register_analyst"]

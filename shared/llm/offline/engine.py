@@ -1,0 +1,83 @@
+"""The offline provider: a deterministic rule-based analyst engine.
+
+It is the embedded default (no key, no network) and the baseline every LLM must
+beat. It answers a ``ChatRequest`` from the request's ``context`` and the tool
+results in the conversation: same input, same output; different data,
+different conclusions. Agents get a dedicated analyst from ``ANALYSTS`` by agent
+name; the rest get the generic one, which reads whatever numbers it is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from shared.errors import InvalidInput
+from shared.llm.contracts import ChatRequest, ChatResponse, Usage
+from shared.llm.offline.generic import analyse, render_note
+from shared.llm.offline.reading import OfflineInput, read_request, tools_already_called
+from shared.llm.offline.tool_calls import plan_tool_calls
+from shared.llm.providers import OFFLINE_MODEL
+
+# Roughly four characters per token, the usual rule of thumb for English text.
+CHARS_PER_TOKEN = 4
+
+
+class OfflineAnswer(BaseModel):
+    """An offline analyst's reply: a report, and the structured object if one was asked."""
+
+    text: str
+    structured: BaseModel | None = None
+
+
+OfflineAnalyst = Callable[[OfflineInput, str | None], OfflineAnswer]
+
+
+def generic_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
+    """The fallback analyst; it can only write the generic ``AnalystNote`` schema."""
+    if schema not in (None, "AnalystNote"):
+        raise InvalidInput(
+            "response_schema",
+            f"the offline engine has no analyst writing {schema!r} for agent {offline.agent!r}",
+            fix="Register one in shared.llm.offline.engine.ANALYSTS, or use an LLM provider.",
+        )
+    note = analyse(offline)
+    return OfflineAnswer(text=render_note(note), structured=note)
+
+
+ANALYSTS: dict[str, OfflineAnalyst] = {}
+
+
+def register_analyst(agent: str, analyst: OfflineAnalyst) -> None:
+    """Give ``agent`` its own offline analyst."""
+    ANALYSTS[agent] = analyst
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // CHARS_PER_TOKEN)
+
+
+def answer_offline(request: ChatRequest, model: str) -> ChatResponse:
+    """Answer like an LLM would: tool calls first when tools are offered, then the report."""
+    if model != OFFLINE_MODEL:
+        raise InvalidInput(
+            "llm.model", f"the offline provider has no model {model!r}",
+            fix=f"Use {OFFLINE_MODEL!r} or leave the model unset.",
+        )
+    prompt_tokens = sum(_tokens(m.content) for m in request.messages)
+    if request.tools and not tools_already_called(request):
+        calls = plan_tool_calls(request.tools, request.context)
+        if calls:
+            return ChatResponse(
+                tool_calls=calls, provider="offline", model=model, finish_reason="tool_calls",
+                usage=Usage(calls=1, input_tokens=prompt_tokens, output_tokens=10 * len(calls)),
+            )
+    offline = read_request(request)
+    answer = ANALYSTS.get(request.agent, generic_analyst)(offline, request.response_schema)
+    wants_object = request.response_schema is not None and answer.structured is not None
+    text = answer.structured.model_dump_json() if wants_object else answer.text
+    return ChatResponse(
+        text=text, provider="offline", model=model, finish_reason="stop",
+        usage=Usage(calls=1, input_tokens=prompt_tokens, output_tokens=_tokens(text)),
+    )

@@ -1,0 +1,69 @@
+"""Structured output: ask for JSON, find it in the reply, validate it, ask once to repair.
+
+Vendors differ in how (and whether) they enforce a schema, so quantdesk never
+trusts them: every reply is parsed and validated against the named pydantic
+model on the worker, and a failed validation gets one repair turn that quotes
+the exact errors. Unlike the peers we never guess a default when parsing fails.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from shared.llm.contracts import ChatMessage
+
+
+def schema_instruction(model: type[BaseModel]) -> str:
+    """The system-prompt paragraph that asks for one JSON object of ``model``."""
+    schema = json.dumps(model.model_json_schema(), separators=(",", ":"))
+    return (
+        f"Answer with exactly one JSON object that validates against the JSON schema of "
+        f"`{model.__name__}` below. No prose before or after it, no code fences.\n{schema}"
+    )
+
+
+def extract_json(text: str) -> Any:
+    """The JSON value in ``text``: the whole reply, or the outermost ``{...}`` in it."""
+    stripped = text.strip()
+    try:
+        return json.loads(stripped)
+    except json.JSONDecodeError:
+        pass
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError("the reply holds no JSON object")
+    try:
+        return json.loads(stripped[start : end + 1])
+    except json.JSONDecodeError as error:
+        raise ValueError(f"the JSON in the reply does not parse: {error.msg} at {error.pos}") from None
+
+
+def validate_reply(model: type[BaseModel], text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """``(validated object, None)`` or ``(None, what is wrong)``; never a guessed value."""
+    try:
+        value = extract_json(text)
+        return model.model_validate(value).model_dump(mode="json"), None
+    except ValueError as error:
+        if isinstance(error, ValidationError):
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in error.errors()
+            )
+            return None, problems
+        return None, str(error)
+
+
+def repair_messages(reply: str, problem: str) -> list[ChatMessage]:
+    """The two turns appended for the repair call: the bad reply, and what to fix."""
+    return [
+        ChatMessage(role="assistant", content=reply),
+        ChatMessage(
+            role="user",
+            content=(
+                f"That reply is not valid: {problem}. Reply again with only the corrected "
+                "JSON object, keeping your analysis."
+            ),
+        ),
+    ]

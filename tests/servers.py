@@ -1,0 +1,84 @@
+"""Starting the real servers for the test session: S3 (SeaweedFS) and Temporal.
+
+Uses the same launch specs as `quantdesk up`, on free loopback ports, in a
+temporary data directory, so tests exercise exactly what users run.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from cli.stack.servers import ServerLaunch, port_is_free, s3_server, wait_until
+from shared.config import Settings, load_settings
+from shared.storage.credentials import ensure_generated_credentials
+from shared.storage.objects import ObjectStore
+
+S3_START_TIMEOUT = 60.0
+
+
+def free_port_base(ports_for: Callable[[int], list[int]], *, low: int = 20000,
+                   high: int = 40000) -> int:
+    """A base port whose derived ports (``ports_for(base)``) are all free."""
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(low, high)
+        if all(port_is_free(port) for port in ports_for(base)):
+            return base
+    raise RuntimeError("no free port block found")
+
+
+@contextmanager
+def running(launch: ServerLaunch, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``launch`` until the block ends, then stop it."""
+    if launch.cwd:
+        launch.cwd.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env},
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+    try:
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextmanager
+def s3_for_tests(data_dir: Path) -> Iterator[Settings]:
+    """A running SeaweedFS S3 server; yields settings that reach it."""
+
+    def settings_for(base: int) -> Settings:
+        return load_settings(data_dir=data_dir, s3={"endpoint": f"127.0.0.1:{base}"})
+
+    def ports_for(base: int) -> list[int]:
+        return [claim.port for claim in s3_server(settings_for(base), "k", "s").ports]
+
+    base = free_port_base(ports_for, high=30000)
+    settings = settings_for(base)
+    access, secret = ensure_generated_credentials(data_dir)
+    launch = s3_server(settings, access, secret)
+    with running(launch, data_dir / "s3.log") as process:
+        store = ObjectStore.from_settings(settings)
+
+        def ready() -> bool:
+            if process.poll() is not None:
+                raise RuntimeError(f"S3 server exited: {(data_dir / 's3.log').read_text()[-2000:]}")
+            try:
+                store.ensure_buckets(*settings.s3.buckets)
+            except Exception:
+                return False
+            return True
+
+        if not wait_until(ready, timeout=S3_START_TIMEOUT, interval=0.3):
+            raise RuntimeError("S3 server did not become ready")
+        yield settings

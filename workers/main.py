@@ -1,0 +1,114 @@
+"""Building and running one worker process of a role.
+
+Each role polls one task queue. LLM roles take their limits from the settings
+of the providers on their queue: ``max_concurrent_activities`` caps this
+process, and ``max_task_queue_activities_per_second`` is enforced by the server
+for the whole queue, so the provider's rate limit holds however many replicas
+run. A queue shared by several providers takes the tightest of their limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.llm import LlmActivities
+from activities.tools import run_tool_activity
+from shared.config import Settings
+from shared.errors import ConfigError
+from shared.llm.providers import providers_on_queue
+from workers.roles import WorkerRole
+from workflows.catalog import WORKFLOWS
+
+# Sync activities (tools, charts) run in threads; a few per core is plenty.
+SYNC_THREADS = 8
+GRACEFUL_SHUTDOWN = timedelta(seconds=30)
+
+
+@dataclass
+class WorkerPlan:
+    """What one worker of a role polls and runs, and at what limits."""
+
+    queue: str
+    workflows: list[type] = field(default_factory=list)
+    activities: list[Any] = field(default_factory=list)
+    max_concurrent: int | None = None
+    queue_rate: float | None = None
+    threads: bool = False
+
+
+def _llm_plan(settings: Settings, queue: str) -> WorkerPlan:
+    own = [settings.provider(spec.name) for spec in providers_on_queue(queue)]
+    return WorkerPlan(
+        queue=queue,
+        activities=[LlmActivities(settings, queue).chat],
+        max_concurrent=min(p.max_concurrent for p in own),
+        queue_rate=min(p.requests_per_second for p in own),
+    )
+
+
+def _plan_workflows(settings: Settings) -> WorkerPlan:
+    return WorkerPlan(queue=settings.queues.workflows, workflows=list(WORKFLOWS))
+
+
+def _plan_tools(settings: Settings) -> WorkerPlan:
+    return WorkerPlan(queue=settings.queues.tools, activities=[run_tool_activity], threads=True)
+
+
+def _plan_charts(settings: Settings) -> WorkerPlan:
+    from activities.charts import CHART_ACTIVITIES
+
+    return WorkerPlan(queue=settings.queues.charts, activities=list(CHART_ACTIVITIES), threads=True)
+
+
+PLANNERS = {
+    WorkerRole.WORKFLOWS: _plan_workflows,
+    WorkerRole.TOOLS: _plan_tools,
+    WorkerRole.CHARTS: _plan_charts,
+}
+
+
+def plan_for(role: WorkerRole, settings: Settings) -> WorkerPlan:
+    """The plan of ``role`` under ``settings``."""
+    if role in PLANNERS:
+        return PLANNERS[role](settings)
+    return _llm_plan(settings, role.value)
+
+
+def build_worker(client: Client, plan: WorkerPlan) -> Worker:
+    """A Temporal worker for ``plan`` (sync activities get a thread pool)."""
+    if not plan.workflows and not plan.activities:
+        raise ConfigError("role", f"nothing is registered to run on queue {plan.queue!r}")
+    options: dict[str, Any] = {}
+    if plan.threads:
+        options["activity_executor"] = ThreadPoolExecutor(SYNC_THREADS)
+    if plan.max_concurrent is not None:
+        options["max_concurrent_activities"] = plan.max_concurrent
+    if plan.queue_rate is not None:
+        options["max_task_queue_activities_per_second"] = plan.queue_rate
+    return Worker(
+        client,
+        task_queue=plan.queue,
+        workflows=plan.workflows,
+        activities=plan.activities,
+        graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+        **options,
+    )
+
+
+async def run_worker(client: Client, role: WorkerRole, settings: Settings) -> None:
+    """Run one worker until SIGTERM or SIGINT, then drain in-flight work and return."""
+    worker = build_worker(client, plan_for(role, settings))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    async with worker:
+        await stop.wait()

@@ -1,0 +1,133 @@
+"""Workflow-side LLM calls: route ``chat`` to its provider's queue, and run tool loops.
+
+A tool loop is: chat → run every tool call the model asked for as a ``run_tool``
+activity (in parallel) → append the results → chat again, at most
+``MAX_TOOL_ROUNDS`` times. A tool that fails after its retries becomes an error
+message the model reads, not a crashed workflow. If the model is still asking
+for tools when the rounds run out, one last call without tools makes it answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, Field
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from shared.llm.contracts import (
+        ChatMessage,
+        ChatRequest,
+        ChatResponse,
+        ToolCall,
+        ToolRequest,
+        ToolResult,
+        Usage,
+        UsageReport,
+    )
+    from shared.llm.providers import PROVIDERS
+
+# A vendor call rarely takes more than a minute; the heartbeat catches dead workers sooner.
+CHAT_START_TO_CLOSE = timedelta(minutes=5)
+CHAT_HEARTBEAT = timedelta(seconds=30)
+CHAT_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=2),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(minutes=1),
+    maximum_attempts=6,
+)
+TOOL_START_TO_CLOSE = timedelta(minutes=2)
+TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
+MAX_TOOL_ROUNDS = 5
+
+
+async def chat(request: ChatRequest, *, summary: str | None = None) -> ChatResponse:
+    """One ``chat`` activity on the queue of the request's provider."""
+    return await workflow.execute_activity(
+        "chat",
+        request,
+        result_type=ChatResponse,
+        task_queue=PROVIDERS[request.provider].task_queue,
+        start_to_close_timeout=CHAT_START_TO_CLOSE,
+        heartbeat_timeout=CHAT_HEARTBEAT,
+        retry_policy=CHAT_RETRY,
+        summary=summary or request.agent,
+    )
+
+
+async def run_tool(call: ToolCall, context: dict[str, Any], *, queue: str, agent: str) -> ToolResult:
+    """One tool call; a failure after all retries comes back as an error result."""
+    try:
+        return await workflow.execute_activity(
+            "run_tool",
+            ToolRequest(call=call, context=context),
+            result_type=ToolResult,
+            task_queue=queue,
+            start_to_close_timeout=TOOL_START_TO_CLOSE,
+            retry_policy=TOOL_RETRY,
+            summary=f"{agent}: {call.name}",
+        )
+    except ActivityError as error:
+        cause = error.cause.message if error.cause and hasattr(error.cause, "message") else error
+        return ToolResult(call_id=call.id, name=call.name, ok=False,
+                          content=f"error: tool {call.name} failed: {cause}")
+
+
+class ToolLoopResult(BaseModel):
+    """The outcome of one agent's tool loop."""
+
+    text: str = Field(description="the final report (the last non-empty text if the end was empty)")
+    response: ChatResponse
+    messages: list[ChatMessage]
+    tool_results: list[ToolResult]
+    rounds: int
+    usage: Usage
+
+
+async def run_tool_loop(
+    request: ChatRequest,
+    *,
+    tools_queue: str,
+    tool_context: dict[str, Any] | None = None,
+    max_rounds: int = MAX_TOOL_ROUNDS,
+    usage: UsageReport | None = None,
+) -> ToolLoopResult:
+    """Chat, run tools, repeat; returns the final answer and the whole conversation."""
+    messages = list(request.messages)
+    results: list[ToolResult] = []
+    total = Usage()
+    last_text = ""
+    rounds = 0
+    while True:
+        rounds += 1
+        offer_tools = rounds <= max_rounds
+        turn = request.model_copy(
+            update={"messages": messages, "tools": request.tools if offer_tools else []}
+        )
+        response = await chat(turn, summary=f"{request.agent} round {rounds}")
+        total = total + response.usage
+        if usage is not None:
+            usage.add(request.agent, response.usage)
+        last_text = response.text.strip() or last_text
+        if not response.tool_calls or not offer_tools:
+            break
+        messages.append(
+            ChatMessage(role="assistant", content=response.text, tool_calls=response.tool_calls)
+        )
+        answered = await asyncio.gather(
+            *(run_tool(call, tool_context or {}, queue=tools_queue, agent=request.agent)
+              for call in response.tool_calls)
+        )
+        results += answered
+        messages += [
+            ChatMessage(role="tool", content=r.content, tool_call_id=r.call_id, name=r.name)
+            for r in answered
+        ]
+    return ToolLoopResult(
+        text=response.text.strip() or last_text, response=response, messages=messages,
+        tool_results=results, rounds=rounds, usage=total,
+    )
