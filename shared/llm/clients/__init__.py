@@ -1,0 +1,95 @@
+"""Vendor clients: one ``ChatRequest`` in, one ``ChatResponse`` out, through the official SDKs.
+
+``complete`` is the single entry point. It picks the vendor module by the
+provider's client kind, and runs the call the same way for all of them: a
+fresh SDK client with its retries switched off (Temporal owns retrying, and
+SDK retries would hide 429s and multiply timeouts), closed after the call,
+every failure turned into a ``ProviderError`` by one translator. The offline
+engine is not a vendor and is served elsewhere.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from shared.errors import ConfigError
+from shared.llm.clients import anthropic_chat, openai_chat
+from shared.llm.clients.common import Target, Vendor, key_settings
+from shared.llm.clients.errors import reading_reply, translated
+from shared.llm.contracts import ChatRequest, ChatResponse
+from shared.llm.providers import ClientKind, ProviderSpec
+
+_VENDORS: dict[ClientKind, Vendor] = {
+    ClientKind.OPENAI: openai_chat.VENDOR,
+    ClientKind.OPENAI_COMPATIBLE: openai_chat.VENDOR,
+    ClientKind.ANTHROPIC: anthropic_chat.VENDOR,
+}
+
+
+def _vendor(spec: ProviderSpec) -> Vendor:
+    try:
+        return _VENDORS[spec.client]
+    except KeyError:
+        raise ValueError(
+            f"provider {spec.name!r} uses the {spec.client.value!r} client, which "
+            f"shared.llm.clients does not serve (it serves {', '.join(map(str, _VENDORS))})"
+        ) from None
+
+
+def _check_key(spec: ProviderSpec, api_key: str | None) -> None:
+    """Fail before the SDK does: both would read keys from the environment on their own."""
+    if spec.key_required and not api_key:
+        variables = key_settings(spec)
+        raise ConfigError(
+            variables[0],
+            f"no API key for provider {spec.name}",
+            fix=f"Set {' or '.join(variables)}.",
+        )
+
+
+async def complete(
+    request: ChatRequest,
+    *,
+    spec: ProviderSpec,
+    model: str,
+    api_key: str | None,
+    base_url: str | None,
+    timeout: float,
+    images: dict[str, bytes],
+    json_schema: dict[str, Any] | None = None,
+) -> ChatResponse:
+    """One call to ``spec``'s vendor.
+
+    ``images`` maps each ``ObjectRef.key`` in the messages to its bytes, fetched
+    by the caller. With ``json_schema`` the vendor is asked for JSON output where
+    it has such a switch; the text comes back unparsed either way. Raises
+    ``ProviderError`` (retryable or not) for every vendor failure.
+    """
+    vendor = _vendor(spec)
+    _check_key(spec, api_key)
+    target = Target(
+        spec=spec,
+        model=model,
+        role=request.role,
+        api_key=api_key,
+        base_url=base_url or spec.default_base_url,
+        timeout=timeout,
+        images=images,
+        json_schema=json_schema,
+        schema_name=request.response_schema or "reply",
+    )
+    params = vendor.params(request, target)
+    started = time.perf_counter()
+    with translated(target, vendor.errors):
+        async with vendor.sdk(
+            api_key=target.sdk_key, base_url=target.base_url, max_retries=0, timeout=timeout
+        ) as client:
+            reply = await vendor.create(client, params)
+    latency_ms = (time.perf_counter() - started) * 1000
+    with reading_reply(target):
+        response = vendor.read(reply, target)
+    return response.model_copy(update={"latency_ms": round(latency_ms, 1)})
+
+
+__all__ = ["complete"]

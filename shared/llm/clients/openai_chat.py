@@ -1,0 +1,179 @@
+"""The chat-completions client, for OpenAI itself and every OpenAI-compatible server.
+
+One module serves both client kinds because they share the wire format. Where
+they differ (the max-tokens parameter, how JSON output is asked for) is a row
+of ``_DIALECTS``: OpenAI's reasoning models refuse ``max_tokens`` and it alone
+supports ``json_schema``; compatible servers (qwen, ollama, vllm, deepseek...)
+know ``max_tokens`` and ``json_object``.
+
+Malformed tool-call arguments are the model's mistake, not the vendor's: the
+call is returned with ``{"_raw": "<the string>"}`` as its arguments, so the
+tool can answer with an error the model reads and repairs on its next turn
+instead of the whole reply being thrown away.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
+
+from shared.llm.clients.common import SdkErrors, Target, Vendor, without_none
+from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage
+from shared.llm.providers import ClientKind
+
+RAW_ARGUMENTS = "_raw"
+
+
+@dataclass(frozen=True)
+class _Dialect:
+    """How one client kind spells the parameters that differ."""
+
+    max_tokens_param: str
+    response_format: Callable[[Target], dict[str, Any]]
+
+
+def _json_schema_format(target: Target) -> dict[str, Any]:
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": target.wire_schema_name,
+            "schema": target.json_schema,
+            "strict": False,
+        },
+    }
+
+
+_DIALECTS: dict[ClientKind, _Dialect] = {
+    ClientKind.OPENAI: _Dialect("max_completion_tokens", _json_schema_format),
+    ClientKind.OPENAI_COMPATIBLE: _Dialect("max_tokens", lambda _: {"type": "json_object"}),
+}
+
+
+# -- request ------------------------------------------------------------------
+
+
+def _plain(message: ChatMessage, target: Target) -> dict[str, Any]:
+    return {"role": message.role, "content": message.content}
+
+
+def _user(message: ChatMessage, target: Target) -> dict[str, Any]:
+    if not message.images:
+        return _plain(message, target)
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+    parts += [
+        {"type": "image_url", "image_url": {"url": target.image(ref).data_url}}
+        for ref in message.images
+    ]
+    return {"role": "user", "content": parts}
+
+
+def _assistant(message: ChatMessage, target: Target) -> dict[str, Any]:
+    calls = [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+        }
+        for call in message.tool_calls
+    ]
+    return {"role": "assistant", "content": message.content} | without_none(
+        tool_calls=calls or None
+    )
+
+
+def _tool(message: ChatMessage, target: Target) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+
+
+_MESSAGE: dict[str, Callable[[ChatMessage, Target], dict[str, Any]]] = {
+    "system": _plain,
+    "user": _user,
+    "assistant": _assistant,
+    "tool": _tool,
+}
+
+
+def _tool_spec(tool: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def request_params(request: ChatRequest, target: Target) -> dict[str, Any]:
+    """The keyword arguments of ``chat.completions.create`` for ``request``."""
+    dialect = _DIALECTS[target.spec.client]
+    return {
+        "model": target.model,
+        "messages": [_MESSAGE[message.role](message, target) for message in request.messages],
+    } | without_none(
+        tools=[_tool_spec(tool) for tool in request.tools] or None,
+        temperature=request.temperature,
+        response_format=dialect.response_format(target) if target.json_schema is not None else None,
+        **{dialect.max_tokens_param: request.max_tokens},
+    )
+
+
+# -- reply --------------------------------------------------------------------
+
+
+def _arguments(raw: str | None) -> dict[str, Any]:
+    """Decoded tool arguments; undecodable ones kept whole under ``_raw`` (see module doc).
+
+    Compatible servers send ``""`` or ``null`` for a call without arguments.
+    """
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {RAW_ARGUMENTS: raw}
+    return value if isinstance(value, dict) else {RAW_ARGUMENTS: raw}
+
+
+def read_reply(completion: ChatCompletion, target: Target) -> ChatResponse:
+    """The normalised reply; raises the SDK's attribute errors on a wrong-shaped body."""
+    choice = completion.choices[0]
+    usage = completion.usage
+    return ChatResponse(
+        text=choice.message.content or "",
+        tool_calls=[
+            ToolCall(
+                id=call.id, name=call.function.name, arguments=_arguments(call.function.arguments)
+            )
+            for call in choice.message.tool_calls or []
+            # by class, not by `type`: compatible servers often omit it, and the SDK
+            # still builds a function call from the shape
+            if isinstance(call, ChatCompletionMessageFunctionToolCall)
+        ],
+        usage=Usage(
+            calls=1,
+            input_tokens=usage.prompt_tokens if usage else 0,
+            output_tokens=usage.completion_tokens if usage else 0,
+        ),
+        provider=target.spec.name,
+        model=target.model,
+        finish_reason=choice.finish_reason,
+    )
+
+
+VENDOR = Vendor(
+    sdk=openai.AsyncOpenAI,
+    create=lambda client, params: client.chat.completions.create(**params),
+    params=request_params,
+    read=read_reply,
+    errors=SdkErrors(
+        status=openai.APIStatusError,
+        timeout=openai.APITimeoutError,
+        connection=openai.APIConnectionError,
+    ),
+)
