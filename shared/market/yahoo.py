@@ -1,0 +1,115 @@
+"""Bars from Yahoo Finance through the optional ``yfinance`` package (online).
+
+yfinance is imported when a source is created, not when this module is, so it
+stays an optional extra: without it, creating the source raises a ``ConfigError``
+saying how to install it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from types import ModuleType
+
+import pandas as pd
+
+from shared.errors import ConfigError, InvalidInput
+from shared.market.bars import COLUMNS, Bar, Timeframe, bars_to_frame, validate_bars
+from shared.market.resample import bucket_ends
+from shared.market.series import build_series, check_lookback, parse_as_of, unknown_symbol
+
+_DATED = (Timeframe.D1, Timeframe.W1, Timeframe.MO1)
+"""Yahoo labels these by exchange-local midnight; quantdesk by the session date at 00:00 UTC."""
+
+
+def import_yfinance() -> ModuleType:
+    """The yfinance module, or a ``ConfigError`` saying how to install it."""
+    try:
+        return importlib.import_module("yfinance")
+    except ImportError:
+        raise ConfigError(
+            "yfinance",
+            "the yfinance source needs the optional package yfinance, which is not installed",
+            fix="Run `pip install yfinance`, or use the bundled or csv source.",
+        ) from None
+
+
+class YFinanceSource:
+    """Bars downloaded from Yahoo Finance on every read (no cache, needs the network).
+
+    Yahoo has no 4h interval: 4h bars are resampled from 1h ones. Prices are
+    split- and dividend-adjusted unless ``auto_adjust=False``. The bar still forming
+    now is dropped, so even a live read returns only finished bars. Yahoo keeps
+    limited intraday history (about 7 days of 1m, 60 days of 5m-30m, 730 of 1h).
+    Network failures propagate as yfinance raises them, to be retried.
+    """
+
+    def __init__(self, symbols: Sequence[str] | None = None, *, auto_adjust: bool = True) -> None:
+        self._yf = import_yfinance()
+        self._symbols = tuple(sorted({symbol.upper() for symbol in symbols or ()}))
+        self._auto_adjust = auto_adjust
+
+    def symbols(self) -> tuple[str, ...]:
+        """The tickers this source is limited to; empty means any ticker Yahoo knows."""
+        return self._symbols
+
+    def read(
+        self,
+        symbol: str,
+        timeframe: Timeframe | str,
+        *,
+        as_of: datetime | None = None,
+        lookback: int | None = None,
+    ) -> list[Bar]:
+        """The bars of ``symbol`` labelled at or before ``as_of``, the last ``lookback`` of them."""
+        ticker = symbol.upper()
+        if self._symbols and ticker not in self._symbols:
+            raise unknown_symbol(symbol, self._symbols)
+        wanted = Timeframe.parse(timeframe)
+        cutoff = parse_as_of(as_of)
+        check_lookback(lookback)
+        base = Timeframe.H1 if wanted is Timeframe.H4 else wanted
+        now = pd.Timestamp.now(tz="UTC")
+        end = now if cutoff is None else min(cutoff + base.duration, now)
+        # yfinance takes a start or a period, never both; "max" with an end reads up to the end.
+        window = {"period": "max"} if lookback is None else {"start": end - _span(wanted, lookback)}
+        history = self._yf.Ticker(ticker).history(
+            interval=base.value, end=end, auto_adjust=self._auto_adjust, actions=False, **window
+        )
+        frame = _to_frame(history, base)
+        frame = frame[bucket_ends(frame.index, base) <= now]  # drop the bar still forming
+        if frame.empty:  # Yahoo answers an unknown ticker with an empty frame, not an error
+            raise InvalidInput(
+                "symbol",
+                f"Yahoo Finance returned no finished {base} bars for {ticker!r} "
+                f"up to {end.isoformat(timespec='seconds')}",
+                fix="Check the ticker (e.g. AAPL, EURUSD=X, BTC-USD) and, for intraday "
+                "timeframes, that Yahoo keeps history that far back.",
+            )
+        validate_bars(frame, field=f"yfinance {ticker}")
+        return build_series(ticker, frame, base, wanted).window(cutoff, lookback)
+
+
+def _span(timeframe: Timeframe, lookback: int) -> timedelta:
+    """Calendar time that holds ``lookback`` bars despite closed hours, weekends and holidays."""
+    markets_closed_factor = 4 if timeframe.duration < Timeframe.D1.duration else 2
+    return timeframe.duration * lookback * markets_closed_factor + timedelta(days=7)
+
+
+def _to_frame(history: pd.DataFrame, base: Timeframe) -> pd.DataFrame:
+    """Yahoo's frame as a bar frame: lower-case columns, UTC index, placeholder rows dropped."""
+    if history.empty:  # then Yahoo's frame may lack even the columns
+        return bars_to_frame([])
+    table = history.rename(columns=str.lower)
+    index = pd.DatetimeIndex(history.index)
+    if base in _DATED:
+        index = index.tz_localize(None).normalize().tz_localize("UTC")
+    else:
+        index = index.tz_convert("UTC")
+    frame = pd.DataFrame(
+        {column: table[column].to_numpy(dtype="float64") for column in COLUMNS},
+        index=pd.DatetimeIndex(index, name="time"),
+    )
+    # Yahoo pads some series with all-empty rows; a partly empty row is left to fail validation.
+    return frame.dropna(how="all", subset=list(COLUMNS[:4]))
