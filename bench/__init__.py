@@ -1,0 +1,1 @@
+"""Benchmarks and the reference implementations they compare against."""
