@@ -19,7 +19,9 @@ def application_error(error: QuantdeskError) -> ApplicationError:
     """The Temporal failure for ``error``: same message, typed, retryable or not."""
     delay = error.retry_after if isinstance(error, ProviderError) else None
     return ApplicationError(
-        str(error), type=error.type_name, non_retryable=not error.retryable,
+        str(error),
+        type=error.type_name,
+        non_retryable=not error.retryable,
         next_retry_delay=delay,
     )
 

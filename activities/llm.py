@@ -68,7 +68,8 @@ class LlmActivities:
         spec = provider_spec(request.provider)
         if spec.task_queue != self.queue:
             raise InvalidInput(
-                "llm.provider", f"provider {spec.name!r} is served on {spec.task_queue!r}, "
+                "llm.provider",
+                f"provider {spec.name!r} is served on {spec.task_queue!r}, "
                 f"but this call reached {self.queue!r}",
                 fix="Route chat calls by the provider registry's task_queue.",
             )
@@ -160,11 +161,14 @@ class LlmActivities:
         schema = schema_named(request.response_schema)
         structured, problem = validate_reply(schema, response.text)
         if problem is not None:
-            activity.logger.warning("%s: reply failed %s, repairing: %s",
-                                    request.agent, schema.__name__, problem)
+            activity.logger.warning(
+                "%s: reply failed %s, repairing: %s", request.agent, schema.__name__, problem
+            )
             repair = request.model_copy(
-                update={"messages": [*request.messages, *repair_messages(response.text, problem)],
-                        "tools": []}
+                update={
+                    "messages": [*request.messages, *repair_messages(response.text, problem)],
+                    "tools": [],
+                }
             )
             retry = await self._complete(repair, spec, model, images)
             retry = retry.model_copy(update={"usage": response.usage + retry.usage})

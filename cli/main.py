@@ -10,8 +10,11 @@ from cli.exit import fail_on_quantdesk_errors, finish
 from shared.config import load_settings
 from workers.roles import ROLE_NAMES, WorkerRole
 
-app = typer.Typer(help="Multi-agent LLM trading analysis as durable Temporal workflows.",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="Multi-agent LLM trading analysis as durable Temporal workflows.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
 
 
 @app.command()

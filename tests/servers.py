@@ -21,8 +21,9 @@ from shared.storage.objects import ObjectStore
 S3_START_TIMEOUT = 60.0
 
 
-def free_port_base(ports_for: Callable[[int], list[int]], *, low: int = 20000,
-                   high: int = 40000) -> int:
+def free_port_base(
+    ports_for: Callable[[int], list[int]], *, low: int = 20000, high: int = 40000
+) -> int:
     """A base port whose derived ports (``ports_for(base)``) are all free."""
     rng = random.Random()
     for _ in range(200):
@@ -39,8 +40,12 @@ def running(launch: ServerLaunch, log: Path) -> Iterator[subprocess.Popen[bytes]
         launch.cwd.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         process = subprocess.Popen(
-            launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env},
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            launch.argv,
+            cwd=launch.cwd,
+            env={**os.environ, **launch.env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
         )
     try:
         yield process

@@ -22,7 +22,7 @@ from temporalio.worker import Worker
 from activities.llm import LlmActivities
 from activities.tools import run_tool_activity
 from shared.config import Settings
-from shared.errors import ConfigError
+from shared.errors import ConfigError, QuantdeskError
 from shared.llm.providers import providers_on_queue
 from workers.roles import WorkerRole
 from workflows.catalog import WORKFLOWS
@@ -99,6 +99,9 @@ def build_worker(client: Client, plan: WorkerPlan) -> Worker:
         workflows=plan.workflows,
         activities=plan.activities,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+        # A domain error raised in workflow code fails the run instead of the workflow
+        # task, which Temporal would retry forever while the run looks alive.
+        workflow_failure_exception_types=[QuantdeskError],
         **options,
     )
 

@@ -59,7 +59,9 @@ async def chat(request: ChatRequest, *, summary: str | None = None) -> ChatRespo
     )
 
 
-async def run_tool(call: ToolCall, context: dict[str, Any], *, queue: str, agent: str) -> ToolResult:
+async def run_tool(
+    call: ToolCall, context: dict[str, Any], *, queue: str, agent: str
+) -> ToolResult:
     """One tool call; a failure after all retries comes back as an error result."""
     try:
         return await workflow.execute_activity(
@@ -73,8 +75,12 @@ async def run_tool(call: ToolCall, context: dict[str, Any], *, queue: str, agent
         )
     except ActivityError as error:
         cause = error.cause.message if error.cause and hasattr(error.cause, "message") else error
-        return ToolResult(call_id=call.id, name=call.name, ok=False,
-                          content=f"error: tool {call.name} failed: {cause}")
+        return ToolResult(
+            call_id=call.id,
+            name=call.name,
+            ok=False,
+            content=f"error: tool {call.name} failed: {cause}",
+        )
 
 
 class ToolLoopResult(BaseModel):
@@ -119,8 +125,10 @@ async def run_tool_loop(
             ChatMessage(role="assistant", content=response.text, tool_calls=response.tool_calls)
         )
         answered = await asyncio.gather(
-            *(run_tool(call, tool_context or {}, queue=tools_queue, agent=request.agent)
-              for call in response.tool_calls)
+            *(
+                run_tool(call, tool_context or {}, queue=tools_queue, agent=request.agent)
+                for call in response.tool_calls
+            )
         )
         results += answered
         messages += [
@@ -128,6 +136,10 @@ async def run_tool_loop(
             for r in answered
         ]
     return ToolLoopResult(
-        text=response.text.strip() or last_text, response=response, messages=messages,
-        tool_results=results, rounds=rounds, usage=total,
+        text=response.text.strip() or last_text,
+        response=response,
+        messages=messages,
+        tool_results=results,
+        rounds=rounds,
+        usage=total,
     )

@@ -138,5 +138,8 @@ class LlmChoice(BaseModel):
 
     def model_for(self, role: LlmRole) -> str | None:
         """The model chosen for ``role``, or None for the worker's default."""
-        return {LlmRole.QUICK: self.model, LlmRole.DEEP: self.deep_model,
-                LlmRole.VISION: self.vision_model}[role]
+        return {
+            LlmRole.QUICK: self.model,
+            LlmRole.DEEP: self.deep_model,
+            LlmRole.VISION: self.vision_model,
+        }[role]

@@ -38,7 +38,9 @@ def extract_json(text: str) -> Any:
     try:
         return json.loads(stripped[start : end + 1])
     except json.JSONDecodeError as error:
-        raise ValueError(f"the JSON in the reply does not parse: {error.msg} at {error.pos}") from None
+        raise ValueError(
+            f"the JSON in the reply does not parse: {error.msg} at {error.pos}"
+        ) from None
 
 
 def validate_reply(model: type[BaseModel], text: str) -> tuple[dict[str, Any] | None, str | None]:

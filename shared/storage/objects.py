@@ -67,7 +67,11 @@ class ObjectStore:
         """A store for the configured endpoint and credentials."""
         access, secret = settings.s3_credentials()
         return cls(
-            settings.s3.endpoint, access, secret, secure=settings.s3.secure, region=settings.s3.region
+            settings.s3.endpoint,
+            access,
+            secret,
+            secure=settings.s3.secure,
+            region=settings.s3.region,
         )
 
     @contextmanager
@@ -92,7 +96,9 @@ class ObjectStore:
                 ) from None
             if error.code in _MISSING_KEY_CODES:
                 raise ObjectNotFound(f"no object at {where}.") from None
-            raise StorageUnavailable(f"S3 error {error.code} for {where}: {error.message}") from None
+            raise StorageUnavailable(
+                f"S3 error {error.code} for {where}: {error.message}"
+            ) from None
         except (urllib3.exceptions.HTTPError, OSError) as error:
             raise StorageUnavailable(
                 f"S3 at {self.endpoint} is unreachable ({type(error).__name__}).",

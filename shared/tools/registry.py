@@ -94,11 +94,13 @@ def run_tool(request: ToolRequest) -> ToolResult:
         arguments = tool.arguments.model_validate({**call.arguments, **fixed})
         content = _render(tool.run(arguments))
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        return ToolResult(
+            call_id=call.id,
+            name=call.name,
+            ok=False,
+            content=f"error: invalid arguments for {call.name}: {problems}",
         )
-        return ToolResult(call_id=call.id, name=call.name, ok=False,
-                          content=f"error: invalid arguments for {call.name}: {problems}")
     except (ToolError, InvalidInput) as error:
         return ToolResult(call_id=call.id, name=call.name, ok=False, content=f"error: {error}")
     return ToolResult(call_id=call.id, name=call.name, content=content)

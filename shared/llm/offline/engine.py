@@ -62,7 +62,8 @@ def answer_offline(request: ChatRequest, model: str) -> ChatResponse:
     """Answer like an LLM would: tool calls first when tools are offered, then the report."""
     if model != OFFLINE_MODEL:
         raise InvalidInput(
-            "llm.model", f"the offline provider has no model {model!r}",
+            "llm.model",
+            f"the offline provider has no model {model!r}",
             fix=f"Use {OFFLINE_MODEL!r} or leave the model unset.",
         )
     prompt_tokens = sum(_tokens(m.content) for m in request.messages)
@@ -70,7 +71,10 @@ def answer_offline(request: ChatRequest, model: str) -> ChatResponse:
         calls = plan_tool_calls(request.tools, request.context)
         if calls:
             return ChatResponse(
-                tool_calls=calls, provider="offline", model=model, finish_reason="tool_calls",
+                tool_calls=calls,
+                provider="offline",
+                model=model,
+                finish_reason="tool_calls",
                 usage=Usage(calls=1, input_tokens=prompt_tokens, output_tokens=10 * len(calls)),
             )
     offline = read_request(request)
@@ -78,6 +82,9 @@ def answer_offline(request: ChatRequest, model: str) -> ChatResponse:
     wants_object = request.response_schema is not None and answer.structured is not None
     text = answer.structured.model_dump_json() if wants_object else answer.text
     return ChatResponse(
-        text=text, provider="offline", model=model, finish_reason="stop",
+        text=text,
+        provider="offline",
+        model=model,
+        finish_reason="stop",
         usage=Usage(calls=1, input_tokens=prompt_tokens, output_tokens=_tokens(text)),
     )

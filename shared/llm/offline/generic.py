@@ -52,8 +52,11 @@ class SeriesReading(BaseModel):
 
 
 def _finite(values: list[Any]) -> list[float]:
-    return [float(v) for v in values
-            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)]
+    return [
+        float(v)
+        for v in values
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    ]
 
 
 def find_series(data: Any, name: str = "") -> list[SeriesReading]:
@@ -69,8 +72,11 @@ def find_series(data: Any, name: str = "") -> list[SeriesReading]:
     elif isinstance(data, list):
         values = _finite(data)
         if len(values) >= 2:
-            found.append(SeriesReading(name=name or "values", first=values[0], last=values[-1],
-                                       count=len(values)))
+            found.append(
+                SeriesReading(
+                    name=name or "values", first=values[0], last=values[-1], count=len(values)
+                )
+            )
     return found
 
 
@@ -86,7 +92,8 @@ def analyse(offline: OfflineInput) -> AnalystNote:
             readings += find_series(output.data, output.name)
     if not readings:
         return AnalystNote(
-            stance=Stance.NEUTRAL, confidence=0.1,
+            stance=Stance.NEUTRAL,
+            confidence=0.1,
             key_points=["No numeric data was provided, so no view is taken."],
             summary=f"{offline.agent}: no data to read; neutral by default, not by evidence.",
         )

@@ -37,6 +37,7 @@ def plan_tool_calls(tools: list[ToolSpec], context: dict[str, Any]) -> list[Tool
                 break
             arguments[name] = value
         else:
-            calls.append(ToolCall(id=f"offline_{index}_{tool.name}", name=tool.name,
-                                  arguments=arguments))
+            calls.append(
+                ToolCall(id=f"offline_{index}_{tool.name}", name=tool.name, arguments=arguments)
+            )
     return calls

