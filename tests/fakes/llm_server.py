@@ -68,6 +68,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str] = field(repr=False)  # names lower-cased
     body: Any  # the parsed JSON, or None when the body was not JSON
+    received_at: float = 0.0  # time.monotonic() on arrival: lets tests measure retry delays
 
     @property
     def api_key(self) -> str | None:
@@ -240,6 +241,7 @@ class _Handler(BaseHTTPRequestHandler):
             path=self.path.split("?", 1)[0],
             headers={name.lower(): value for name, value in self.headers.items()},
             body=_parse_json(raw),
+            received_at=time.monotonic(),
         )
         answer = self.server.fake.answer(request)
         try:

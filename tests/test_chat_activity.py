@@ -1,0 +1,295 @@
+"""The ``chat`` activity: checks before any call, images from S3, structured output, retries.
+
+The vendors are the fake server speaking their wire formats through the official
+SDKs; S3 is the real SeaweedFS server; the retry tests run on the real dev server.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+
+import pytest
+import pytest_asyncio
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
+
+from activities.llm import LlmActivities
+from shared.config import Settings, load_settings
+from shared.llm.contracts import ChatMessage, ChatRequest, LlmChoice
+from shared.llm.providers import QUEUE_ANTHROPIC, QUEUE_OFFLINE, QUEUE_OPENAI
+from shared.storage.objects import ObjectRef, ObjectStore
+from tests.fakes.llm_server import FakeLlmServer
+from tests.flows import ProbeResult, ToolLoopProbe
+from tests.probe_tools import TEST_TOOLS_QUEUE
+from workers.main import WorkerPlan, build_worker
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+KEY = "sk-test-DO-NOT-LEAK-42"
+NOTE = {
+    "stance": "bullish",
+    "confidence": 0.7,
+    "key_points": ["closes rose 8%"],
+    "summary": "Momentum is up.",
+}
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLlmServer]:
+    with FakeLlmServer() as server:
+        yield server
+
+
+def _settings(fake: FakeLlmServer, s3: Settings | None = None, **extra: object) -> Settings:
+    fields: dict[str, object] = {
+        "openai": {"api_key": KEY, "base_url": fake.base_url_openai},
+        "anthropic": {"api_key": KEY, "base_url": fake.base_url_anthropic},
+    }
+    if s3 is not None:
+        fields |= {"data_dir": s3.data_dir, "s3": s3.s3.model_dump()}
+    return load_settings(**(fields | extra))
+
+
+def _request(provider: str = "openai", **fields: object) -> ChatRequest:
+    return ChatRequest(
+        agent="test_agent",
+        provider=provider,
+        messages=[ChatMessage(role="user", content="Assess ACME.")],
+        **fields,
+    )
+
+
+async def _chat(settings: Settings, queue: str, request: ChatRequest) -> object:
+    return await ActivityEnvironment().run(LlmActivities(settings, queue).chat, request)
+
+
+async def test_missing_key_fails_before_any_call_and_names_the_variable(
+    fake: FakeLlmServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    settings = load_settings(openai={"base_url": fake.base_url_openai})
+
+    with pytest.raises(ApplicationError) as caught:
+        await _chat(settings, QUEUE_OPENAI, _request())
+
+    assert caught.value.non_retryable
+    assert "OPENAI_API_KEY" in caught.value.message
+    assert fake.requests == []
+
+
+async def test_vendor_key_variable_is_honoured(
+    fake: FakeLlmServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url_openai)
+    fake.reply_text("fine")
+
+    response = await _chat(load_settings(), QUEUE_OPENAI, _request())
+
+    assert response.text == "fine"
+    assert fake.last_request.api_key == KEY
+
+
+async def test_default_model_of_the_role_comes_from_settings(fake: FakeLlmServer) -> None:
+    fake.reply_text("deep thoughts")
+    settings = _settings(
+        fake,
+        openai={"api_key": KEY, "base_url": fake.base_url_openai, "deep_model": "gpt-test-deep"},
+    )
+
+    response = await _chat(settings, QUEUE_OPENAI, _request(role="deep"))
+
+    assert fake.last_request.body["model"] == "gpt-test-deep"
+    assert response.model == "gpt-test-deep"
+
+
+async def test_images_are_fetched_from_s3_and_sent_as_png(
+    fake: FakeLlmServer, s3_settings: Settings
+) -> None:
+    settings = _settings(fake, s3_settings)
+    chart = ObjectRef(
+        bucket=settings.s3.bucket_charts, key=f"{uuid.uuid4()}/trend.png", content_type="image/png"
+    )
+    png = b"\x89PNG\r\n\x1a\n" + b"chart-bytes"
+    ObjectStore.from_settings(settings).put_bytes(chart, png)
+    fake.reply_text("I see a rising wedge.")
+    request = ChatRequest(
+        agent="trend_agent",
+        provider="anthropic",
+        role="vision",
+        messages=[ChatMessage(role="user", content="Read the chart.", images=[chart])],
+    )
+
+    response = await _chat(settings, QUEUE_ANTHROPIC, request)
+
+    blocks = fake.last_request.body["messages"][0]["content"]
+    [image] = [block for block in blocks if block["type"] == "image"]
+    assert image["source"] == {
+        "type": "base64",
+        "media_type": "image/png",
+        "data": base64.b64encode(png).decode(),
+    }
+    assert response.text == "I see a rising wedge."
+
+
+async def test_images_for_a_provider_without_vision_are_refused(fake: FakeLlmServer) -> None:
+    settings = _settings(fake, deepseek={"api_key": KEY})
+    chart = ObjectRef(bucket="charts", key="k.png", content_type="image/png")
+    request = ChatRequest(
+        agent="pattern_agent",
+        provider="deepseek",
+        role="vision",
+        model="deepseek-chat",
+        messages=[ChatMessage(role="user", content="Look.", images=[chart])],
+    )
+
+    with pytest.raises(ApplicationError) as caught:
+        await _chat(settings, "llm-openai-compatible", request)
+
+    assert caught.value.non_retryable
+    assert "does not accept images" in caught.value.message
+
+
+async def test_structured_reply_is_validated(fake: FakeLlmServer) -> None:
+    fake.reply_json(NOTE)
+
+    response = await _chat(_settings(fake), QUEUE_OPENAI, _request(response_schema="AnalystNote"))
+
+    assert response.structured == NOTE
+    schema_turn = fake.last_request.body["messages"][-1]
+    assert schema_turn["role"] == "system" and "AnalystNote" in schema_turn["content"]
+
+
+async def test_invalid_structured_reply_gets_one_repair_call(fake: FakeLlmServer) -> None:
+    fake.reply_json({**NOTE, "confidence": 7})
+    fake.reply_json(NOTE)
+
+    response = await _chat(_settings(fake), QUEUE_OPENAI, _request(response_schema="AnalystNote"))
+
+    assert response.structured == NOTE
+    assert len(fake.requests) == 2
+    repair = fake.requests[1].body["messages"][-1]["content"]
+    assert "confidence" in repair and "less than or equal to 1" in repair
+    assert response.usage.calls == 2
+
+
+async def test_reply_still_invalid_after_repair_is_kept_in_s3_and_fails(
+    fake: FakeLlmServer, s3_settings: Settings
+) -> None:
+    settings = _settings(fake, s3_settings)
+    fake.reply_text("I think it goes up, no JSON for you")
+    fake.reply_text("still prose")
+    raw = ObjectRef(bucket=settings.s3.bucket_payloads, key=f"{uuid.uuid4()}/raw.txt")
+
+    with pytest.raises(ApplicationError) as caught:
+        await _chat(
+            settings, QUEUE_OPENAI, _request(response_schema="AnalystNote", raw_reply_key=raw)
+        )
+
+    assert caught.value.non_retryable
+    assert caught.value.type == "StructuredOutputError"
+    assert raw.key in caught.value.message
+    assert ObjectStore.from_settings(settings).get_bytes(raw) == b"still prose"
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable"), [(500, True), (529, True), (401, False), (404, False)]
+)
+async def test_vendor_statuses_map_to_retryable_or_not(
+    fake: FakeLlmServer, status: int, retryable: bool
+) -> None:
+    fake.fail(status, "vendor says no to {key}")
+
+    with pytest.raises(ApplicationError) as caught:
+        await _chat(_settings(fake), QUEUE_ANTHROPIC, _request("anthropic"))
+
+    assert caught.value.non_retryable is not retryable
+    assert KEY not in caught.value.message
+
+
+async def test_rate_limit_sets_the_next_retry_delay(fake: FakeLlmServer) -> None:
+    fake.rate_limited(7)
+
+    with pytest.raises(ApplicationError) as caught:
+        await _chat(_settings(fake), QUEUE_OPENAI, _request())
+
+    assert not caught.value.non_retryable
+    assert caught.value.next_retry_delay == timedelta(seconds=7)
+
+
+async def test_unknown_offline_model_is_refused(fake: FakeLlmServer) -> None:
+    with pytest.raises(ApplicationError) as caught:
+        await _chat(load_settings(), QUEUE_OFFLINE, _request("offline", model="gpt-9"))
+
+    assert caught.value.non_retryable
+    assert "`llm.model`" in caught.value.message
+
+
+async def test_a_call_routed_to_the_wrong_queue_is_refused() -> None:
+    with pytest.raises(ApplicationError, match="served on 'llm-openai'"):
+        await _chat(load_settings(), QUEUE_OFFLINE, _request("openai"))
+
+
+# --- retries on a real server ---------------------------------------------------------------
+
+QUEUE = "chat-retry-workflows"
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def retry_workers(dev_env: WorkflowEnvironment, fake: FakeLlmServer) -> AsyncIterator[None]:
+    from activities.tools import run_tool_activity
+
+    settings = _settings(
+        fake, openai={"api_key": KEY, "base_url": fake.base_url_openai, "timeout_seconds": 1.0}
+    )
+    plans = [
+        WorkerPlan(queue=QUEUE, workflows=[ToolLoopProbe]),
+        WorkerPlan(queue=TEST_TOOLS_QUEUE, activities=[run_tool_activity], threads=True),
+        WorkerPlan(queue=QUEUE_OPENAI, activities=[LlmActivities(settings, QUEUE_OPENAI).chat]),
+    ]
+    workers = [build_worker(dev_env.client, plan) for plan in plans]
+    for worker in workers:
+        await worker.__aenter__()
+    yield
+    for worker in workers:
+        await worker.__aexit__(None, None, None)
+
+
+async def _probe(env: WorkflowEnvironment) -> ProbeResult:
+    return await env.client.execute_workflow(
+        "ToolLoopProbe",
+        {"symbol": "ACME", "closes": [1, 2], "llm": LlmChoice(provider="openai").model_dump()},
+        id=f"retry-{uuid.uuid4()}",
+        task_queue=QUEUE,
+        result_type=ProbeResult,
+        execution_timeout=timedelta(seconds=60),
+    )
+
+
+@pytest.mark.integration
+async def test_429_is_retried_after_the_advertised_delay(
+    dev_env: WorkflowEnvironment, fake: FakeLlmServer, retry_workers: None
+) -> None:
+    fake.rate_limited(2)
+    fake.reply_json(NOTE)
+
+    result = await _probe(dev_env)
+
+    first, second = fake.requests
+    assert second.received_at - first.received_at >= 2.0
+    assert result.note.summary == "Momentum is up."
+
+
+@pytest.mark.integration
+async def test_a_reply_slower_than_the_timeout_is_retried(
+    dev_env: WorkflowEnvironment, fake: FakeLlmServer, retry_workers: None
+) -> None:
+    fake.slow(3.0)
+    fake.reply_json(NOTE)
+
+    result = await _probe(dev_env)
+
+    assert len(fake.requests) == 2
+    assert result.note.stance == "bullish"

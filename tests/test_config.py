@@ -1,0 +1,89 @@
+"""Settings: variables as users type them, vendor fallbacks, and clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.config import load_settings
+from shared.errors import ConfigError
+from shared.llm.providers import PROVIDERS, LlmRole
+
+
+def test_nested_variables_configure_a_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUANTDESK_OPENAI__QUICK_MODEL", "gpt-test-mini")
+    monkeypatch.setenv("QUANTDESK_OPENAI__REQUESTS_PER_SECOND", "2.5")
+
+    settings = load_settings()
+
+    assert settings.model_for(PROVIDERS["openai"], LlmRole.QUICK) == "gpt-test-mini"
+    assert settings.openai.requests_per_second == 2.5
+
+
+def test_registry_default_model_applies_when_unset() -> None:
+    settings = load_settings()
+
+    assert settings.model_for(PROVIDERS["anthropic"], LlmRole.DEEP) == "claude-sonnet-4-5"
+
+
+def test_vendor_variables_are_the_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "dash-key")
+    monkeypatch.setenv("OLLAMA_BASE_URL", "http://gpu-box:11434/v1")
+
+    settings = load_settings()
+
+    assert settings.api_key(PROVIDERS["qwen"]) == "dash-key"
+    assert settings.base_url(PROVIDERS["ollama"]) == "http://gpu-box:11434/v1"
+
+
+def test_quantdesk_key_wins_over_the_vendor_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "vendor")
+    monkeypatch.setenv("QUANTDESK_OPENAI__API_KEY", "ours")
+
+    assert load_settings().api_key(PROVIDERS["openai"]) == "ours"
+
+
+def test_keys_never_show_in_the_settings_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUANTDESK_ANTHROPIC__API_KEY", "sk-ant-very-secret")
+
+    settings = load_settings()
+
+    assert "sk-ant-very-secret" not in repr(settings)
+    assert "sk-ant-very-secret" not in settings.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("QUANTDESK_DEFAULT_PROVIDER", "chatgpt", "openai, anthropic, qwen"),
+        ("QUANTDESK_S3__ENDPOINT", "http://minio:9000", "without http://"),
+        ("QUANTDESK_OPENAI__MAX_CONCURRENT", "0", "greater than or equal to 1"),
+        ("QUANTDESK_TEMPORAL__UI_PORT", "99999", "less than or equal to 65535"),
+    ],
+)
+def test_invalid_setting_fails_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, expected: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+
+    assert variable in str(caught.value)
+    assert expected in str(caught.value)
+
+
+def test_invalid_key_value_is_not_echoed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUANTDESK_S3__ACCESS_KEY", '{"not": "a string"}')
+    monkeypatch.setenv("QUANTDESK_S3__ENDPOINT", "bad")
+
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+
+    assert "QUANTDESK_S3__ENDPOINT" in str(caught.value)
+
+
+def test_missing_s3_credentials_say_how_to_get_them(tmp_path: object) -> None:
+    settings = load_settings(data_dir=tmp_path)
+
+    with pytest.raises(ConfigError, match="quantdesk up"):
+        settings.s3_credentials()
