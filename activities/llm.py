@@ -26,6 +26,7 @@ from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse
 from shared.llm.offline import answer_offline
 from shared.llm.providers import ClientKind, ProviderSpec, provider_spec
 from shared.llm.structured import repair_messages, schema_instruction, validate_reply
+from shared.storage.buckets import PAYLOADS_BUCKET
 from shared.storage.objects import ObjectRef, ObjectStore
 
 # Tell Temporal the call is alive well inside the workflow's heartbeat timeout.
@@ -125,7 +126,7 @@ class LlmActivities:
         """Store an unusable reply so a human can read it; return its key."""
         digest = hashlib.sha256(reply.encode()).hexdigest()[:16]
         ref = request.raw_reply_key or ObjectRef(
-            bucket=self.settings.s3.bucket_payloads, key=f"raw-replies/{request.agent}/{digest}.txt"
+            bucket=PAYLOADS_BUCKET, key=f"raw-replies/{request.agent}/{digest}.txt"
         )
         ref = ref.model_copy(update={"content_type": "text/plain; charset=utf-8"})
         self.store.put_bytes(ref, reply.encode())

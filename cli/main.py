@@ -7,6 +7,7 @@ import asyncio
 import typer
 
 from cli.exit import fail_on_quantdesk_errors, finish
+from cli.stack.commands import register as register_stack_commands
 from shared.config import load_settings
 from workers.roles import ROLE_NAMES, WorkerRole
 
@@ -15,6 +16,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+register_stack_commands(app)
 
 
 @app.command()

@@ -18,6 +18,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.errors import ConfigError
 from shared.llm.providers import PROVIDERS, LlmRole, ProviderSpec
+from shared.queues import DEFAULT_WORKFLOWS_QUEUE
+from shared.storage.buckets import BUCKETS
 
 ENV_PREFIX = "QUANTDESK_"
 
@@ -38,11 +40,11 @@ class ProviderSettings(BaseModel):
 
 
 class TaskQueues(BaseModel):
-    """Names of the non-LLM task queues (LLM queues come from the provider registry)."""
+    """The configurable task queue: where starters send workflows and the workflow worker polls.
 
-    workflows: str = "quantdesk"
-    tools: str = "tools"
-    charts: str = "charts"
+    Activity queues are fixed (``shared.queues``, the provider registry)."""
+
+    workflows: str = DEFAULT_WORKFLOWS_QUEUE
 
 
 class S3Settings(BaseModel):
@@ -53,9 +55,6 @@ class S3Settings(BaseModel):
     access_key: SecretStr | None = None
     secret_key: SecretStr | None = None
     region: str = "us-east-1"
-    bucket_charts: str = "charts"
-    bucket_reports: str = "reports"
-    bucket_payloads: str = "payloads"
     embedded: bool = Field(True, description="`quantdesk up` starts the S3 server itself")
 
     @field_validator("endpoint")
@@ -69,9 +68,9 @@ class S3Settings(BaseModel):
         return value
 
     @property
-    def buckets(self) -> tuple[str, str, str]:
+    def buckets(self) -> tuple[str, ...]:
         """Every bucket quantdesk writes to."""
-        return (self.bucket_charts, self.bucket_reports, self.bucket_payloads)
+        return BUCKETS
 
     @property
     def port(self) -> int:

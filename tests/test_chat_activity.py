@@ -20,6 +20,7 @@ from activities.llm import LlmActivities
 from shared.config import Settings, load_settings
 from shared.llm.contracts import ChatMessage, ChatRequest, LlmChoice
 from shared.llm.providers import QUEUE_ANTHROPIC, QUEUE_OFFLINE, QUEUE_OPENAI
+from shared.storage.buckets import CHARTS_BUCKET, PAYLOADS_BUCKET
 from shared.storage.objects import ObjectRef, ObjectStore
 from tests.fakes.llm_server import FakeLlmServer
 from tests.flows import ProbeResult, ToolLoopProbe
@@ -110,7 +111,7 @@ async def test_images_are_fetched_from_s3_and_sent_as_png(
 ) -> None:
     settings = _settings(fake, s3_settings)
     chart = ObjectRef(
-        bucket=settings.s3.bucket_charts, key=f"{uuid.uuid4()}/trend.png", content_type="image/png"
+        bucket=CHARTS_BUCKET, key=f"{uuid.uuid4()}/trend.png", content_type="image/png"
     )
     png = b"\x89PNG\r\n\x1a\n" + b"chart-bytes"
     ObjectStore.from_settings(settings).put_bytes(chart, png)
@@ -181,7 +182,7 @@ async def test_reply_still_invalid_after_repair_is_kept_in_s3_and_fails(
     settings = _settings(fake, s3_settings)
     fake.reply_text("I think it goes up, no JSON for you")
     fake.reply_text("still prose")
-    raw = ObjectRef(bucket=settings.s3.bucket_payloads, key=f"{uuid.uuid4()}/raw.txt")
+    raw = ObjectRef(bucket=PAYLOADS_BUCKET, key=f"{uuid.uuid4()}/raw.txt")
 
     with pytest.raises(ApplicationError) as caught:
         await _chat(

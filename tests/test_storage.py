@@ -8,13 +8,14 @@ import pytest
 
 from shared.config import Settings
 from shared.errors import ObjectNotFound, StorageConfigError, StorageUnavailable
+from shared.storage.buckets import CHARTS_BUCKET, PAYLOADS_BUCKET, REPORTS_BUCKET
 from shared.storage.objects import ObjectRef, ObjectStore
 
 
 def test_put_then_get_returns_the_same_bytes_and_type(s3_settings: Settings) -> None:
     store = ObjectStore.from_settings(s3_settings)
     ref = ObjectRef(
-        bucket=s3_settings.s3.bucket_charts, key="wf-1/run-1/chart.png", content_type="image/png"
+        bucket=CHARTS_BUCKET, key="wf-1/run-1/chart.png", content_type="image/png"
     )
 
     store.put_bytes(ref, b"\x89PNG fake bytes")
@@ -25,7 +26,7 @@ def test_put_then_get_returns_the_same_bytes_and_type(s3_settings: Settings) -> 
 
 def test_put_twice_overwrites_so_retries_leave_one_object(s3_settings: Settings) -> None:
     store = ObjectStore.from_settings(s3_settings)
-    ref = ObjectRef(bucket=s3_settings.s3.bucket_payloads, key="wf-2/run/step")
+    ref = ObjectRef(bucket=PAYLOADS_BUCKET, key="wf-2/run/step")
 
     store.put_bytes(ref, b"first")
     store.put_bytes(ref, b"second")
@@ -36,7 +37,7 @@ def test_put_twice_overwrites_so_retries_leave_one_object(s3_settings: Settings)
 def test_presigned_url_serves_the_object_without_credentials(s3_settings: Settings) -> None:
     store = ObjectStore.from_settings(s3_settings)
     ref = ObjectRef(
-        bucket=s3_settings.s3.bucket_reports, key="wf-3/report.md", content_type="text/markdown"
+        bucket=REPORTS_BUCKET, key="wf-3/report.md", content_type="text/markdown"
     )
     store.put_bytes(ref, b"# report")
 
@@ -47,7 +48,7 @@ def test_presigned_url_serves_the_object_without_credentials(s3_settings: Settin
 
 def test_missing_key_is_not_found_and_does_not_exist(s3_settings: Settings) -> None:
     store = ObjectStore.from_settings(s3_settings)
-    ref = ObjectRef(bucket=s3_settings.s3.bucket_charts, key="never/written")
+    ref = ObjectRef(bucket=CHARTS_BUCKET, key="never/written")
 
     assert not store.exists(ref)
     with pytest.raises(ObjectNotFound, match="never/written"):
@@ -59,7 +60,7 @@ def test_bad_credentials_are_permanent_and_name_the_settings(s3_settings: Settin
     store = ObjectStore(s3_settings.s3.endpoint, access, "wrong-secret")
 
     with pytest.raises(StorageConfigError) as caught:
-        store.get_bytes(ObjectRef(bucket=s3_settings.s3.bucket_charts, key="x"))
+        store.get_bytes(ObjectRef(bucket=CHARTS_BUCKET, key="x"))
 
     assert not caught.value.retryable
     assert "QUANTDESK_S3__SECRET_KEY" in str(caught.value)

@@ -20,10 +20,12 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.llm import LlmActivities
+from activities.market import MARKET_ACTIVITIES
 from activities.tools import run_tool_activity
 from shared.config import Settings
 from shared.errors import ConfigError, QuantdeskError
 from shared.llm.providers import providers_on_queue
+from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from workers.roles import WorkerRole
 from workflows.catalog import WORKFLOWS
 
@@ -59,13 +61,17 @@ def _plan_workflows(settings: Settings) -> WorkerPlan:
 
 
 def _plan_tools(settings: Settings) -> WorkerPlan:
-    return WorkerPlan(queue=settings.queues.tools, activities=[run_tool_activity], threads=True)
+    return WorkerPlan(
+        queue=TOOLS_QUEUE,
+        activities=[run_tool_activity, *MARKET_ACTIVITIES],
+        threads=True,
+    )
 
 
 def _plan_charts(settings: Settings) -> WorkerPlan:
     from activities.charts import CHART_ACTIVITIES
 
-    return WorkerPlan(queue=settings.queues.charts, activities=list(CHART_ACTIVITIES), threads=True)
+    return WorkerPlan(queue=CHARTS_QUEUE, activities=list(CHART_ACTIVITIES), threads=True)
 
 
 PLANNERS = {

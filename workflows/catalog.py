@@ -2,4 +2,6 @@
 
 from __future__ import annotations
 
-WORKFLOWS: list[type] = []
+from workflows.quantagent import QuantAgentWorkflow
+
+WORKFLOWS: list[type] = [QuantAgentWorkflow]

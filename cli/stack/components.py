@@ -28,6 +28,7 @@ from cli.stack.search_attributes import SEARCH_ATTRIBUTES
 from cli.stack.servers import LOOPBACK, ServerLaunch, http_answers, s3_server, temporal_dev_server
 from shared.config import ENV_PREFIX, Settings, TaskQueues
 from shared.errors import QuantdeskError
+from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.storage.objects import ObjectStore
 from workers.client import connect
 from workers.roles import WorkerRole
@@ -42,8 +43,8 @@ WORKER_START_TIMEOUT = 45.0
 # The queue each non-LLM role polls; an LLM role polls the queue named like the role.
 ROLE_QUEUES: dict[WorkerRole, Callable[[TaskQueues], str]] = {
     WorkerRole.WORKFLOWS: lambda queues: queues.workflows,
-    WorkerRole.TOOLS: lambda queues: queues.tools,
-    WorkerRole.CHARTS: lambda queues: queues.charts,
+    WorkerRole.TOOLS: lambda queues: TOOLS_QUEUE,
+    WorkerRole.CHARTS: lambda queues: CHARTS_QUEUE,
 }
 # Workers are told these sections explicitly, so they poll exactly the cluster and
 # queues their health checks look at, even when `up` got settings from code.

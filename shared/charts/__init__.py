@@ -1,1 +1,1 @@
-"""quantdesk: charts."""
+"""Charts for the vision agents: candlesticks (and trendlines) as PNG bytes, drawn in memory."""

@@ -1,0 +1,105 @@
+"""The chart activities of the ``charts`` queue: render a PNG, store it, return its key.
+
+A chart (~100 KB) never crosses Temporal: the workflow chooses the object key
+(from its workflow id, run id and step), the activity overwrites whatever is
+there, so a retry leaves one chart, and the vision agents read it by key. The
+activities are synchronous because matplotlib is; the worker runs them in a
+thread pool and ``shared.charts`` serialises the drawing itself.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+from temporalio import activity
+
+from activities.failures import as_temporal_failures
+from shared.charts import render
+from shared.charts.candles import png_dimensions
+from shared.config import Settings, load_settings
+from shared.market.bars import Bar, Timeframe
+from shared.storage.objects import ObjectRef, ObjectStore
+from shared.ta.trend_summary import TrendLines
+
+PNG = "image/png"
+
+
+class ChartRequest(BaseModel):
+    """Bars to chart and where to put the chart."""
+
+    symbol: str = Field(description="ticker shown in the title, e.g. GOOG")
+    timeframe: Timeframe = Field(description="bar length, e.g. 1d or 1h")
+    bars: list[Bar] = Field(
+        description="oldest first; the chart uses the last 40 (pattern) or 50 (trend). "
+        "Inline because 100 bars are ~10 KB, far below Temporal's payload limit"
+    )
+    target: ObjectRef = Field(
+        description="where to store the PNG, chosen by the workflow so a retry overwrites it"
+    )
+
+
+class ChartResult(BaseModel):
+    """Where the stored chart is and what it is."""
+
+    chart: ObjectRef = Field(description="the stored PNG")
+    url: str = Field(description="presigned GET URL for people (UI, reports); agents use the key")
+    width: int = Field(description="pixels")
+    height: int = Field(description="pixels")
+    size_bytes: int = Field(description="size of the PNG")
+    trendlines: TrendLines | None = Field(
+        None, description="the four lines drawn on a trend chart; None for a pattern chart"
+    )
+
+
+class ChartActivities:
+    """Chart activities over an object store that is connected on first use.
+
+    Connecting lazily lets the worker import and register these without a reachable
+    S3 server or settings; tests inject ``settings`` or a ready ``store``.
+    """
+
+    def __init__(self, settings: Settings | None = None, store: ObjectStore | None = None) -> None:
+        self._settings = settings
+        self._store = store
+
+    @property
+    def store(self) -> ObjectStore:
+        """The object store; two threads racing here build two equal clients, which is harmless."""
+        if self._store is None:
+            self._store = ObjectStore.from_settings(self._settings or load_settings())
+        return self._store
+
+    def _stored(self, request: ChartRequest, png: bytes, lines: TrendLines | None) -> ChartResult:
+        """Store ``png`` at the request's target and describe it."""
+        ref = self.store.put_bytes(request.target.model_copy(update={"content_type": PNG}), png)
+        width, height = png_dimensions(png)
+        return ChartResult(
+            chart=ref,
+            url=self.store.presigned_url(ref),
+            width=width,
+            height=height,
+            size_bytes=len(png),
+            trendlines=lines,
+        )
+
+    @activity.defn(name="render_pattern_chart")
+    def render_pattern_chart(self, request: ChartRequest) -> ChartResult:
+        """Candles (and volume) of the last 40 bars, for the pattern agent."""
+        with as_temporal_failures():
+            png = render.render_pattern_chart(
+                request.bars, symbol=request.symbol, timeframe=request.timeframe
+            )
+            return self._stored(request, png, None)
+
+    @activity.defn(name="render_trend_chart")
+    def render_trend_chart(self, request: ChartRequest) -> ChartResult:
+        """Candles of the last 50 bars with four trendlines, for the trend agent."""
+        with as_temporal_failures():
+            png, lines = render.render_trend_chart(
+                request.bars, symbol=request.symbol, timeframe=request.timeframe
+            )
+            return self._stored(request, png, lines)
+
+
+_DEFAULT = ChartActivities()
+CHART_ACTIVITIES = [_DEFAULT.render_pattern_chart, _DEFAULT.render_trend_chart]
+"""What the charts worker registers; settings are read on the first activity, not at import."""

@@ -1,0 +1,177 @@
+"""QuantAgent's four agents: their output schemas and the prompts built from typed inputs.
+
+Indicator agent (tool loop over the five TA-Lib tools) → a Markdown report;
+pattern agent (vision, the 40-bar candlestick chart) → ``PatternReport``; trend
+agent (vision, the 50-bar chart with four trendlines) → ``TrendReport``;
+decision agent (no tools, the three reports) → ``QuantDecision``. Each prompt
+is a pure function, so the exact text is unit-testable and visible in the
+Temporal Web UI.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from shared.agents.schemas import register_schema
+from shared.llm.contracts import ChatMessage
+from shared.storage.objects import ObjectRef
+from shared.ta.patterns import Bias, PatternName
+
+INDICATOR_AGENT = "indicator_agent"
+PATTERN_AGENT = "pattern_agent"
+TREND_AGENT = "trend_agent"
+DECISION_AGENT = "decision_agent"
+# QuantAgent's chart windows, from the original system.
+PATTERN_WINDOW = 40
+TREND_WINDOW = 50
+MIN_RISK_REWARD = 1.2
+MAX_RISK_REWARD = 1.8
+
+
+class Direction(StrEnum):
+    """QuantAgent trades: long or short, never a silent hold."""
+
+    LONG = "LONG"
+    SHORT = "SHORT"
+
+
+class TrendPrediction(StrEnum):
+    """Where the trend agent expects price to go next."""
+
+    UP = "up"
+    DOWN = "down"
+    SIDEWAYS = "sideways"
+
+
+class PriceAction(StrEnum):
+    """How price behaves against the trendlines."""
+
+    BOUNCE = "bounce"
+    BREAKOUT = "breakout"
+    BREAKDOWN = "breakdown"
+    REJECTION = "rejection"
+    COMPRESSION = "compression"
+
+
+@register_schema
+class PatternReport(BaseModel):
+    """What the pattern agent sees in the candlestick chart."""
+
+    pattern: PatternName | None = Field(description="the best-matching classical pattern, or null")
+    bias: Bias
+    confidence: float = Field(ge=0, le=1)
+    analysis: str = Field(min_length=1, description="what in the chart supports it")
+
+
+@register_schema
+class TrendReport(BaseModel):
+    """What the trend agent reads from the trendline chart."""
+
+    prediction: TrendPrediction
+    price_action: PriceAction
+    confidence: float = Field(ge=0, le=1)
+    analysis: str = Field(min_length=1)
+
+
+@register_schema
+class QuantDecision(BaseModel):
+    """The decision agent's validated output."""
+
+    decision: Direction
+    forecast_horizon_bars: int = Field(ge=1, le=20, description="bars ahead the call is for")
+    justification: str = Field(min_length=20)
+    risk_reward_ratio: float = Field(ge=MIN_RISK_REWARD, le=MAX_RISK_REWARD)
+
+
+def _system(role: str) -> ChatMessage:
+    return ChatMessage(
+        role="system",
+        content=f"You are {role} in a quantitative trading desk. "
+        "Base every statement on the data you are given; never invent values.",
+    )
+
+
+def indicator_messages(
+    symbol: str, timeframe: str, bar_count: int, last_time: str
+) -> list[ChatMessage]:
+    """The indicator agent's opening turns: compute, then interpret, the five indicators."""
+    return [
+        _system("a high-frequency technical indicator analyst"),
+        ChatMessage(
+            role="user",
+            content=(
+                f"Analyse {symbol} on the {timeframe} timeframe: {bar_count} bars up to {last_time}. "
+                "Call the tools to compute MACD, RSI, ROC, Stochastic and Williams %R, then write a "
+                "concise report: momentum direction, crossovers and their recency, overbought or "
+                "oversold readings, and whether the indicators agree. Values shown as null are "
+                "warm-up bars without enough data, not zeros."
+            ),
+        ),
+    ]
+
+
+def pattern_messages(symbol: str, timeframe: str, chart: ObjectRef) -> list[ChatMessage]:
+    """The pattern agent's turns: the 40-bar chart and the 16 patterns to choose from."""
+    names = "; ".join(p.value for p in PatternName)
+    return [
+        _system("a chart-pattern recognition specialist"),
+        ChatMessage(
+            role="user",
+            images=[chart],
+            content=(
+                f"This candlestick chart shows the last {PATTERN_WINDOW} {timeframe} bars of {symbol}. "
+                f"Which of these classical patterns does it show, if any: {names}? Name the single "
+                "best match (or null), its bias, your confidence, and the features you relied on."
+            ),
+        ),
+    ]
+
+
+def trend_messages(symbol: str, timeframe: str, chart: ObjectRef) -> list[ChatMessage]:
+    """The trend agent's turns: the 50-bar chart with its four fitted trendlines."""
+    return [
+        _system("a trend and support/resistance analyst"),
+        ChatMessage(
+            role="user",
+            images=[chart],
+            content=(
+                f"This chart shows the last {TREND_WINDOW} {timeframe} bars of {symbol} with four "
+                "fitted trendlines: close-based support (blue) and resistance (red), and "
+                "high/low-based support (green, dashed) and resistance (orange, dashed). Does price "
+                "bounce off a line, break through one, or compress between them? Predict the next "
+                "move: up, down or sideways."
+            ),
+        ),
+    ]
+
+
+def decision_messages(
+    symbol: str, timeframe: str, indicator_report: str, pattern: PatternReport, trend: TrendReport
+) -> list[ChatMessage]:
+    """The decision agent's turns: the three reports and the rules of the call."""
+    return [
+        _system("the decision maker of a quantitative trading desk"),
+        ChatMessage(
+            role="user",
+            content=(
+                f"Decide LONG or SHORT for {symbol} ({timeframe}) over the next few bars.\n\n"
+                f"## Indicator report\n{indicator_report}\n\n"
+                f"## Pattern report\n{pattern.model_dump_json()}\n\n"
+                f"## Trend report\n{trend.model_dump_json()}\n\n"
+                "Rules: act on confirmed signals; prefer agreement of all three reports; weight "
+                "strong recent momentum (a MACD crossover, an RSI breakout) above weak oscillator "
+                "hints; HOLD is not allowed. Give a risk/reward ratio between "
+                f"{MIN_RISK_REWARD} and {MAX_RISK_REWARD}, the horizon in bars, and a justification "
+                "that cites the reports."
+            ),
+        ),
+    ]
+
+
+def horizon_text(bars: int, timeframe_label: str, bar_hours: float) -> str:
+    """The horizon in words, derived from bars and timeframe so the two always agree."""
+    hours = bars * bar_hours
+    span = f"{hours / 24:g} days" if hours >= 24 else f"{hours:g} hours"
+    return f"next {bars} {timeframe_label} bars (about {span})"

@@ -1,0 +1,296 @@
+"""Offline analysts for QuantAgent's four agents: rules over the data the prompts came from.
+
+- indicator agent: reads the five indicator tool results (MACD crossover and its
+  recency, RSI and Williams %R zones, ROC sign, Stochastic %K/%D cross) and
+  scores momentum from -1 to +1;
+- pattern agent: its "eyes" are the geometric detectors run on the same 40 bars
+  as the chart (``context["patterns"]``);
+- trend agent: where the last close sits against the four fitted lines
+  (``context["trendlines"]``): broken, bounced, rejected or squeezed;
+- decision agent: weighs the three (momentum recomputed from the indicator
+  values in ``context``), momentum first as the original rules ask, and never
+  returns HOLD.
+
+Every sentence quotes the number it rests on, so a reader can check the call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from shared.agents.quantagent import (
+    DECISION_AGENT,
+    INDICATOR_AGENT,
+    MAX_RISK_REWARD,
+    MIN_RISK_REWARD,
+    PATTERN_AGENT,
+    TREND_AGENT,
+    Direction,
+    PatternReport,
+    PriceAction,
+    QuantDecision,
+    TrendPrediction,
+    TrendReport,
+)
+from shared.llm.offline.engine import OfflineAnswer, register_analyst
+from shared.llm.offline.reading import OfflineInput
+from shared.ta.patterns import Bias, PatternMatch
+from shared.ta.trend_summary import TrendLines
+
+# Momentum readings: a crossover within this many bars counts as recent.
+RECENT_CROSS_BARS = 3
+RSI_OVERBOUGHT, RSI_OVERSOLD = 70.0, 30.0
+WILLR_OVERBOUGHT, WILLR_OVERSOLD = -20.0, -80.0
+STOCH_OVERBOUGHT, STOCH_OVERSOLD = 80.0, 20.0
+# A close within this share of the channel height of a line is "at" the line.
+NEAR_LINE_SHARE = 0.15
+# Below this pattern confidence the chart is read as showing no pattern.
+MIN_PATTERN_CONFIDENCE = 0.35
+DEFAULT_HORIZON_BARS = 3
+
+
+class Signal(BaseModel):
+    """One indicator's vote: +1 bullish, -1 bearish, with its weight and the reason."""
+
+    vote: float
+    weight: float
+    reason: str
+
+
+def _values(outputs: dict[str, Any], name: str) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    data = outputs.get(name) or {}
+    series = {k: [v for v in vs if v is not None] for k, vs in data.get("values", {}).items()}
+    return series, data.get("latest", {})
+
+
+def _bars_since_cross(fast: list[float], slow: list[float]) -> int | None:
+    """Bars since ``fast`` last crossed ``slow`` (None if it never did in the values shown)."""
+    pairs = list(zip(fast, slow, strict=False))
+    for back in range(1, len(pairs)):
+        now, before = pairs[-back], pairs[-back - 1]
+        if (now[0] - now[1]) * (before[0] - before[1]) < 0:
+            return back - 1
+    return None
+
+
+def _macd(outputs: dict[str, Any]) -> Signal | None:
+    series, latest = _values(outputs, "macd")
+    hist = latest.get("macd_hist")
+    if hist is None:
+        return None
+    cross = _bars_since_cross(series.get("macd", []), series.get("macd_signal", []))
+    side = "above" if hist > 0 else "below"
+    recent = cross is not None and cross <= RECENT_CROSS_BARS
+    reason = f"MACD is {side} its signal (histogram {hist:+.4g})"
+    if recent:
+        reason += f", crossed {cross} bar(s) ago"
+    return Signal(vote=1.0 if hist > 0 else -1.0, weight=3.0 if recent else 2.0, reason=reason)
+
+
+def _zone(value: float, low: float, high: float, label: str) -> Signal:
+    reading = f"{label} {value:.1f}"
+    if value >= high:
+        return Signal(vote=-0.5, weight=1.0, reason=f"{reading} is overbought (≥ {high:g})")
+    if value <= low:
+        return Signal(vote=0.5, weight=1.0, reason=f"{reading} is oversold (≤ {low:g})")
+    vote = 0.5 if value > (low + high) / 2 else -0.5
+    side = "above" if vote > 0 else "below"
+    return Signal(vote=vote, weight=0.5, reason=f"{reading} is {side} mid-range")
+
+
+def _rsi(outputs: dict[str, Any]) -> Signal | None:
+    value = _values(outputs, "rsi")[1].get("rsi")
+    return None if value is None else _zone(value, RSI_OVERSOLD, RSI_OVERBOUGHT, "RSI")
+
+
+def _willr(outputs: dict[str, Any]) -> Signal | None:
+    value = _values(outputs, "willr")[1].get("willr")
+    return None if value is None else _zone(value, WILLR_OVERSOLD, WILLR_OVERBOUGHT, "Williams %R")
+
+
+def _roc(outputs: dict[str, Any]) -> Signal | None:
+    value = _values(outputs, "roc")[1].get("roc")
+    if value is None:
+        return None
+    return Signal(
+        vote=1.0 if value > 0 else -1.0,
+        weight=1.0,
+        reason=f"ROC {value:+.2f}% says price is {'above' if value > 0 else 'below'} "
+        "its level of 10 bars ago",
+    )
+
+
+def _stoch(outputs: dict[str, Any]) -> Signal | None:
+    _, latest = _values(outputs, "stoch")
+    k, d = latest.get("stoch_k"), latest.get("stoch_d")
+    if k is None or d is None:
+        return None
+    zone = _zone(k, STOCH_OVERSOLD, STOCH_OVERBOUGHT, "Stochastic %K")
+    cross = 0.5 if k > d else -0.5
+    return Signal(
+        vote=(zone.vote + cross) / 2,
+        weight=1.0,
+        reason=f"{zone.reason}; %K {'above' if k > d else 'below'} %D ({d:.1f})",
+    )
+
+
+SIGNALS = (_macd, _rsi, _roc, _stoch, _willr)
+
+
+def momentum_score(outputs: dict[str, Any]) -> tuple[float, list[str]]:
+    """Weighted vote of the indicators in [-1, 1], and the reasons behind it."""
+    signals = [s for s in (reader(outputs) for reader in SIGNALS) if s is not None]
+    if not signals:
+        return 0.0, ["No indicator had enough bars to give a value."]
+    total = sum(s.weight for s in signals)
+    return sum(s.vote * s.weight for s in signals) / total, [s.reason for s in signals]
+
+
+def indicator_outputs(payloads: list[Any]) -> dict[str, Any]:
+    """Indicator tool results keyed by indicator name (other payloads are ignored)."""
+    return {p["indicator"]: p for p in payloads if isinstance(p, dict) and "indicator" in p}
+
+
+def indicator_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
+    """The indicator report: each reading with its value, then the balance of momentum."""
+    outputs = indicator_outputs([o.data for o in offline.tool_outputs if o.ok])
+    failed = [o.data for o in offline.tool_outputs if not o.ok]
+    score, reasons = momentum_score(outputs)
+    tone = "bullish" if score > 0.15 else "bearish" if score < -0.15 else "mixed"
+    lines = [f"- {reason}" for reason in reasons] + [f"- tool error: {e}" for e in failed]
+    text = (
+        f"**Momentum: {tone}** (score {score:+.2f} on a -1..+1 scale, "
+        f"{len(outputs)} of 5 indicators read)\n\n" + "\n".join(lines)
+    )
+    return OfflineAnswer(text=text)
+
+
+def pattern_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
+    """The best detected pattern on the 40-bar window, or none if nothing is convincing."""
+    matches = [PatternMatch.model_validate(m) for m in offline.context.get("patterns", [])]
+    best = max(matches, key=lambda m: m.confidence, default=None)
+    if best is None or best.confidence < MIN_PATTERN_CONFIDENCE:
+        seen = f" (best was {best.name.value} at {best.confidence:.2f})" if best else ""
+        report = PatternReport(
+            pattern=None,
+            bias=Bias.NEUTRAL,
+            confidence=0.2,
+            analysis=f"No classical pattern is clear in the window{seen}.",
+        )
+    else:
+        others = ", ".join(
+            f"{m.name.value} {m.confidence:.2f}"
+            for m in matches
+            if m is not best and m.confidence >= MIN_PATTERN_CONFIDENCE
+        )
+        report = PatternReport(
+            pattern=best.name,
+            bias=best.bias,
+            confidence=best.confidence,
+            analysis=f"{best.description} Spans bars {best.start_index}-{best.end_index}."
+            + (f" Also seen: {others}." if others else ""),
+        )
+    return OfflineAnswer(text=report.analysis, structured=report)
+
+
+def _read_trend(lines: TrendLines) -> TrendReport:
+    close = lines.last_close
+    support = max(lines.close_support.last_value, lines.high_low_support.last_value)
+    resistance = min(lines.close_resistance.last_value, lines.high_low_resistance.last_value)
+    height = max(resistance - support, 1e-12)
+    slope = (lines.close_support.slope + lines.close_resistance.slope) / 2
+    per_bar = slope / close * 100
+    upper_gap = (lines.close_resistance.slope - lines.close_support.slope) / close * 100
+    where = f"close {close:.4g} between support {support:.4g} and resistance {resistance:.4g}"
+    if close > resistance:
+        action, prediction = PriceAction.BREAKOUT, TrendPrediction.UP
+    elif close < support:
+        action, prediction = PriceAction.BREAKDOWN, TrendPrediction.DOWN
+    elif close - support <= NEAR_LINE_SHARE * height:
+        action, prediction = PriceAction.BOUNCE, TrendPrediction.UP
+    elif resistance - close <= NEAR_LINE_SHARE * height:
+        action, prediction = PriceAction.REJECTION, TrendPrediction.DOWN
+    elif upper_gap < 0:
+        action = PriceAction.COMPRESSION
+        prediction = TrendPrediction.UP if per_bar > 0 else TrendPrediction.DOWN
+    else:
+        action = PriceAction.COMPRESSION
+        prediction = (
+            TrendPrediction.SIDEWAYS
+            if abs(per_bar) < 0.05
+            else (TrendPrediction.UP if per_bar > 0 else TrendPrediction.DOWN)
+        )
+    position = (close - support) / height
+    shape = "converge" if upper_gap < 0 else "diverge"
+    confidence = {PriceAction.BREAKOUT: 0.7, PriceAction.BREAKDOWN: 0.7}.get(action, 0.55)
+    return TrendReport(
+        prediction=prediction,
+        price_action=action,
+        confidence=confidence,
+        analysis=(
+            f"{where} ({position:.0%} of the channel); the channel drifts "
+            f"{per_bar:+.3f}% per bar and its lines {shape} "
+            f"({upper_gap:+.3f}% per bar): {action.value}, expecting {prediction.value}."
+        ),
+    )
+
+
+def trend_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
+    """Price against the four fitted lines of the 50-bar window."""
+    report = _read_trend(TrendLines.model_validate(offline.context["trendlines"]))
+    return OfflineAnswer(text=report.analysis, structured=report)
+
+
+_BIAS_VOTE = {Bias.BULLISH: 1.0, Bias.BEARISH: -1.0, Bias.NEUTRAL: 0.0}
+_TREND_VOTE = {TrendPrediction.UP: 1.0, TrendPrediction.DOWN: -1.0, TrendPrediction.SIDEWAYS: 0.0}
+
+
+def decide(momentum: float, pattern: PatternReport, trend: TrendReport) -> QuantDecision:
+    """Momentum first (weight 2), then pattern and trend weighted by their confidence."""
+    votes = {
+        "momentum": (momentum, 2.0),
+        "pattern": (_BIAS_VOTE[pattern.bias], pattern.confidence),
+        "trend": (_TREND_VOTE[trend.prediction], trend.confidence),
+    }
+    score = sum(v * w for v, w in votes.values()) / sum(w for _, w in votes.values())
+    # A tie goes with momentum, then the trend: HOLD is not an answer.
+    leaning = score or momentum or _TREND_VOTE[trend.prediction] or 1.0
+    direction = Direction.LONG if leaning > 0 else Direction.SHORT
+    sign = 1 if direction is Direction.LONG else -1
+    agreeing = [name for name, (v, _) in votes.items() if v * sign > 0]
+    ratio = MIN_RISK_REWARD + (MAX_RISK_REWARD - MIN_RISK_REWARD) * len(agreeing) / len(votes)
+    return QuantDecision(
+        decision=direction,
+        forecast_horizon_bars=DEFAULT_HORIZON_BARS,
+        justification=(
+            f"{direction.value}: weighted score {score:+.2f}; agreeing: "
+            f"{', '.join(agreeing) or 'none (tie broken by momentum)'}. Momentum {momentum:+.2f}; "
+            f"pattern {pattern.pattern.value if pattern.pattern else 'none'} "
+            f"({pattern.bias.value}, {pattern.confidence:.2f}); trend {trend.price_action.value} "
+            f"→ {trend.prediction.value} ({trend.confidence:.2f})."
+        ),
+        risk_reward_ratio=round(ratio, 2),
+    )
+
+
+def decision_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
+    """The call from the three reports the workflow passed in ``context``."""
+    context = offline.context
+    momentum, _ = momentum_score(context.get("indicator_outputs", {}))
+    decision = decide(
+        momentum,
+        PatternReport.model_validate(context["pattern_report"]),
+        TrendReport.model_validate(context["trend_report"]),
+    )
+    return OfflineAnswer(text=decision.justification, structured=decision)
+
+
+for _agent, _analyst in (
+    (INDICATOR_AGENT, indicator_analyst),
+    (PATTERN_AGENT, pattern_analyst),
+    (TREND_AGENT, trend_analyst),
+    (DECISION_AGENT, decision_analyst),
+):
+    register_analyst(_agent, _analyst)

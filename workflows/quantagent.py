@@ -1,0 +1,355 @@
+"""The ``QuantAgent`` workflow: indicators ∥ pattern chart ∥ trend chart → decision.
+
+After the window is loaded, three branches run at once: the indicator agent's
+tool loop; the pattern chart render and the geometric pattern scan, then the
+pattern agent; the trend chart render (which fits the trendlines), then the
+trend agent. Each vision agent starts as soon as its own chart is stored. The
+decision agent runs when all three reports exist. Only object keys and small
+models cross Temporal; charts live in S3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from activities.charts import ChartRequest, ChartResult
+    from activities.failures import as_temporal_failures
+    from activities.market import (
+        MAX_LOOKBACK,
+        LoadBarsRequest,
+        LoadedBars,
+        PatternScan,
+        PatternScanRequest,
+    )
+    from shared.agents import quantagent as qa
+    from shared.errors import InvalidInput
+    from shared.llm.contracts import ChatRequest, LlmChoice, UsageReport
+    from shared.llm.providers import LlmRole, provider_spec
+    from shared.market.bars import Bar, Timeframe
+    from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+    from shared.storage.buckets import CHARTS_BUCKET, PAYLOADS_BUCKET
+    from shared.storage.objects import ObjectRef
+    from shared.ta.patterns import PatternMatch
+    from shared.ta.trend_summary import TrendLines
+    from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
+    from shared.tools.registry import tool_specs
+    from workflows.inputs import parse_input
+    from workflows.llm_calls import chat, run_tool_loop
+
+DATA_START_TO_CLOSE = timedelta(minutes=1)
+CHART_START_TO_CLOSE = timedelta(minutes=2)
+DATA_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
+# The trend chart (50 bars) needs the most; MACD's signal line needs 34.
+MIN_BARS = qa.TREND_WINDOW
+DEFAULT_LOOKBACK = 100
+
+
+class QuantAgentInput(BaseModel):
+    """What to analyse. ``{"symbol": "GOOG", "timeframe": "1d"}`` alone is enough."""
+
+    symbol: str = Field(min_length=1, max_length=32)
+    timeframe: Timeframe
+    as_of: datetime | None = Field(None, description="analysis time (UTC); default: latest bar")
+    bars: list[Bar] | None = Field(None, description="bars to analyse; no source is read")
+    lookback: int = Field(DEFAULT_LOOKBACK, ge=MIN_BARS, le=MAX_LOOKBACK)
+    llm: LlmChoice = LlmChoice()
+    source: Literal["bundled", "csv", "yfinance"] = "bundled"
+    csv_path: str | None = None
+
+    @field_validator("as_of")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("give a timezone, e.g. 2012-06-01T00:00:00Z")
+        return value
+
+
+class StepState(StrEnum):
+    """Where one step of the graph is."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+STEPS = (
+    "load_bars",
+    "indicator_agent",
+    "pattern_chart",
+    "pattern_scan",
+    "pattern_agent",
+    "trend_chart",
+    "trend_agent",
+    "decision_agent",
+)
+
+
+class QuantAgentProgress(BaseModel):
+    """The answer of the ``progress`` query."""
+
+    steps: dict[str, StepState]
+    usage: UsageReport
+
+
+class QuantAgentResult(BaseModel):
+    """The decision with everything it was based on."""
+
+    symbol: str
+    timeframe: Timeframe
+    as_of: datetime = Field(description="time of the last bar analysed")
+    bars_analysed: int
+    decision: qa.QuantDecision
+    forecast_horizon: str = Field(description="the horizon in words, from bars and timeframe")
+    indicator_report: str
+    pattern_report: qa.PatternReport
+    trend_report: qa.TrendReport
+    latest_indicators: dict[str, dict[str, float | None]]
+    trendlines: TrendLines
+    patterns: list[PatternMatch]
+    pattern_chart: ChartResult
+    trend_chart: ChartResult
+    usage: UsageReport
+
+
+@workflow.defn(name="QuantAgent")
+class QuantAgentWorkflow:
+    """QuantAgent's four agents as one durable run."""
+
+    def __init__(self) -> None:
+        self.steps = {step: StepState.PENDING for step in STEPS}
+        self.usage = UsageReport()
+
+    @workflow.query(name="progress")
+    def progress(self) -> QuantAgentProgress:
+        """Each step's state and the tokens spent so far."""
+        return QuantAgentProgress(steps=self.steps, usage=self.usage)
+
+    async def _step(self, name: str, work: Any) -> Any:
+        """Await ``work`` while the progress query shows ``name`` running, then done or failed."""
+        self.steps[name] = StepState.RUNNING
+        try:
+            result = await work
+        except BaseException:
+            self.steps[name] = StepState.FAILED
+            raise
+        self.steps[name] = StepState.DONE
+        return result
+
+    def _key(self, step: str, suffix: str) -> str:
+        info = workflow.info()
+        return f"quantagent/{info.workflow_id}/{info.run_id}/{step}.{suffix}"
+
+    def _request(
+        self, args: QuantAgentInput, agent: str, role: LlmRole, **fields: Any
+    ) -> ChatRequest:
+        return ChatRequest(
+            agent=agent,
+            role=role,
+            provider=args.llm.provider,
+            model=args.llm.model_for(role),
+            raw_reply_key=ObjectRef(bucket=PAYLOADS_BUCKET, key=self._key(agent, "raw.txt")),
+            **fields,
+        )
+
+    @workflow.run
+    async def run(self, raw: Any = None) -> QuantAgentResult:
+        """Validate, load the window, run the three branches, then decide."""
+        args = parse_input(QuantAgentInput, raw)
+        with as_temporal_failures():
+            spec = provider_spec(args.llm.provider)
+            if not spec.capabilities.vision:
+                raise InvalidInput(
+                    "llm.provider",
+                    f"provider {spec.name!r} cannot read charts",
+                    fix="Choose a vision-capable provider (openai, anthropic, qwen, offline).",
+                )
+        loaded: LoadedBars = await self._step(
+            "load_bars",
+            workflow.execute_activity(
+                "load_bars",
+                LoadBarsRequest(
+                    symbol=args.symbol,
+                    timeframe=args.timeframe,
+                    as_of=args.as_of,
+                    lookback=args.lookback,
+                    min_bars=MIN_BARS,
+                    bars=args.bars,
+                    source=args.source,
+                    csv_path=args.csv_path,
+                ),
+                result_type=LoadedBars,
+                task_queue=TOOLS_QUEUE,
+                start_to_close_timeout=DATA_START_TO_CLOSE,
+                retry_policy=DATA_RETRY,
+            ),
+        )
+        (report, tool_payloads), pattern, trend = await asyncio.gather(
+            self._indicators(args, loaded), self._patterns(args, loaded), self._trend(args, loaded)
+        )
+        (pattern_report, pattern_chart, matches), (trend_report, trend_chart) = pattern, trend
+        indicator_outputs = {p["indicator"]: p for p in tool_payloads}
+        response = await self._step(
+            "decision_agent",
+            chat(
+                self._request(
+                    args,
+                    qa.DECISION_AGENT,
+                    LlmRole.DEEP,
+                    messages=qa.decision_messages(
+                        loaded.symbol, args.timeframe.value, report, pattern_report, trend_report
+                    ),
+                    response_schema="QuantDecision",
+                    context={
+                        "indicator_outputs": indicator_outputs,
+                        "pattern_report": pattern_report.model_dump(mode="json"),
+                        "trend_report": trend_report.model_dump(mode="json"),
+                    },
+                )
+            ),
+        )
+        self.usage.add(qa.DECISION_AGENT, response.usage)
+        decision = qa.QuantDecision.model_validate(response.structured)
+        assert trend_chart.trendlines is not None
+        return QuantAgentResult(
+            symbol=loaded.symbol,
+            timeframe=args.timeframe,
+            as_of=loaded.bars[-1].time,
+            bars_analysed=len(loaded.bars),
+            decision=decision,
+            forecast_horizon=qa.horizon_text(
+                decision.forecast_horizon_bars,
+                args.timeframe.value,
+                args.timeframe.duration.total_seconds() / 3600,
+            ),
+            indicator_report=report,
+            pattern_report=pattern_report,
+            trend_report=trend_report,
+            latest_indicators={name: p["latest"] for name, p in indicator_outputs.items()},
+            trendlines=trend_chart.trendlines,
+            patterns=matches,
+            pattern_chart=pattern_chart,
+            trend_chart=trend_chart,
+            usage=self.usage,
+        )
+
+    async def _indicators(
+        self, args: QuantAgentInput, loaded: LoadedBars
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """The indicator agent's tool loop; returns its report and the parsed tool results."""
+        request = self._request(
+            args,
+            qa.INDICATOR_AGENT,
+            LlmRole.QUICK,
+            messages=qa.indicator_messages(
+                loaded.symbol,
+                args.timeframe.value,
+                len(loaded.bars),
+                loaded.bars[-1].time.isoformat(),
+            ),
+            tools=tool_specs(INDICATOR_TOOL_NAMES, fixed=["bars"]),
+            context={"symbol": loaded.symbol, "timeframe": args.timeframe.value},
+        )
+        bars = [bar.model_dump(mode="json") for bar in loaded.bars]
+        loop = await self._step(
+            "indicator_agent",
+            run_tool_loop(
+                request,
+                tools_queue=TOOLS_QUEUE,
+                tool_context={"bars": bars},
+                usage=self.usage,
+            ),
+        )
+        payloads = []
+        for result in loop.tool_results:
+            if result.ok:
+                payloads.append(json.loads(result.content))
+        return loop.text, payloads
+
+    def _chart(self, step: str, activity: str, args: QuantAgentInput, bars: list[Bar]) -> Any:
+        return self._step(
+            step,
+            workflow.execute_activity(
+                activity,
+                ChartRequest(
+                    symbol=args.symbol.upper(),
+                    timeframe=args.timeframe.value,
+                    bars=bars,
+                    target=ObjectRef(
+                        bucket=CHARTS_BUCKET, key=self._key(step, "png"), content_type="image/png"
+                    ),
+                ),
+                result_type=ChartResult,
+                task_queue=CHARTS_QUEUE,
+                start_to_close_timeout=CHART_START_TO_CLOSE,
+                retry_policy=DATA_RETRY,
+                summary=step,
+            ),
+        )
+
+    async def _patterns(
+        self, args: QuantAgentInput, loaded: LoadedBars
+    ) -> tuple[qa.PatternReport, ChartResult, list[PatternMatch]]:
+        """Pattern chart ∥ pattern scan on the same 40 bars, then the pattern agent."""
+        window = loaded.bars[-qa.PATTERN_WINDOW :]
+        chart, scan = await asyncio.gather(
+            self._chart("pattern_chart", "render_pattern_chart", args, window),
+            self._step(
+                "pattern_scan",
+                workflow.execute_activity(
+                    "detect_chart_patterns",
+                    PatternScanRequest(bars=window),
+                    result_type=PatternScan,
+                    task_queue=TOOLS_QUEUE,
+                    start_to_close_timeout=DATA_START_TO_CLOSE,
+                    retry_policy=DATA_RETRY,
+                ),
+            ),
+        )
+        response = await self._step(
+            "pattern_agent",
+            chat(
+                self._request(
+                    args,
+                    qa.PATTERN_AGENT,
+                    LlmRole.VISION,
+                    messages=qa.pattern_messages(loaded.symbol, args.timeframe.value, chart.chart),
+                    response_schema="PatternReport",
+                    context={"patterns": [m.model_dump(mode="json") for m in scan.matches]},
+                )
+            ),
+        )
+        self.usage.add(qa.PATTERN_AGENT, response.usage)
+        return qa.PatternReport.model_validate(response.structured), chart, scan.matches
+
+    async def _trend(
+        self, args: QuantAgentInput, loaded: LoadedBars
+    ) -> tuple[qa.TrendReport, ChartResult]:
+        """Trend chart (with its fitted lines), then the trend agent."""
+        window = loaded.bars[-qa.TREND_WINDOW :]
+        chart = await self._chart("trend_chart", "render_trend_chart", args, window)
+        assert chart.trendlines is not None
+        response = await self._step(
+            "trend_agent",
+            chat(
+                self._request(
+                    args,
+                    qa.TREND_AGENT,
+                    LlmRole.VISION,
+                    messages=qa.trend_messages(loaded.symbol, args.timeframe.value, chart.chart),
+                    response_schema="TrendReport",
+                    context={"trendlines": chart.trendlines.model_dump(mode="json")},
+                )
+            ),
+        )
+        self.usage.add(qa.TREND_AGENT, response.usage)
+        return qa.TrendReport.model_validate(response.structured), chart
