@@ -7,6 +7,7 @@ import asyncio
 import typer
 
 from cli.exit import fail_on_quantdesk_errors, finish
+from cli.run import run_app
 from cli.stack.commands import register as register_stack_commands
 from shared.config import load_settings
 from workers.roles import ROLE_NAMES, WorkerRole
@@ -17,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 register_stack_commands(app)
+app.add_typer(run_app, name="run")
 
 
 @app.command()

@@ -1,0 +1,164 @@
+"""`quantdesk run ...`: start a flow, show its progress live, then a readable summary."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.panel import Panel
+from rich.table import Table
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.service import RPCError
+
+from cli.exit import fail_on_quantdesk_errors, finish
+from shared.config import Settings, load_settings
+from workflows.quantagent import QuantAgentProgress, QuantAgentResult
+
+run_app = typer.Typer(help="Run a flow on the stack and show its result.", no_args_is_help=True)
+console = Console()
+PROGRESS_POLL_SECONDS = 0.5
+STATE_STYLE = {"pending": "dim", "running": "yellow", "done": "green", "failed": "bold red"}
+
+
+def web_ui_url(settings: Settings, workflow_id: str, run_id: str | None) -> str:
+    """The run's page in the Temporal Web UI of the embedded stack."""
+    base = f"http://127.0.0.1:{settings.temporal.ui_port}/namespaces/{settings.temporal.namespace}"
+    return f"{base}/workflows/{workflow_id}/{run_id or ''}/history".replace("//history", "/history")
+
+
+def _progress_table(progress: QuantAgentProgress) -> Table:
+    table = Table(title="QuantAgent", show_edge=False)
+    table.add_column("step")
+    table.add_column("state")
+    for step, state in progress.steps.items():
+        table.add_row(step, f"[{STATE_STYLE[state.value]}]{state.value}[/]")
+    table.caption = (
+        f"LLM calls {progress.usage.total.calls}, tokens {progress.usage.total.total_tokens}"
+    )
+    return table
+
+
+async def _follow(handle: WorkflowHandle[Any, Any]) -> QuantAgentResult:
+    """Show the progress query live until the run ends, then return its result."""
+    result_task = asyncio.create_task(handle.result())
+    with Live(console=console, transient=False, refresh_per_second=8) as live:
+        while not result_task.done():
+            # Before the first workflow task has run there is no query handler to answer.
+            with contextlib.suppress(RPCError):
+                live.update(
+                    _progress_table(await handle.query("progress", result_type=QuantAgentProgress))
+                )
+            await asyncio.wait({result_task}, timeout=PROGRESS_POLL_SECONDS)
+        if result_task.exception() is None:
+            live.update(
+                _progress_table(await handle.query("progress", result_type=QuantAgentProgress))
+            )
+    return await result_task
+
+
+def _summary(result: QuantAgentResult, ui_url: str) -> Panel:
+    decision = result.decision
+    colour = "green" if decision.decision.value == "LONG" else "red"
+    pattern = result.pattern_report
+    trend = result.trend_report
+    lines = [
+        f"[bold {colour}]{decision.decision.value}[/] {result.symbol} {result.timeframe.value} "
+        f"as of {result.as_of.isoformat()} ({result.bars_analysed} bars)",
+        f"horizon: {result.forecast_horizon}; risk/reward {decision.risk_reward_ratio}",
+        "",
+        f"[bold]why:[/] {decision.justification}",
+        f"[bold]pattern:[/] {pattern.pattern.value if pattern.pattern else 'none'} "
+        f"({pattern.bias.value}, {pattern.confidence:.2f})",
+        f"[bold]trend:[/] {trend.price_action.value} → {trend.prediction.value} "
+        f"({trend.confidence:.2f})",
+        "[bold]indicators:[/] "
+        + ", ".join(
+            f"{k} {v:.4g}"
+            for values in result.latest_indicators.values()
+            for k, v in values.items()
+            if v is not None
+        ),
+        f"usage: {result.usage.total.calls} LLM calls, {result.usage.total.total_tokens} tokens",
+    ]
+    return Panel("\n".join(lines), title="QuantAgent decision", expand=False)
+
+
+def _links(result: QuantAgentResult, ui_url: str) -> None:
+    """Links unwrapped, on lines of their own, so they can be copied or clicked."""
+    for label, url in (
+        ("pattern chart", result.pattern_chart.url),
+        ("trend chart", result.trend_chart.url),
+        ("Web UI", ui_url),
+    ):
+        console.print(f"{label}: {url}", soft_wrap=True, highlight=False)
+
+
+async def _run_quantagent(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
+    from workers.client import connect
+
+    client: Client = await connect(settings)
+    handle = await client.start_workflow(
+        "QuantAgent",
+        payload,
+        id=workflow_id,
+        task_queue=settings.queues.workflows,
+        result_type=QuantAgentResult,
+        static_summary=f"QuantAgent {payload['symbol']} {payload['timeframe']}",
+    )
+    ui_url = web_ui_url(settings, handle.id, handle.result_run_id)
+    console.print(f"started [bold]{handle.id}[/]  {ui_url}")
+    try:
+        result = await _follow(handle)
+    except WorkflowFailureError as error:
+        cause = error.cause
+        while cause is not None and cause.cause is not None:
+            cause = cause.cause
+        console.print(f"[bold red]run failed:[/] {cause or error}", highlight=False)
+        return 1
+    console.print()
+    console.print(_summary(result, ui_url))
+    _links(result, ui_url)
+    return 0
+
+
+@run_app.command("quantagent")
+def quantagent(
+    symbol: str = typer.Argument(..., help="e.g. GOOG, EURUSD, BTCUSD, or the symbol of --csv"),
+    timeframe: str = typer.Option("1d", help="1m 5m 15m 30m 1h 4h 1d 1wk 1mo"),
+    provider: str | None = typer.Option(None, help="LLM provider (default: settings, offline)"),
+    model: str | None = typer.Option(None, help="model for the indicator agent"),
+    vision_model: str | None = typer.Option(None, help="model for the chart agents"),
+    deep_model: str | None = typer.Option(None, help="model for the decision agent"),
+    csv: Path | None = typer.Option(None, help="analyse this CSV/Parquet file instead"),
+    as_of: datetime | None = typer.Option(None, help="analysis time, UTC (default: latest)"),
+    lookback: int = typer.Option(100, help="bars in the analysis window"),
+) -> None:
+    """Run the QuantAgent workflow for SYMBOL and print its decision."""
+    with fail_on_quantdesk_errors():
+        settings = load_settings()
+        payload: dict[str, Any] = {
+            "symbol": symbol,
+            "timeframe": timeframe,
+            "lookback": lookback,
+            "llm": {
+                "provider": provider or settings.default_provider,
+                "model": model,
+                "vision_model": vision_model,
+                "deep_model": deep_model,
+            },
+        }
+        if as_of is not None:
+            payload["as_of"] = (as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)).isoformat()
+        if csv is not None:
+            payload |= {"source": "csv", "csv_path": str(csv.resolve())}
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        workflow_id = f"quantagent-{symbol}-{stamp}-{uuid.uuid4().hex[:6]}"
+        status = asyncio.run(_run_quantagent(settings, payload, workflow_id))
+    finish(status)
