@@ -1,0 +1,476 @@
+"""The QuantAgent workflow against OpenAI and Anthropic wire formats, through the real SDKs.
+
+Everything is real except the vendor: the time-skipping Temporal server, the
+chat activity on ``llm-openai`` / ``llm-anthropic``, the tools, charts and
+market activities, and S3. The vendor is ``FakeLlmServer``, subclassed here to
+answer by *who is asking* rather than in arrival order, because the indicator,
+pattern and trend agents call at the same time. Each request is routed by its
+system prompt (which names the agent's role), by whether it carries tool
+results, and by whether it is a repair turn.
+
+The OpenAI key comes from ``OPENAI_API_KEY`` at call time (the worker's own
+settings hold none), so one test can take it away and give it back.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections import defaultdict, deque
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import WorkflowEnvironment
+
+from activities.charts import ChartActivities
+from activities.llm import LlmActivities
+from activities.market import MARKET_ACTIVITIES
+from activities.tools import run_tool_activity
+from shared.agents.quantagent import PatternReport, QuantDecision, TrendReport
+from shared.config import Settings, load_settings
+from shared.llm.providers import QUEUE_ANTHROPIC, QUEUE_OPENAI
+from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
+from tests.fakes.llm_server import (
+    WIRE_BY_PATH,
+    FakeLlmServer,
+    FakeToolCall,
+    RecordedRequest,
+    Scripted,
+    Wire,
+    _Answer,
+    _render,
+)
+from workers.main import WorkerPlan, build_worker
+from workflows.quantagent import QuantAgentResult, QuantAgentWorkflow
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+QUEUE = "test-quantagent-vendors"
+KEY = "sk-test-quantagent-vendors-7"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+MAX_CHART_BYTES = 250 * 1024
+PROVIDERS = ("openai", "anthropic")
+FIVE_TOOLS = {"compute_macd", "compute_rsi", "compute_roc", "compute_stoch", "compute_willr"}
+
+# Routes: which agent a request comes from, and which of its turns it is.
+INDICATOR = "indicator"
+INDICATOR_RESULTS = "indicator_results"
+PATTERN = "pattern"
+TREND = "trend"
+DECISION = "decision"
+DECISION_REPAIR = "decision_repair"
+# A phrase of each agent's system prompt (shared.agents.quantagent._system), most specific first.
+_ROLE_PHRASES = (
+    ("technical indicator analyst", INDICATOR),
+    ("chart-pattern recognition specialist", PATTERN),
+    ("trend and support/resistance analyst", TREND),
+    ("decision maker", DECISION),
+)
+# How shared.llm.structured.repair_messages opens its repair turn.
+REPAIR_PHRASE = "That reply is not valid"
+
+INDICATOR_REPORT = (
+    "RSI(14) sits near the middle of its range and MACD is above its signal line after a "
+    "crossover three bars ago: momentum is modestly up and the indicators agree. [vendor-test]"
+)
+PATTERN_REPLY = {
+    "pattern": "Ascending Triangle",
+    "bias": "bullish",
+    "confidence": 0.66,
+    "analysis": "Higher lows press against a flat ceiling over the last 40 bars.",
+}
+TREND_REPLY = {
+    "prediction": "up",
+    "price_action": "bounce",
+    "confidence": 0.61,
+    "analysis": "Price bounced off close-based support and holds above it.",
+}
+DECISION_REPLY = {
+    "decision": "LONG",
+    "forecast_horizon_bars": 3,
+    "justification": "MACD crossover, an ascending triangle and a support bounce all agree.",
+    "risk_reward_ratio": 1.5,
+}
+
+
+# -- the routing fake ----------------------------------------------------------
+
+
+def _system_text(body: dict[str, Any], wire: Wire) -> str:
+    if wire is Wire.ANTHROPIC:
+        system = body.get("system", "")
+        return system if isinstance(system, str) else " ".join(b.get("text", "") for b in system)
+    return " ".join(m["content"] for m in body.get("messages", []) if m["role"] == "system")
+
+
+def _blocks(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every content block of every message (string contents yield nothing)."""
+    for message in body.get("messages", []):
+        if isinstance(message.get("content"), list):
+            yield from message["content"]
+
+
+def user_text(body: dict[str, Any]) -> str:
+    """The text of every user turn, in order (either wire)."""
+    texts = []
+    for message in body.get("messages", []):
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            texts.append(content)
+        else:
+            texts += [block["text"] for block in content if block.get("type") == "text"]
+    return "\n".join(texts)
+
+
+def tool_results(body: dict[str, Any], wire: Wire) -> dict[str, str]:
+    """Tool call id -> the tool output the request sends back to the model."""
+    if wire is Wire.OPENAI:
+        return {m["tool_call_id"]: m["content"] for m in body["messages"] if m["role"] == "tool"}
+    return {b["tool_use_id"]: b["content"] for b in _blocks(body) if b["type"] == "tool_result"}
+
+
+def offered_tools(body: dict[str, Any], wire: Wire) -> dict[str, dict[str, Any]]:
+    """Tool name -> its argument schema, as offered in the request."""
+    if wire is Wire.OPENAI:
+        assert all(tool["type"] == "function" for tool in body["tools"])
+        return {t["function"]["name"]: t["function"]["parameters"] for t in body["tools"]}
+    return {tool["name"]: tool["input_schema"] for tool in body["tools"]}
+
+
+def images(body: dict[str, Any], wire: Wire) -> list[tuple[str, bytes]]:
+    """(media type, decoded bytes) of every image in the request."""
+    found = []
+    for block in _blocks(body):
+        if wire is Wire.OPENAI and block["type"] == "image_url":
+            header, _, data = block["image_url"]["url"].partition(",")
+            assert header.startswith("data:") and header.endswith(";base64")
+            found.append(
+                (header.removeprefix("data:").removesuffix(";base64"), base64.b64decode(data))
+            )
+        elif wire is Wire.ANTHROPIC and block["type"] == "image":
+            assert block["source"]["type"] == "base64"
+            found.append((block["source"]["media_type"], base64.b64decode(block["source"]["data"])))
+    return found
+
+
+def route(request: RecordedRequest) -> str:
+    """Which agent, and which of its turns, a request is."""
+    wire = WIRE_BY_PATH[request.path]
+    system = _system_text(request.body, wire)
+    agent = next((name for phrase, name in _ROLE_PHRASES if phrase in system), "unknown")
+    if agent == INDICATOR and tool_results(request.body, wire):
+        return INDICATOR_RESULTS
+    if agent == DECISION and REPAIR_PHRASE in user_text(request.body):
+        return DECISION_REPAIR
+    return agent
+
+
+class AgentRoutedFake(FakeLlmServer):
+    """A FakeLlmServer whose replies are queued per route, so concurrent agents never race."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.replies: dict[str, deque[Scripted]] = defaultdict(deque)
+        self.routed: dict[str, list[RecordedRequest]] = defaultdict(list)
+
+    def on(self, name: str, *replies: Scripted) -> None:
+        """Queue ``replies`` for the requests of route ``name``, in order."""
+        with self._lock:
+            self.replies[name].extend(replies)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.replies.clear()
+            self.routed.clear()
+
+    def answer(self, request: RecordedRequest) -> _Answer:
+        wire = WIRE_BY_PATH.get(request.path)
+        name = route(request) if wire is not None and request.body else "unknown"
+        with self._lock:
+            self.requests.append(request)
+            self.routed[name].append(request)
+            queue = self.replies.get(name)
+            # 400, not the base class's 500: non-retryable, so a gap in a script fails fast.
+            script = (
+                queue.popleft()
+                if queue
+                else Scripted(status=400, message=f"no scripted reply for route {name!r}")
+            )
+        return _render(script, wire or Wire.OPENAI, request)
+
+    def only(self, name: str) -> RecordedRequest:
+        """The single request of route ``name``."""
+        [request] = self.routed[name]
+        return request
+
+
+# -- fixtures ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def vendor() -> Iterator[AgentRoutedFake]:
+    with AgentRoutedFake() as server:
+        yield server
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def workers(
+    ts_env: WorkflowEnvironment, s3_settings: Settings, vendor: AgentRoutedFake
+) -> AsyncIterator[None]:
+    settings = load_settings(
+        # No key in settings: the OpenAI worker reads OPENAI_API_KEY at call time.
+        openai={"api_key": None, "base_url": vendor.base_url_openai},
+        anthropic={"api_key": KEY, "base_url": vendor.base_url_anthropic},
+        data_dir=s3_settings.data_dir,
+        s3=s3_settings.s3.model_dump(),
+    )
+    charts = ChartActivities(settings=s3_settings)
+    plans = [
+        WorkerPlan(queue=QUEUE, workflows=[QuantAgentWorkflow]),
+        WorkerPlan(
+            queue=TOOLS_QUEUE, activities=[run_tool_activity, *MARKET_ACTIVITIES], threads=True
+        ),
+        WorkerPlan(
+            queue=CHARTS_QUEUE,
+            activities=[charts.render_pattern_chart, charts.render_trend_chart],
+            threads=True,
+        ),
+        WorkerPlan(queue=QUEUE_OPENAI, activities=[LlmActivities(settings, QUEUE_OPENAI).chat]),
+        WorkerPlan(
+            queue=QUEUE_ANTHROPIC, activities=[LlmActivities(settings, QUEUE_ANTHROPIC).chat]
+        ),
+    ]
+    running = [build_worker(ts_env.client, plan) for plan in plans]
+    for worker in running:
+        await worker.__aenter__()
+    yield
+    for worker in running:
+        await worker.__aexit__(None, None, None)
+
+
+@pytest.fixture
+def fake(
+    vendor: AgentRoutedFake, workers: None, monkeypatch: pytest.MonkeyPatch
+) -> AgentRoutedFake:
+    """The vendor, emptied, with the OpenAI key in the worker's environment."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("QUANTDESK_OPENAI__API_KEY", raising=False)
+    vendor.reset()
+    return vendor
+
+
+# -- scripts and runs ----------------------------------------------------------
+
+
+def _call_id(provider: str, tool: str) -> str:
+    return f"{'call_' if provider == 'openai' else 'toolu_'}{tool}_1"
+
+
+def script_happy_path(fake: AgentRoutedFake, provider: str, *, decision: object = None) -> None:
+    """Every agent's replies: two tool calls then a report; the two charts; the decision."""
+    fake.on(
+        INDICATOR,
+        Scripted(
+            tool_calls=(
+                FakeToolCall("compute_rsi", {"timeperiod": 14}, _call_id(provider, "rsi")),
+                FakeToolCall("compute_macd", {}, _call_id(provider, "macd")),
+            )
+        ),
+    )
+    fake.on(INDICATOR_RESULTS, Scripted(text=INDICATOR_REPORT))
+    fake.on(PATTERN, Scripted(text=json.dumps(PATTERN_REPLY)))
+    fake.on(TREND, Scripted(text=json.dumps(TREND_REPLY)))
+    fake.on(DECISION, Scripted(text=json.dumps(decision or DECISION_REPLY)))
+
+
+async def run(env: WorkflowEnvironment, provider: str, **fields: Any) -> QuantAgentResult:
+    return await env.client.execute_workflow(
+        "QuantAgent",
+        {"symbol": "GOOG", "timeframe": "1d", "llm": {"provider": provider}, **fields},
+        id=f"qa-vendor-{uuid.uuid4()}",
+        task_queue=QUEUE,
+        result_type=QuantAgentResult,
+    )
+
+
+def wire_of(provider: str) -> Wire:
+    return Wire(provider)
+
+
+# -- tests ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_indicator_agent_is_offered_the_five_tools_without_bars(
+    ts_env: WorkflowEnvironment, fake: AgentRoutedFake, provider: str
+) -> None:
+    script_happy_path(fake, provider)
+
+    await run(ts_env, provider)
+
+    first = fake.only(INDICATOR)
+    tools = offered_tools(first.body, wire_of(provider))
+    assert set(tools) == FIVE_TOOLS == set(INDICATOR_TOOL_NAMES)
+    assert len(first.body["tools"]) == 5
+    for schema in tools.values():
+        assert schema["type"] == "object"
+        assert "bars" not in schema["properties"]
+        assert "bars" not in schema.get("required", [])
+        assert "bars" not in json.dumps(schema)
+    assert first.api_key == KEY
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_tool_results_go_back_in_the_vendor_format_with_real_values(
+    ts_env: WorkflowEnvironment, fake: AgentRoutedFake, provider: str
+) -> None:
+    script_happy_path(fake, provider)
+
+    result = await run(ts_env, provider)
+
+    second = fake.only(INDICATOR_RESULTS)
+    returned = tool_results(second.body, wire_of(provider))
+    assert set(returned) == {_call_id(provider, "rsi"), _call_id(provider, "macd")}
+    rsi = json.loads(returned[_call_id(provider, "rsi")])
+    macd = json.loads(returned[_call_id(provider, "macd")])
+    assert rsi["indicator"] == "rsi" and rsi["parameters"] == {"timeperiod": 14}
+    assert macd["indicator"] == "macd"
+    assert set(macd["latest"]) == {"macd", "macd_signal", "macd_hist"}
+    assert set(rsi["latest"]) == {"rsi"}
+    assert all(isinstance(value, float) for value in rsi["latest"].values())
+    assert 0 <= rsi["latest"]["rsi"] <= 100
+    assert all(isinstance(value, float) for value in macd["latest"].values())
+    assert result.latest_indicators == {"rsi": rsi["latest"], "macd": macd["latest"]}
+    assert result.indicator_report == INDICATOR_REPORT
+    assert result.usage.by_agent["indicator_agent"].calls == 2
+    if provider == "openai":
+        assistant = next(m for m in second.body["messages"] if m["role"] == "assistant")
+        assert [c["id"] for c in assistant["tool_calls"]] == [
+            _call_id(provider, "rsi"),
+            _call_id(provider, "macd"),
+        ]
+    else:
+        uses = [b["id"] for b in _blocks(second.body) if b["type"] == "tool_use"]
+        assert uses == [_call_id(provider, "rsi"), _call_id(provider, "macd")]
+        # Both results answer one assistant turn, so they share one user turn.
+        assert second.body["messages"][-1]["role"] == "user"
+        assert [b["type"] for b in second.body["messages"][-1]["content"]] == [
+            "tool_result",
+            "tool_result",
+        ]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_charts_reach_the_vision_agents_as_png_images(
+    ts_env: WorkflowEnvironment, fake: AgentRoutedFake, provider: str
+) -> None:
+    script_happy_path(fake, provider)
+
+    result = await run(ts_env, provider)
+
+    for name in (PATTERN, TREND):
+        [(media_type, png)] = images(fake.only(name).body, wire_of(provider))
+        assert media_type == "image/png"
+        assert png.startswith(PNG_SIGNATURE)
+        assert len(png) < MAX_CHART_BYTES
+    assert result.pattern_report == PatternReport.model_validate(PATTERN_REPLY)
+    assert result.trend_report == TrendReport.model_validate(TREND_REPLY)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_decision_request_carries_the_three_reports_and_becomes_the_result(
+    ts_env: WorkflowEnvironment, fake: AgentRoutedFake, provider: str
+) -> None:
+    script_happy_path(fake, provider)
+
+    result = await run(ts_env, provider)
+
+    body = fake.only(DECISION).body
+    text = user_text(body)
+    assert "Decide LONG or SHORT for GOOG" in text
+    assert INDICATOR_REPORT in text
+    assert PatternReport.model_validate(PATTERN_REPLY).model_dump_json() in text
+    assert TrendReport.model_validate(TREND_REPLY).model_dump_json() in text
+    assert "tools" not in body
+    if provider == "openai":
+        assert body["response_format"]["type"] == "json_schema"
+        assert body["response_format"]["json_schema"]["name"] == "QuantDecision"
+        assert body["response_format"]["json_schema"]["schema"] == (
+            QuantDecision.model_json_schema()
+        )
+    else:
+        assert "QuantDecision" in body["system"]
+    assert result.decision == QuantDecision.model_validate(DECISION_REPLY)
+    assert set(fake.routed) == {INDICATOR, INDICATOR_RESULTS, PATTERN, TREND, DECISION}
+    assert len(fake.requests) == 5
+    assert result.usage.total.calls == 5
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_out_of_range_decision_gets_one_repair_and_the_repair_is_used(
+    ts_env: WorkflowEnvironment, fake: AgentRoutedFake, provider: str
+) -> None:
+    bad = {**DECISION_REPLY, "risk_reward_ratio": 2.5}
+    repaired = {**DECISION_REPLY, "decision": "SHORT", "risk_reward_ratio": 1.7}
+    script_happy_path(fake, provider, decision=bad)
+    fake.on(DECISION_REPAIR, Scripted(text=json.dumps(repaired)))
+
+    result = await run(ts_env, provider)
+
+    assert len(fake.routed[DECISION]) == 1
+    repair = fake.only(DECISION_REPAIR).body
+    assert "risk_reward_ratio" in user_text(repair)
+    assert "less than or equal to 1.8" in user_text(repair)
+    assert json.dumps(bad) in json.dumps(repair["messages"])  # the bad reply is quoted back
+    assert result.decision == QuantDecision.model_validate(repaired)
+    assert result.usage.by_agent["decision_agent"].calls == 2
+
+
+async def test_missing_openai_key_fails_at_once_and_the_worker_keeps_serving(
+    ts_env: WorkflowEnvironment, fake: AgentRoutedFake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("QUANTDESK_OPENAI__API_KEY", raising=False)
+    workflow_id = f"qa-vendor-nokey-{uuid.uuid4()}"
+
+    with pytest.raises(WorkflowFailureError) as caught:
+        await ts_env.client.execute_workflow(
+            "QuantAgent",
+            {"symbol": "GOOG", "timeframe": "1d", "llm": {"provider": "openai"}},
+            id=workflow_id,
+            task_queue=QUEUE,
+            result_type=QuantAgentResult,
+        )
+
+    cause = caught.value.cause
+    while cause is not None and not isinstance(cause, ApplicationError):
+        cause = cause.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.non_retryable
+    assert cause.type == "ConfigError"
+    assert "OPENAI_API_KEY" in cause.message
+    assert KEY not in cause.message
+    assert fake.requests == []
+    history = await ts_env.client.get_workflow_handle(workflow_id).fetch_history()
+    attempts = [
+        event.activity_task_started_event_attributes.attempt
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    ]
+    assert attempts and set(attempts) == {1}  # nothing was retried
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    script_happy_path(fake, "openai")
+    result = await run(ts_env, "openai")
+
+    assert result.decision == QuantDecision.model_validate(DECISION_REPLY)
+    assert {request.api_key for request in fake.requests} == {KEY}
