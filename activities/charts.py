@@ -9,6 +9,8 @@ thread pool and ``shared.charts`` serialises the drawing itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pydantic import BaseModel, Field
 from temporalio import activity
 
@@ -99,7 +101,6 @@ class ChartActivities:
             )
             return self._stored(request, png, lines)
 
-
-_DEFAULT = ChartActivities()
-CHART_ACTIVITIES = [_DEFAULT.render_pattern_chart, _DEFAULT.render_trend_chart]
-"""What the charts worker registers; settings are read on the first activity, not at import."""
+    def activities(self) -> list[Callable[[ChartRequest], ChartResult]]:
+        """What a charts worker registers."""
+        return [self.render_pattern_chart, self.render_trend_chart]

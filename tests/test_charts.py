@@ -6,6 +6,7 @@ import io
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from PIL import Image
@@ -13,7 +14,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 
 from activities.charts import ChartActivities, ChartRequest
-from shared.charts.candles import candle_figure, chart_window, png_dimensions
+from shared.charts.candles import candle_figure, chart_window, drawing, png_dimensions
 from shared.charts.render import (
     TREND_LINE_STYLES,
     render_pattern_chart,
@@ -76,10 +77,12 @@ def test_trend_chart_draws_four_distinct_lines_across_the_plot(symbol: str, time
 
 
 def test_trend_chart_legend_names_each_line_with_its_last_value() -> None:
-    figure, lines = trend_figure(_bars("GOOG", "1d"), symbol="GOOG", timeframe="1d")
+    with drawing():
+        figure, lines = trend_figure(_bars("GOOG", "1d"), symbol="GOOG", timeframe="1d")
+        (legend,) = figure.legends
+        texts = [text.get_text() for text in legend.get_texts()]
+        plt.close(figure)
 
-    (legend,) = figure.legends
-    texts = [text.get_text() for text in legend.get_texts()]
     expected = [
         f"{TREND_LINE_STYLES[name].label}  {line.last_value:.6g}"
         for name, line in lines.named().items()
@@ -123,11 +126,20 @@ def test_unknown_timeframe_is_invalid_and_lists_the_known_ones() -> None:
 
 
 def test_volume_panel_is_left_out_when_the_source_reports_no_volume() -> None:
-    bars = [bar.model_copy(update={"volume": 0.0}) for bar in _bars("EURUSD", "1h")]
+    bars = _bars("EURUSD", "1h")
+    no_volume = [bar.model_copy(update={"volume": 0.0}) for bar in bars]
 
-    figure, _ = candle_figure(chart_window(bars, 40), symbol="EURUSD", timeframe="1h", volume=True)
+    panels = {}
+    with drawing():
+        for name, series in (("volume", bars), ("no volume", no_volume)):
+            figure, _ = candle_figure(
+                chart_window(series, 40), symbol="EURUSD", timeframe="1h", volume=True
+            )
+            # mplfinance gives each panel a twin y-axis and hides the twins it does not use.
+            panels[name] = [axes.get_ylabel() for axes in figure.axes if axes.get_visible()]
+            plt.close(figure)
 
-    assert len(figure.axes) == 1
+    assert panels == {"volume": ["price", "volume"], "no volume": ["price"]}
 
 
 def test_charts_rendered_from_many_threads_match_a_serial_render() -> None:
@@ -140,6 +152,7 @@ def test_charts_rendered_from_many_threads_match_a_serial_render() -> None:
         )
 
     assert parallel == [serial] * 4
+    assert plt.get_fignums() == []
 
 
 def test_png_dimensions_rejects_bytes_that_are_not_a_png() -> None:

@@ -21,7 +21,8 @@ from shared.config import Settings
 from shared.llm.providers import QUEUE_OFFLINE
 from shared.market.sources import BundledSource
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
-from workers.main import WorkerPlan, build_worker
+from tests.servers import running_workers
+from workers.main import WorkerPlan
 from workflows.quantagent import QuantAgentProgress, QuantAgentResult, QuantAgentWorkflow
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -33,25 +34,24 @@ async def workers(ts_env: WorkflowEnvironment, s3_settings: Settings) -> AsyncIt
     charts = ChartActivities(settings=s3_settings)
     plans = [
         WorkerPlan(queue=QUEUE, workflows=[QuantAgentWorkflow]),
-        WorkerPlan(queue=TOOLS_QUEUE, activities=[run_tool_activity, *MARKET_ACTIVITIES],
-                   threads=True),
-        WorkerPlan(queue=CHARTS_QUEUE,
-                   activities=[charts.render_pattern_chart, charts.render_trend_chart],
-                   threads=True),
-        WorkerPlan(queue=QUEUE_OFFLINE,
-                   activities=[LlmActivities(s3_settings, QUEUE_OFFLINE).chat]),
+        WorkerPlan(
+            queue=TOOLS_QUEUE, activities=[run_tool_activity, *MARKET_ACTIVITIES], threads=True
+        ),
+        WorkerPlan(queue=CHARTS_QUEUE, activities=charts.activities(), threads=True),
+        WorkerPlan(
+            queue=QUEUE_OFFLINE, activities=[LlmActivities(s3_settings, QUEUE_OFFLINE).chat]
+        ),
     ]
-    running = [build_worker(ts_env.client, plan) for plan in plans]
-    for worker in running:
-        await worker.__aenter__()
-    yield
-    for worker in running:
-        await worker.__aexit__(None, None, None)
+    async with running_workers(ts_env.client, plans):
+        yield
 
 
 async def _run(env: WorkflowEnvironment, payload: object) -> QuantAgentResult:
     return await env.client.execute_workflow(
-        "QuantAgent", payload, id=f"qa-{uuid.uuid4()}", task_queue=QUEUE,
+        "QuantAgent",
+        payload,
+        id=f"qa-{uuid.uuid4()}",
+        task_queue=QUEUE,
         result_type=QuantAgentResult,
     )
 
@@ -66,8 +66,12 @@ async def test_symbol_and_timeframe_alone_give_a_validated_decision(
     assert result.bars_analysed == 100
     assert set(result.latest_indicators) == {"macd", "rsi", "roc", "stoch", "willr"}
     assert result.forecast_horizon.startswith("next 3 1d bars")
-    assert set(result.usage.by_agent) == {"indicator_agent", "pattern_agent", "trend_agent",
-                                          "decision_agent"}
+    assert set(result.usage.by_agent) == {
+        "indicator_agent",
+        "pattern_agent",
+        "trend_agent",
+        "decision_agent",
+    }
     assert result.usage.by_agent["indicator_agent"].calls == 2
 
 
@@ -86,8 +90,7 @@ async def test_charts_are_in_s3_and_the_urls_serve_them(
 async def test_nothing_after_as_of_is_analysed(ts_env: WorkflowEnvironment, workers: None) -> None:
     as_of = datetime(2010, 6, 1, tzinfo=UTC)
 
-    result = await _run(ts_env, {"symbol": "GOOG", "timeframe": "1d",
-                                 "as_of": as_of.isoformat()})
+    result = await _run(ts_env, {"symbol": "GOOG", "timeframe": "1d", "as_of": as_of.isoformat()})
 
     expected = BundledSource().read("GOOG", "1d", as_of=as_of, lookback=1)[-1]
     assert result.as_of == expected.time
@@ -97,8 +100,12 @@ async def test_nothing_after_as_of_is_analysed(ts_env: WorkflowEnvironment, work
 async def test_different_windows_give_different_analyses(
     ts_env: WorkflowEnvironment, workers: None
 ) -> None:
-    early = await _run(ts_env, {"symbol": "GOOG", "timeframe": "1d", "as_of": "2008-10-01T00:00:00Z"})
-    late = await _run(ts_env, {"symbol": "GOOG", "timeframe": "1d", "as_of": "2012-10-01T00:00:00Z"})
+    early = await _run(
+        ts_env, {"symbol": "GOOG", "timeframe": "1d", "as_of": "2008-10-01T00:00:00Z"}
+    )
+    late = await _run(
+        ts_env, {"symbol": "GOOG", "timeframe": "1d", "as_of": "2012-10-01T00:00:00Z"}
+    )
 
     assert early.latest_indicators != late.latest_indicators
     assert early.indicator_report != late.indicator_report
@@ -108,8 +115,11 @@ async def test_given_bars_are_analysed_without_a_source(
     ts_env: WorkflowEnvironment, workers: None
 ) -> None:
     bars = BundledSource().read("BTCUSD", "1mo", lookback=80)
-    payload = {"symbol": "MYBTC", "timeframe": "1mo",
-               "bars": [bar.model_dump(mode="json") for bar in bars]}
+    payload = {
+        "symbol": "MYBTC",
+        "timeframe": "1mo",
+        "bars": [bar.model_dump(mode="json") for bar in bars],
+    }
 
     result = await _run(ts_env, payload)
 
@@ -121,7 +131,9 @@ async def test_progress_query_reports_every_step_done(
     ts_env: WorkflowEnvironment, workers: None
 ) -> None:
     handle = await ts_env.client.start_workflow(
-        "QuantAgent", {"symbol": "GOOG", "timeframe": "1d"}, id=f"qa-{uuid.uuid4()}",
+        "QuantAgent",
+        {"symbol": "GOOG", "timeframe": "1d"},
+        id=f"qa-{uuid.uuid4()}",
         task_queue=QUEUE,
     )
     await handle.result()

@@ -69,9 +69,11 @@ def _plan_tools(settings: Settings) -> WorkerPlan:
 
 
 def _plan_charts(settings: Settings) -> WorkerPlan:
-    from activities.charts import CHART_ACTIVITIES
+    from activities.charts import ChartActivities
 
-    return WorkerPlan(queue=CHARTS_QUEUE, activities=list(CHART_ACTIVITIES), threads=True)
+    return WorkerPlan(
+        queue=CHARTS_QUEUE, activities=ChartActivities(settings).activities(), threads=True
+    )
 
 
 PLANNERS = {

@@ -1,47 +1,83 @@
-"""Candlestick figures drawn with plain matplotlib, encoded to PNG in memory.
+"""Candlestick figures drawn with mplfinance on the Agg backend, encoded to PNG in memory.
 
-Why not mplfinance or pyplot: both keep global figure state, and the charts worker
-renders from a thread pool. Here every chart is its own ``Figure`` on an Agg canvas,
-never registered with pyplot, so nothing needs closing and no backend is switched
-for the process. Matplotlib still shares caches (fonts, text layout) between
-figures and is not documented as thread-safe, so callers draw and encode under
-``RENDER_LOCK``; a chart takes a fraction of a second, so the lock costs little.
+mplfinance draws through pyplot, which keeps global state: it registers every figure
+and mplfinance rewrites ``rcParams`` to apply its style. So a chart is drawn and
+encoded inside ``drawing()``, which holds ``RENDER_LOCK`` (the charts worker renders
+from a thread pool, and pyplot is not thread-safe) and undoes the ``rcParams``
+changes afterwards; ``png_bytes`` closes the figure, so pyplot keeps none open.
 
-Bars are drawn at x = 0 .. n-1, their index in the window, not at their times:
-weekends and overnight gaps leave no holes, and trendlines fitted with x = bar
-index are straight lines in the same coordinates.
+mplfinance draws bars at x = 0 .. n-1, their index in the window, not at their
+times: weekends and overnight gaps leave no holes, and trendlines fitted with
+x = bar index are straight lines in the same coordinates.
 """
 
 from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from io import BytesIO
 
-import numpy as np
-import pandas as pd
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import EngFormatter, FixedLocator, FuncFormatter, MaxNLocator
+import matplotlib
 
-from shared.errors import InvalidInput
-from shared.market.bars import Bar, Timeframe, bars_to_frame, validate_bars
+matplotlib.use("Agg")  # before pyplot is imported (mplfinance imports it)
+
+import matplotlib.pyplot as plt  # noqa: E402
+import mplfinance as mpf  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import EngFormatter, FixedLocator, MaxNLocator  # noqa: E402
+
+from shared.errors import InvalidInput  # noqa: E402
+from shared.market.bars import Bar, Timeframe, bars_to_frame, validate_bars  # noqa: E402
 
 RENDER_LOCK = threading.Lock()
-"""Held while a figure is drawn and encoded (matplotlib's shared caches are not thread-safe)."""
+"""Held while a figure is drawn and encoded (pyplot and matplotlib's caches are not thread-safe)."""
 
 FIGSIZE = (12.8, 7.2)
 DPI = 100
 """1280 x 720 px: detailed enough for a vision model, and a PNG of well under 250 KB."""
 
-UP_COLOUR = "#ffffff"
-DOWN_COLOUR = "#3a3a3a"
-EDGE_COLOUR = "#202020"
+_VOLUME_COLOURS = {"up": "#9e9e9e", "down": "#3a3a3a"}
+STYLE = mpf.make_mpf_style(
+    base_mpf_style="default",
+    marketcolors={
+        **mpf.make_marketcolors(
+            up="#ffffff",
+            down="#3a3a3a",
+            edge="#202020",
+            wick="#202020",
+            volume=_VOLUME_COLOURS,
+            alpha=1.0,
+        ),
+        # Not settable through make_marketcolors; equal to the fill, edges come out a shade darker.
+        "vcedge": _VOLUME_COLOURS,
+    },
+    facecolor="#ffffff",
+    gridcolor="#e6e6e6",
+    gridstyle="-",
+    y_on_right=True,
+    rc={
+        "font.size": 10.0,
+        "font.weight": "normal",
+        "axes.linewidth": 1.0,
+        "axes.labelweight": "normal",
+    },
+)
 """Hollow rising and filled falling candles in greys, so coloured lines stand out."""
 
+PADDING = {"left": 0.25, "right": 0.55, "top": 0.4, "bottom": 0.4}
+"""Scales mplfinance's margins around the panels (its defaults leave a wide empty left edge)."""
+
 BODY_WIDTH = 0.6
+"""Width of candle bodies and volume bars, in bars (mplfinance's volume bars would touch)."""
+
+CANDLE_MARGIN = 0.05
+"""Space above and below the candles, as a share of their range."""
+
 X_TICKS = 8
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -59,37 +95,89 @@ def chart_window(bars: Sequence[Bar], last: int) -> pd.DataFrame:
     return bars_to_frame(window)
 
 
+@contextmanager
+def drawing() -> Iterator[None]:
+    """Hold ``RENDER_LOCK`` and restore pyplot's ``rcParams`` afterwards; draw and encode in here."""
+    with RENDER_LOCK, plt.rc_context():
+        yield
+
+
 def candle_figure(
-    frame: pd.DataFrame, *, symbol: str, timeframe: str, volume: bool
+    frame: pd.DataFrame,
+    *,
+    symbol: str,
+    timeframe: str,
+    volume: bool,
+    addplot: Sequence[dict] = (),
+    ylim: tuple[float, float] | None = None,
+    scale_padding: dict[str, float] = PADDING,
 ) -> tuple[Figure, Axes]:
     """A figure of candles titled with symbol, timeframe and dates; returns it and its price axes.
 
-    The volume panel is left out when asked, or when the source reports no volume
-    (FX feeds often give zeros): an empty panel would only take space from the prices.
+    ``addplot`` (``line_plot``s) and ``scale_padding`` go to ``mpf.plot``; ``ylim``
+    defaults to ``candle_limits``. The volume panel is left out when asked, or when the
+    source reports no volume (FX feeds often give zeros): an empty panel would only take
+    space from the prices. Call inside ``drawing()`` and hand the figure to
+    ``png_bytes`` (or ``plt.close`` it).
     """
     period = Timeframe.parse(timeframe)
-    figure = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
     with_volume = volume and bool(frame["volume"].gt(0).any())
-    if with_volume:
-        price, volumes = figure.subplots(2, 1, sharex=True, height_ratios=(4, 1))
-        _draw_volume(volumes, frame)
-    else:
-        price = figure.subplots()
-    _draw_candles(price, frame)
-    _label_times(volumes if with_volume else price, frame.index, period)
-    price.set_ylabel("price")
-    price.yaxis.tick_right()
-    price.yaxis.set_label_position("right")
-    price.grid(True, color="#e6e6e6", linewidth=0.6)
-    price.set_axisbelow(True)
+    figure, axes = mpf.plot(
+        frame.rename(columns=str.capitalize),
+        type="candle",
+        style=STYLE,
+        volume=with_volume,
+        volume_exponent=0,
+        volume_ylim=(0.0, 1.1 * float(frame["volume"].max())),
+        addplot=list(addplot),
+        xlim=(-1.0, float(len(frame))),
+        ylim=ylim or candle_limits(frame),
+        update_width_config={"candle_width": BODY_WIDTH, "volume_width": BODY_WIDTH},
+        figsize=FIGSIZE,
+        scale_padding=scale_padding,
+        datetime_format=_time_format(period),
+        xrotation=0,
+        ylabel="price",
+        ylabel_lower="volume",
+        returnfig=True,
+    )
+    price = axes[0]
+    # x is shared by the panels: first, last and evenly spaced bars between, labelled
+    # by mplfinance with their times.
+    ticks = np.linspace(0, len(frame) - 1, X_TICKS).round()
+    price.xaxis.set_major_locator(FixedLocator(np.unique(ticks).tolist()))
     price.set_title(_title(frame.index, symbol, period), loc="left", fontsize=13)
+    if with_volume:
+        volumes = axes[2]
+        volumes.yaxis.set_major_locator(MaxNLocator(3, prune="lower"))
+        volumes.yaxis.set_major_formatter(EngFormatter())
     return figure, price
 
 
+def line_plot(values: np.ndarray, *, colour: str, linestyle: str, label: str) -> dict:
+    """A line on the price panel, one value per bar, for ``candle_figure(addplot=...)``."""
+    return mpf.make_addplot(
+        values, color=colour, linestyle=linestyle, width=2.0, secondary_y=False, label=label
+    )
+
+
+def candle_limits(frame: pd.DataFrame) -> tuple[float, float]:
+    """The candles' price range with ``CANDLE_MARGIN`` above and below."""
+    low, high = float(frame["low"].min()), float(frame["high"].max())
+    span = (high - low) or high * 0.01
+    return low - CANDLE_MARGIN * span, high + CANDLE_MARGIN * span
+
+
 def png_bytes(figure: Figure) -> bytes:
-    """The figure as PNG bytes (metadata left out, so identical charts give identical bytes)."""
+    """The figure as PNG bytes (metadata left out, so identical charts give identical bytes).
+
+    Closes the figure: pyplot would otherwise keep it, and its memory, for the process.
+    """
     buffer = BytesIO()
-    FigureCanvasAgg(figure).print_png(buffer, metadata={"Software": None})
+    try:
+        figure.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
+    finally:
+        plt.close(figure)
     return buffer.getvalue()
 
 
@@ -101,57 +189,11 @@ def png_dimensions(png: bytes) -> tuple[int, int]:
     return width, height
 
 
-def _draw_candles(axes: Axes, frame: pd.DataFrame) -> None:
-    x = np.arange(len(frame))
-    open_, high, low, close = (frame[c].to_numpy() for c in ("open", "high", "low", "close"))
-    rising = close >= open_
-    axes.vlines(x, low, high, color=EDGE_COLOUR, linewidth=1.0, zorder=2)
-    # A doji has a zero-height body; its edge still draws it as a tick across the wick.
-    axes.bar(
-        x,
-        np.abs(close - open_),
-        bottom=np.minimum(open_, close),
-        width=BODY_WIDTH,
-        color=np.where(rising, UP_COLOUR, DOWN_COLOUR),
-        edgecolor=EDGE_COLOUR,
-        linewidth=1.0,
-        zorder=3,
-    )
-    axes.set_xlim(-1, len(frame))
-    span = float(high.max() - low.min()) or float(high.max()) * 0.01
-    axes.set_ylim(float(low.min()) - 0.05 * span, float(high.max()) + 0.05 * span)
-
-
-def _draw_volume(axes: Axes, frame: pd.DataFrame) -> None:
-    rising = frame["close"].to_numpy() >= frame["open"].to_numpy()
-    axes.bar(
-        np.arange(len(frame)),
-        frame["volume"].to_numpy(),
-        width=BODY_WIDTH,
-        color=np.where(rising, "#9e9e9e", DOWN_COLOUR),
-    )
-    axes.set_ylabel("volume")
-    axes.yaxis.tick_right()
-    axes.yaxis.set_label_position("right")
-    axes.yaxis.set_major_locator(MaxNLocator(3))
-    axes.yaxis.set_major_formatter(EngFormatter())
-
-
 def _time_format(timeframe: Timeframe) -> str:
     """Dates for daily and longer bars, dates with hours for intraday ones."""
     if timeframe.duration < Timeframe.D1.duration:
         return "%Y-%m-%d %H:%M"
     return "%Y-%m" if timeframe is Timeframe.MO1 else "%Y-%m-%d"
-
-
-def _label_times(axes: Axes, times: pd.DatetimeIndex, timeframe: Timeframe) -> None:
-    """Tick a few bar indices and label them with the bars' times."""
-    pattern = _time_format(timeframe)
-    positions = np.unique(np.linspace(0, len(times) - 1, X_TICKS).round().astype(int))
-    axes.xaxis.set_major_locator(FixedLocator(positions.tolist()))
-    axes.xaxis.set_major_formatter(
-        FuncFormatter(lambda x, _: times[int(x)].strftime(pattern) if 0 <= x < len(times) else "")
-    )
 
 
 def _title(times: pd.DatetimeIndex, symbol: str, timeframe: Timeframe) -> str:

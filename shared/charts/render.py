@@ -10,16 +10,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from matplotlib.axes import Axes
+import numpy as np
+import pandas as pd
 from matplotlib.figure import Figure
 
-from shared.charts.candles import RENDER_LOCK, candle_figure, chart_window, png_bytes
+from shared.agents.quantagent import PATTERN_WINDOW, TREND_WINDOW
+from shared.charts.candles import (
+    PADDING,
+    candle_figure,
+    candle_limits,
+    chart_window,
+    drawing,
+    line_plot,
+    png_bytes,
+)
 from shared.market.bars import Bar
 from shared.ta.trend_summary import TrendLines, summarize_trendlines
 
 __all__ = [
-    "PATTERN_BARS",
-    "TREND_BARS",
     "TREND_LINE_STYLES",
     "TrendLineStyle",
     "render_pattern_chart",
@@ -27,16 +35,15 @@ __all__ = [
     "trend_figure",
 ]
 
-PATTERN_BARS = 40
-TREND_BARS = 50
-"""Window lengths of QuantAgent's pattern and trend agents."""
-
 LINE_OVERSHOOT = 0.25
 """How far beyond the candles' range (as a share of it) the y-axis may grow to show the
 lines; a steep line is clipped there rather than squashing the candles flat."""
 
 LINE_MARGIN = 0.03
 """Space kept between a line's end and the frame, as a share of the candles' range."""
+
+LEGEND_PADDING = {**PADDING, "bottom": 0.8}
+"""Room under the price panel for the x labels and the two-row legend."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,7 @@ def render_pattern_chart(
     *,
     symbol: str,
     timeframe: str,
-    last: int = PATTERN_BARS,
+    last: int = PATTERN_WINDOW,
     volume: bool = True,
 ) -> bytes:
     """PNG of the last ``last`` candles (with volume), for the pattern agent.
@@ -72,36 +79,57 @@ def render_pattern_chart(
     unusable (order, prices), and on ``timeframe`` when it is not a known one.
     """
     window = chart_window(bars, last)
-    with RENDER_LOCK:
+    with drawing():
         figure, _ = candle_figure(window, symbol=symbol, timeframe=timeframe, volume=volume)
         return png_bytes(figure)
 
 
 def render_trend_chart(
-    bars: Sequence[Bar], *, symbol: str, timeframe: str, last: int = TREND_BARS
+    bars: Sequence[Bar], *, symbol: str, timeframe: str, last: int = TREND_WINDOW
 ) -> tuple[bytes, TrendLines]:
     """PNG of the last ``last`` candles with the four trendlines, and those lines.
 
     Raises ``InvalidInput`` as ``render_pattern_chart`` does.
     """
-    with RENDER_LOCK:
+    with drawing():
         figure, lines = trend_figure(bars, symbol=symbol, timeframe=timeframe, last=last)
         return png_bytes(figure), lines
 
 
 def trend_figure(
-    bars: Sequence[Bar], *, symbol: str, timeframe: str, last: int = TREND_BARS
+    bars: Sequence[Bar], *, symbol: str, timeframe: str, last: int = TREND_WINDOW
 ) -> tuple[Figure, TrendLines]:
     """The trend chart as a matplotlib figure (to inspect it), and its lines.
 
-    Not thread-safe on its own: ``render_trend_chart`` holds ``RENDER_LOCK`` around it.
+    A pyplot figure: call inside ``drawing()`` and ``plt.close`` it (``png_bytes`` does),
+    as ``render_trend_chart`` does.
     """
     window = chart_window(bars, last)
     lines = summarize_trendlines(window["high"], window["low"], window["close"])
-    figure, price = candle_figure(window, symbol=symbol, timeframe=timeframe, volume=False)
-    _draw_trendlines(price, lines)
+    x = np.arange(lines.bars)
+    plots = [
+        line_plot(
+            line.slope * x + line.intercept,
+            colour=TREND_LINE_STYLES[name].colour,
+            linestyle=TREND_LINE_STYLES[name].linestyle,
+            label=f"{TREND_LINE_STYLES[name].label}  {line.last_value:.6g}",
+        )
+        for name, line in lines.named().items()
+    ]
+    figure, price = candle_figure(
+        window,
+        symbol=symbol,
+        timeframe=timeframe,
+        volume=False,
+        addplot=plots,
+        ylim=_price_limits(window, lines),
+        scale_padding=LEGEND_PADDING,
+    )
+    # mplfinance puts the labelled lines in a legend on the candles; move it under them.
+    price.get_legend().remove()
     figure.legend(
-        loc="outside lower center",
+        *price.get_legend_handles_labels(),
+        loc="lower center",
         ncols=len(TREND_LINE_STYLES),
         frameon=False,
         fontsize=10,
@@ -111,27 +139,13 @@ def trend_figure(
     return figure, lines
 
 
-def _draw_trendlines(axes: Axes, lines: TrendLines) -> None:
-    """Draw each line across the window, widening the y-axis (within limits) to show them."""
-    candles_low, candles_high = axes.get_ylim()
+def _price_limits(window: pd.DataFrame, lines: TrendLines) -> tuple[float, float]:
+    """The candles' range with a margin, widened (within limits) to show the lines' ends."""
+    candles_low, candles_high = candle_limits(window)
     span = candles_high - candles_low
-    low, high = candles_low, candles_high
-    for name, line in lines.named().items():
-        style = TREND_LINE_STYLES[name]
-        ends = (line.intercept, line.last_value)
-        axes.plot(
-            (0, lines.bars - 1),
-            ends,
-            color=style.colour,
-            linestyle=style.linestyle,
-            linewidth=2.0,
-            label=f"{style.label}  {line.last_value:.6g}",
-            zorder=4,
-        )
-        # A little air above and below a line's end, so it does not merge into the frame.
-        low, high = (
-            min(low, min(ends) - LINE_MARGIN * span),
-            max(high, max(ends) + LINE_MARGIN * span),
-        )
+    ends = [end for line in lines.named().values() for end in (line.intercept, line.last_value)]
+    # A little air above and below a line's end, so it does not merge into the frame.
+    low = min(candles_low, min(ends) - LINE_MARGIN * span)
+    high = max(candles_high, max(ends) + LINE_MARGIN * span)
     reach = LINE_OVERSHOOT * span
-    axes.set_ylim(max(low, candles_low - reach), min(high, candles_high + reach))
+    return max(low, candles_low - reach), min(high, candles_high + reach)
