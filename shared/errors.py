@@ -9,7 +9,11 @@ messages.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class QuantdeskError(Exception):
@@ -88,3 +92,12 @@ class ObjectNotFound(QuantdeskError):
 
 class ToolError(QuantdeskError):
     """A tool could not answer; the message goes back to the model as a tool result."""
+
+
+def lookup(table: Mapping[str, T], name: str, *, field: str, what: str) -> T:
+    """``table[name]``, or an ``InvalidInput`` on ``field`` listing the known names."""
+    try:
+        return table[name]
+    except KeyError:
+        known = ", ".join(sorted(table))
+        raise InvalidInput(field, f"unknown {what} {name!r}", fix=f"Use one of: {known}.") from None

@@ -9,14 +9,17 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
+
+from temporalio.client import Client
 
 from cli.stack.servers import ServerLaunch, port_is_free, s3_server, wait_until
 from shared.config import Settings, load_settings
 from shared.storage.credentials import ensure_generated_credentials
 from shared.storage.objects import ObjectStore
+from workers.main import WorkerPlan, build_worker
 
 S3_START_TIMEOUT = 60.0
 
@@ -87,3 +90,12 @@ def s3_for_tests(data_dir: Path) -> Iterator[Settings]:
         if not wait_until(ready, timeout=S3_START_TIMEOUT, interval=0.3):
             raise RuntimeError("S3 server did not become ready")
         yield settings
+
+
+@asynccontextmanager
+async def running_workers(client: Client, plans: list[WorkerPlan]) -> AsyncIterator[None]:
+    """Run one in-process worker per plan until the block ends."""
+    async with AsyncExitStack() as stack:
+        for plan in plans:
+            await stack.enter_async_context(build_worker(client, plan))
+        yield

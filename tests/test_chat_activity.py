@@ -25,7 +25,8 @@ from shared.storage.objects import ObjectRef, ObjectStore
 from tests.fakes.llm_server import FakeLlmServer
 from tests.flows import ProbeResult, ToolLoopProbe
 from tests.probe_tools import TEST_TOOLS_QUEUE
-from workers.main import WorkerPlan, build_worker
+from tests.servers import running_workers
+from workers.main import WorkerPlan
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 KEY = "sk-test-DO-NOT-LEAK-42"
@@ -250,12 +251,8 @@ async def retry_workers(dev_env: WorkflowEnvironment, fake: FakeLlmServer) -> As
         WorkerPlan(queue=TEST_TOOLS_QUEUE, activities=[run_tool_activity], threads=True),
         WorkerPlan(queue=QUEUE_OPENAI, activities=[LlmActivities(settings, QUEUE_OPENAI).chat]),
     ]
-    workers = [build_worker(dev_env.client, plan) for plan in plans]
-    for worker in workers:
-        await worker.__aenter__()
-    yield
-    for worker in workers:
-        await worker.__aexit__(None, None, None)
+    async with running_workers(dev_env.client, plans):
+        yield
 
 
 async def _probe(env: WorkflowEnvironment) -> ProbeResult:

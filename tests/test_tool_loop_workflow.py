@@ -16,7 +16,8 @@ from shared.config import load_settings
 from shared.llm.providers import QUEUE_OFFLINE
 from tests.flows import ProbeResult, ToolLoopProbe
 from tests.probe_tools import TEST_TOOLS_QUEUE
-from workers.main import WorkerPlan, build_worker
+from tests.servers import running_workers
+from workers.main import WorkerPlan
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 QUEUE = "test-workflows"
@@ -32,12 +33,8 @@ async def workers(ts_env: WorkflowEnvironment) -> AsyncIterator[None]:
         WorkerPlan(queue=TEST_TOOLS_QUEUE, activities=[run_tool_activity], threads=True),
         WorkerPlan(queue=QUEUE_OFFLINE, activities=[LlmActivities(settings, QUEUE_OFFLINE).chat]),
     ]
-    running = [build_worker(ts_env.client, plan) for plan in plans]
-    for worker in running:
-        await worker.__aenter__()
-    yield
-    for worker in running:
-        await worker.__aexit__(None, None, None)
+    async with running_workers(ts_env.client, plans):
+        yield
 
 
 async def _run(env: WorkflowEnvironment, payload: object) -> ProbeResult:

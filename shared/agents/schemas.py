@@ -11,7 +11,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-from shared.errors import InvalidInput
+from shared.errors import lookup
 
 
 class Stance(StrEnum):
@@ -42,9 +42,4 @@ def register_schema(model: type[BaseModel]) -> type[BaseModel]:
 
 def schema_named(name: str, *, field: str = "response_schema") -> type[BaseModel]:
     """The schema registered as ``name``, or an error listing the known ones."""
-    try:
-        return RESPONSE_SCHEMAS[name]
-    except KeyError:
-        raise InvalidInput(
-            field, f"unknown schema {name!r}", fix=f"Use one of: {', '.join(RESPONSE_SCHEMAS)}."
-        ) from None
+    return lookup(RESPONSE_SCHEMAS, name, field=field, what="schema")

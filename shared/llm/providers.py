@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.errors import InvalidInput
+from shared.errors import lookup
 
 
 class ClientKind(StrEnum):
@@ -164,12 +164,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
 
 def provider_spec(name: str, *, field: str = "llm.provider") -> ProviderSpec:
     """The registry row for ``name``, or an error listing the known providers."""
-    try:
-        return PROVIDERS[name]
-    except KeyError:
-        raise InvalidInput(
-            field, f"unknown provider {name!r}", fix=f"Use one of: {', '.join(PROVIDERS)}."
-        ) from None
+    return lookup(PROVIDERS, name, field=field, what="provider")
 
 
 def providers_on_queue(queue: str) -> list[ProviderSpec]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from shared.errors import InvalidInput, ToolError
+from shared.errors import InvalidInput, ToolError, lookup
 from shared.llm.contracts import ToolRequest, ToolResult, ToolSpec
 
 
@@ -45,12 +45,7 @@ def register_tool(tool: Tool) -> Tool:
 
 def tool_named(name: str) -> Tool:
     """The registered tool, or an error listing the known ones."""
-    try:
-        return TOOLS[name]
-    except KeyError:
-        raise InvalidInput(
-            "tools", f"unknown tool {name!r}", fix=f"Use one of: {', '.join(sorted(TOOLS))}."
-        ) from None
+    return lookup(TOOLS, name, field="tools", what="tool")
 
 
 def tool_specs(names: Iterable[str], *, fixed: Iterable[str] = ()) -> list[ToolSpec]:
