@@ -12,12 +12,12 @@ from contextlib import contextmanager
 
 from temporalio.exceptions import ApplicationError
 
-from shared.errors import ProviderError, QuantdeskError
+from shared.errors import ProviderError, QuantdeskError, RateLimited
 
 
 def application_error(error: QuantdeskError) -> ApplicationError:
     """The Temporal failure for ``error``: same message, typed, retryable or not."""
-    delay = error.retry_after if isinstance(error, ProviderError) else None
+    delay = error.retry_after if isinstance(error, ProviderError | RateLimited) else None
     return ApplicationError(
         str(error),
         type=error.type_name,

@@ -94,6 +94,30 @@ class ToolError(QuantdeskError):
     """A tool could not answer; the message goes back to the model as a tool result."""
 
 
+class NoData(QuantdeskError):
+    """A vendor has nothing for the request in the window: an answer, not a failure."""
+
+
+class NotConfigured(QuantdeskError):
+    """A vendor does not serve this kind, or lacks what it needs (a key, a package, files)."""
+
+
+class RateLimited(QuantdeskError):
+    """A vendor throttled the call; another attempt after ``retry_after`` may succeed."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: timedelta | None = None) -> None:
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+class VendorFailure(QuantdeskError):
+    """A vendor failed (network, server error, unreadable answer); retrying may help."""
+
+    retryable = True
+
+
 def lookup(table: Mapping[str, T], name: str, *, field: str, what: str) -> T:
     """``table[name]``, or an ``InvalidInput`` on ``field`` listing the known names."""
     try:

@@ -1,0 +1,1 @@
+"""The research data layer: typed records, vendors, routing, as-of reads."""
