@@ -34,7 +34,7 @@ from activities.market import MARKET_ACTIVITIES
 from activities.tools import run_tool_activity
 from shared.agents.quantagent import PatternReport, QuantDecision, TrendReport
 from shared.config import Settings, load_settings
-from shared.llm.providers import QUEUE_ANTHROPIC, QUEUE_OPENAI
+from shared.llm.providers import QUEUE_ANTHROPIC, QUEUE_OPENAI, provider_spec
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
 from tests.fakes.llm_server import (
@@ -128,6 +128,20 @@ def user_text(body: dict[str, Any]) -> str:
         else:
             texts += [block["text"] for block in content if block.get("type") == "text"]
     return "\n".join(texts)
+
+
+def assistant_texts(body: dict[str, Any]) -> list[str]:
+    """The text of each assistant turn (either wire)."""
+    texts = []
+    for message in body.get("messages", []):
+        if message["role"] != "assistant":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            texts.append(content)
+        else:
+            texts.append("".join(b["text"] for b in content if b.get("type") == "text"))
+    return texts
 
 
 def tool_results(body: dict[str, Any], wire: Wire) -> dict[str, str]:
@@ -325,7 +339,7 @@ async def test_indicator_agent_is_offered_the_five_tools_without_bars(
         assert schema["type"] == "object"
         assert "bars" not in schema["properties"]
         assert "bars" not in schema.get("required", [])
-        assert "bars" not in json.dumps(schema)
+        assert "$defs" not in schema  # no Bar schema leaks in with the hidden field
     assert first.api_key == KEY
 
 
@@ -382,6 +396,11 @@ async def test_charts_reach_the_vision_agents_as_png_images(
         assert media_type == "image/png"
         assert png.startswith(PNG_SIGNATURE)
         assert len(png) < MAX_CHART_BYTES
+    if provider == "openai":
+        for name, schema in ((PATTERN, "PatternReport"), (TREND, "TrendReport")):
+            response_format = fake.only(name).body["response_format"]
+            assert response_format["type"] == "json_schema"
+            assert response_format["json_schema"]["name"] == schema
     assert result.pattern_report == PatternReport.model_validate(PATTERN_REPLY)
     assert result.trend_report == TrendReport.model_validate(TREND_REPLY)
 
@@ -413,6 +432,14 @@ async def test_decision_request_carries_the_three_reports_and_becomes_the_result
     assert set(fake.routed) == {INDICATOR, INDICATOR_RESULTS, PATTERN, TREND, DECISION}
     assert len(fake.requests) == 5
     assert result.usage.total.calls == 5
+    spec = provider_spec(provider)
+    assert {name: fake.only(name).body["model"] for name in fake.routed} == {
+        INDICATOR: spec.quick_model,
+        INDICATOR_RESULTS: spec.quick_model,
+        PATTERN: spec.vision_model,
+        TREND: spec.vision_model,
+        DECISION: spec.deep_model,
+    }
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -430,7 +457,7 @@ async def test_out_of_range_decision_gets_one_repair_and_the_repair_is_used(
     repair = fake.only(DECISION_REPAIR).body
     assert "risk_reward_ratio" in user_text(repair)
     assert "less than or equal to 1.8" in user_text(repair)
-    assert json.dumps(bad) in json.dumps(repair["messages"])  # the bad reply is quoted back
+    assert json.dumps(bad) in assistant_texts(repair)  # the bad reply goes back as its turn
     assert result.decision == QuantDecision.model_validate(repaired)
     assert result.usage.by_agent["decision_agent"].calls == 2
 
@@ -451,9 +478,9 @@ async def test_missing_openai_key_fails_at_once_and_the_worker_keeps_serving(
             result_type=QuantAgentResult,
         )
 
-    cause = caught.value.cause
+    cause: BaseException | None = caught.value.cause
     while cause is not None and not isinstance(cause, ApplicationError):
-        cause = cause.cause
+        cause = getattr(cause, "cause", None)
     assert isinstance(cause, ApplicationError)
     assert cause.non_retryable
     assert cause.type == "ConfigError"
