@@ -136,7 +136,8 @@ def quantagent(
     model: str | None = typer.Option(None, help="model for the indicator agent"),
     vision_model: str | None = typer.Option(None, help="model for the chart agents"),
     deep_model: str | None = typer.Option(None, help="model for the decision agent"),
-    csv: Path | None = typer.Option(None, help="analyse this CSV/Parquet file instead"),
+    source: str = typer.Option("bundled", help="bars from: bundled, csv, yfinance"),
+    csv: Path | None = typer.Option(None, help="analyse this CSV/Parquet file (implies csv)"),
     as_of: datetime | None = typer.Option(None, help="analysis time, UTC (default: latest)"),
     lookback: int = typer.Option(100, help="bars in the analysis window"),
 ) -> None:
@@ -147,6 +148,7 @@ def quantagent(
             "symbol": symbol,
             "timeframe": timeframe,
             "lookback": lookback,
+            "source": source,
             "llm": {
                 "provider": provider or settings.default_provider,
                 "model": model,

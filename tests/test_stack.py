@@ -200,6 +200,22 @@ class TestStack:
         assert "Traceback" not in error and len(error.splitlines()) == 1
         assert not list((other / "run").glob("*.pid"))
 
+    def test_run_quantagent_prints_the_decision_and_links(self, stack: Stack) -> None:
+        result = stack.quantdesk(
+            "run", "quantagent", "GOOG", "--timeframe", "1d", "--as-of", "2011-03-01"
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "QuantAgent decision" in result.stdout
+        assert "as of 2011-03-01" in result.stdout
+        assert f"127.0.0.1:{stack.settings.temporal.ui_port}/namespaces/" in result.stdout
+        assert "trend chart: http://" in result.stdout
+
+    def test_run_quantagent_with_bad_input_exits_1_naming_the_field(self, stack: Stack) -> None:
+        result = stack.quantdesk("run", "quantagent", "NOPE", "--timeframe", "1d")
+        assert result.returncode == 1
+        assert "run failed" in result.stdout and "`symbol`" in result.stdout
+        assert "GOOG" in result.stdout  # the error lists the symbols that exist
+
     def test_status_reports_running(self, stack: Stack) -> None:
         result = stack.quantdesk("status")
         assert result.returncode == 0, result.stdout + result.stderr
