@@ -126,7 +126,9 @@ def trend_figure(
         scale_padding=LEGEND_PADDING,
     )
     # mplfinance puts the labelled lines in a legend on the candles; move it under them.
-    price.get_legend().remove()
+    legend = price.get_legend()
+    if legend is not None:
+        legend.remove()
     figure.legend(
         *price.get_legend_handles_labels(),
         loc="lower center",

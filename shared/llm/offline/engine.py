@@ -79,8 +79,8 @@ def answer_offline(request: ChatRequest, model: str) -> ChatResponse:
             )
     offline = read_request(request)
     answer = ANALYSTS.get(request.agent, generic_analyst)(offline, request.response_schema)
-    wants_object = request.response_schema is not None and answer.structured is not None
-    text = answer.structured.model_dump_json() if wants_object else answer.text
+    structured = answer.structured if request.response_schema is not None else None
+    text = structured.model_dump_json() if structured is not None else answer.text
     return ChatResponse(
         text=text,
         provider="offline",
