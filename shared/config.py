@@ -9,13 +9,18 @@ CLI only; workflows never read the environment.
 
 from __future__ import annotations
 
+import json
 import os
 from functools import cached_property
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from shared.data.contracts import DataKind
+from shared.data.factory import VENDORS
+from shared.data.router import DEFAULT_ROUTES
 from shared.errors import ConfigError
 from shared.llm.providers import PROVIDERS, LlmRole, ProviderSpec
 from shared.queues import DEFAULT_WORKFLOWS_QUEUE
@@ -117,6 +122,44 @@ class Settings(BaseSettings):
     deepseek: ProviderSettings = ProviderSettings()
     openrouter: ProviderSettings = ProviderSettings()
     offline: ProviderSettings = ProviderSettings(max_concurrent=16, requests_per_second=1000)
+
+    data_routes: Annotated[dict[DataKind, list[str]], NoDecode] = Field(
+        default_factory=lambda: {kind: list(chain) for kind, chain in DEFAULT_ROUTES.items()},
+        description=(
+            'vendors per data kind, in order; JSON like {"news": ["local", "yfinance", "sim"]}, '
+            "merged over the defaults"
+        ),
+    )
+    data_seed: int = Field(7, description="seed of the simulated market (the sim vendor)")
+    data_cache: bool = Field(True, description="keep network vendors' answers in data_dir")
+
+    @field_validator("data_routes", mode="before")
+    @classmethod
+    def _known_routes(cls, value: object) -> object:
+        """JSON or a mapping, over the defaults; unknown kinds or vendors are named."""
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"not valid JSON ({error})") from None
+        if not isinstance(value, dict) or not all(
+            isinstance(chain, list | tuple) for chain in value.values()
+        ):
+            raise ValueError(
+                'expected an object of kind -> list of vendors, e.g. {"news": ["sim"]}'
+            )
+        kinds = [kind.value for kind in DataKind]
+        unknown_kinds = sorted(str(kind) for kind in value if str(kind) not in kinds)
+        if unknown_kinds:
+            raise ValueError(
+                f"unknown data kind(s) {', '.join(unknown_kinds)}; accepted: {', '.join(kinds)}"
+            )
+        unknown = sorted({str(n) for chain in value.values() for n in chain} - set(VENDORS))
+        if unknown:
+            raise ValueError(
+                f"unknown data vendor(s) {', '.join(unknown)}; accepted: {', '.join(VENDORS)}"
+            )
+        return {**{k.value: list(c) for k, c in DEFAULT_ROUTES.items()}, **value}
 
     @field_validator("default_provider")
     @classmethod

@@ -126,6 +126,33 @@ class StatementKind(StrEnum):
     CASH_FLOW = "cash_flow"
 
 
+# The line-item names every vendor uses, so statements compare across vendors.
+# A vendor may add items; it must not rename these.
+LINE_ITEMS: dict[StatementKind, tuple[str, ...]] = {
+    StatementKind.INCOME: (
+        "revenue",
+        "gross_profit",
+        "operating_income",
+        "net_income",
+        "eps_diluted",
+    ),
+    StatementKind.BALANCE: (
+        "total_assets",
+        "total_liabilities",
+        "total_equity",
+        "cash",
+        "total_debt",
+        "shares_outstanding",
+    ),
+    StatementKind.CASH_FLOW: (
+        "operating_cash_flow",
+        "investing_cash_flow",
+        "financing_cash_flow",
+        "free_cash_flow",
+    ),
+}
+
+
 class Statement(_Record):
     """One statement for one fiscal period; visible only once ``reported_at`` has passed."""
 
@@ -176,7 +203,8 @@ class InsiderTransaction(_Record):
 
 
 class SectorPerformance(_Record):
-    """A sector ETF's returns up to ``as_of``; None where history is too short."""
+    """A sector ETF's returns up to ``as_of``, as fractions (0.012 = +1.2%); None where
+    history is too short."""
 
     sector: Sector
     etf: str
@@ -194,7 +222,7 @@ class IndustryCompany(_Record):
     sector: Sector
     industry: str
     market_cap: float | None
-    return_21d: float | None
+    return_21d: float | None = Field(description="fraction, 0.05 = +5%")
 
 
 class Mover(_Record):
@@ -203,7 +231,7 @@ class Mover(_Record):
     symbol: str
     name: str
     last: float
-    change_pct: float
+    change_pct: float = Field(description="percent, 2.5 = +2.5%")
     volume: float
     relative_volume: float | None = Field(None, description="volume / 20-day average volume")
 
@@ -223,8 +251,8 @@ class IndexLevel(_Record):
     symbol: str
     name: str
     level: float
-    change_1d_pct: float | None
-    change_21d_pct: float | None
+    change_1d_pct: float | None = Field(description="percent")
+    change_21d_pct: float | None = Field(description="percent")
 
 
 class MacroPoint(_Record):
@@ -254,8 +282,15 @@ class DataVendor(Protocol):
     vendor of the kind's chain on any of them.
     """
 
-    name: str
-    kinds: frozenset[DataKind]
+    @property
+    def name(self) -> str:
+        """The vendor's name in routes and tool results."""
+        ...
+
+    @property
+    def kinds(self) -> frozenset[DataKind]:
+        """The kinds it serves (may depend on what is configured right now)."""
+        ...
 
     def universe(self, as_of: datetime) -> list[Listing]: ...
 

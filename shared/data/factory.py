@@ -1,0 +1,120 @@
+"""The data router built from settings: one table from vendor name to how the vendor is built.
+
+Vendors are imported when built, not when this module is: ``shared.config``
+imports the table for the names a route may use, and must stay free of pandas;
+and a router builds only the vendors its routes name, so an unused optional
+vendor is never imported. A vendor that cannot be built here (its module or
+package missing) becomes an ``UnavailableVendor`` whose every read is
+``NotConfigured`` with the reason: the router falls through to the next vendor
+and its "no data" answer says why this one was skipped.
+
+Directories, under ``settings.data_dir``: ``data/`` holds the user's files for
+the ``local`` vendor, ``data-cache/`` the answers of network vendors.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NoReturn
+
+from shared.data.cache import CachedVendor
+from shared.data.contracts import DataKind, DataVendor
+from shared.data.router import DataRouter
+from shared.errors import ConfigError, NotConfigured, lookup
+
+if TYPE_CHECKING:
+    from shared.config import Settings
+
+log = logging.getLogger(__name__)
+
+LOCAL_DATA_DIR = "data"
+CACHE_DIR = "data-cache"
+
+
+@dataclass(frozen=True)
+class VendorSpec:
+    """How to build a vendor, and whether its answers are worth keeping on disk."""
+
+    build: Callable[[Settings], DataVendor]
+    cacheable: bool = False
+
+
+def _local(settings: Settings) -> DataVendor:
+    from shared.data.local import LocalVendor
+
+    # mypy reads the protocol's ``kinds`` as settable; LocalVendor's is a read-only property.
+    return LocalVendor(settings.data_dir / LOCAL_DATA_DIR)
+
+
+def _bundled(settings: Settings) -> DataVendor:
+    from shared.data.bundled import BundledVendor
+
+    return BundledVendor()
+
+
+def _sim(settings: Settings) -> DataVendor:
+    from shared.data.sim import SimVendor
+
+    return SimVendor(seed=settings.data_seed)
+
+
+def _yfinance(settings: Settings) -> DataVendor:
+    from shared.data.yfinance_vendor import YFinanceVendor
+
+    return YFinanceVendor()
+
+
+VENDORS: dict[str, VendorSpec] = {
+    "local": VendorSpec(_local),
+    "bundled": VendorSpec(_bundled),
+    "sim": VendorSpec(_sim),
+    "yfinance": VendorSpec(_yfinance, cacheable=True),
+}
+"""Every vendor a route may name."""
+
+
+_READS = frozenset(kind.value for kind in DataKind)
+"""The protocol's read methods: each is named after its kind."""
+
+
+@dataclass
+class UnavailableVendor:
+    """Stands in for a vendor that cannot run here; every read says why.
+
+    The protocol's methods are named after the kinds, so each is answered by
+    ``__getattr__`` with the same ``NotConfigured``.
+    """
+
+    name: str
+    reason: str
+    kinds: frozenset[DataKind] = frozenset(DataKind)
+
+    def __getattr__(self, method: str) -> Callable[..., NoReturn]:
+        if method not in _READS:
+            raise AttributeError(method)
+
+        def unavailable(*args: object, **kwargs: object) -> NoReturn:
+            raise NotConfigured(f"{self.name} is unavailable: {self.reason}")
+
+        return unavailable
+
+
+def build_vendor(name: str, settings: Settings) -> DataVendor:
+    """The vendor called ``name``, behind a disk cache when it is a network vendor."""
+    spec = lookup(VENDORS, name, field="data_routes", what="data vendor")
+    try:
+        vendor = spec.build(settings)
+    except (ImportError, NotConfigured, ConfigError) as error:
+        log.warning("data vendor %s is unavailable: %s", name, error)
+        return UnavailableVendor(name, str(error))
+    if spec.cacheable and settings.data_cache:
+        return CachedVendor(vendor, settings.data_dir / CACHE_DIR)
+    return vendor
+
+
+def build_router(settings: Settings) -> DataRouter:
+    """A router over the vendors ``settings.data_routes`` names, in its order per kind."""
+    names = sorted({name for chain in settings.data_routes.values() for name in chain})
+    return DataRouter({name: build_vendor(name, settings) for name in names}, settings.data_routes)

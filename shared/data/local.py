@@ -1,0 +1,676 @@
+"""The user's own data files as a vendor: every kind, from one directory, as of any time.
+
+Layout of the data directory (``LocalVendor(root)``; the factory uses
+``<QUANTDESK_DATA_DIR>/data``, i.e. ``.quantdesk/data``). Every file is optional:
+the vendor serves exactly the kinds whose files exist, so the router skips it
+for the others.
+
+==========================  =============================================================
+``ohlcv/<SYMBOL>.csv``      bars, one file per symbol (also ``.csv.gz``, ``.parquet``);
+                            any layout ``shared.market.files`` reads (Date/time column,
+                            open/high/low/close, optional volume, any case)
+``news.jsonl``              one JSON ``NewsItem`` per line: ``id``, ``published_at``,
+                            ``title``, ``summary``, ``source``, ``url``?, ``symbols`` [],
+                            ``topics`` [], ``sentiment``? (-1..1)
+``social.jsonl``            one ``SocialPost`` per line: ``id``, ``posted_at``, ``author``,
+                            ``text``, ``symbol``, ``likes``?, ``sentiment``?
+``insider.jsonl``           one ``InsiderTransaction`` per line: ``symbol``, ``insider``,
+                            ``role``, ``side`` (buy/sell), ``shares``, ``price``,
+                            ``traded_on``, ``filed_at``
+``statements/<SYMBOL>.json``  a JSON list of ``Statement``: ``symbol``, ``kind``
+                            (income/balance/cash_flow), ``fiscal_period`` (2023Q4),
+                            ``period_end``, ``reported_at``, ``currency``?, ``items`` {}
+``macro/<SERIES>.csv``      columns ``observed`` (date), ``released_at``, ``value``
+``macro/<SERIES>.json``     optional sidecar ``{"name": ..., "unit": ...}``
+``universe.csv``            columns ``symbol``, ``name``, ``sector`` (a GICS sector name),
+                            ``industry``, ``asset_type`` (equity/etf/index; default equity)
+==========================  =============================================================
+
+Times in JSON and CSV are ISO 8601 with an offset or ``Z``; a naive time is
+rejected rather than guessed. File names match symbols and series regardless of
+case. A line (or statement entry) that does not fit its record fails the read
+with ``InvalidInput`` naming the file, the line and the field; blank lines are
+skipped. A missing file is ``NotConfigured``, nothing in the window ``NoData``.
+
+Point in time: news is visible from ``published_at``, posts from ``posted_at``,
+insider trades from ``filed_at``, statements from ``reported_at`` and macro
+values from ``released_at``; bars up to ``as_of`` (and stale bars, ending long
+before ``as_of``, are ``NoData``). A restated statement is a second entry with
+the same ``kind`` and ``fiscal_period`` and a later ``reported_at``; a revised
+macro value a second row with the same ``observed`` and a later ``released_at``:
+each read sees the latest version released by ``as_of``. Lists of dated records
+come newest first; bars and macro points oldest first.
+
+Computed kinds:
+
+- ``fundamentals``: from the statements reported by ``as_of`` and the last close
+  of ``ohlcv/<SYMBOL>`` at ``as_of``. TTM figures sum the ``revenue`` and
+  ``net_income`` items of the latest four quarterly income statements (None with
+  fewer, or when they span more than a year); the newest balance sheet gives
+  ``shares_outstanding`` (needed for market cap and EPS), ``total_equity`` and
+  ``total_debt``. Ratios are None when an input is missing or the denominator is
+  not positive (no negative P/E). Name and sector come from ``universe.csv``.
+- ``sectors``: the SPDR sector ETFs (XLK, XLF...) with a file in ``ohlcv/``;
+  ``indices``: ``^GSPC``, ``^DJI``, ``^IXIC``, ``^VIX``, ``^RUT`` and the
+  universe's ``index`` rows with a file in ``ohlcv/``. Returns from daily closes,
+  as fractions; ``*_pct`` fields in percent.
+- ``movers`` and ``industry`` need ``universe.csv`` and ``ohlcv/``: movers rank the
+  universe's equities on the latest session any of them traded by ``as_of``;
+  industry lists a sector's equities by market cap (from statements, when there).
+
+Files load on first use and stay parsed until their modification time or size
+changes, so editing a file takes effect on the next read.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from shared.data.bundled import check_as_of, native_timeframe, read_bars
+from shared.data.contracts import (
+    INDEX_SYMBOLS,
+    SECTOR_ETFS,
+    DataKind,
+    Fundamentals,
+    IndexLevel,
+    IndustryCompany,
+    InsiderTransaction,
+    Listing,
+    MacroPoint,
+    MacroSeries,
+    MarketMovers,
+    Mover,
+    NewsItem,
+    Sector,
+    SectorPerformance,
+    SocialPost,
+    Statement,
+    StatementKind,
+)
+from shared.errors import InvalidInput, NoData, NotConfigured
+from shared.market.bars import Bar, Timeframe
+from shared.market.files import CSV_SUFFIXES, PARQUET_SUFFIXES
+from shared.market.series import check_lookback
+from shared.market.sources import CsvSource
+
+
+class _AboutSymbol(Protocol):
+    """A record about one symbol (posts, insider trades)."""
+
+    @property
+    def symbol(self) -> str: ...
+
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+S = TypeVar("S", bound=_AboutSymbol)
+
+OHLCV_DIR = "ohlcv"
+STATEMENTS_DIR = "statements"
+MACRO_DIR = "macro"
+NEWS_FILE = "news.jsonl"
+SOCIAL_FILE = "social.jsonl"
+INSIDER_FILE = "insider.jsonl"
+UNIVERSE_FILE = "universe.csv"
+
+REQUIRED: dict[DataKind, tuple[str, ...]] = {
+    DataKind.OHLCV: (OHLCV_DIR,),
+    DataKind.NEWS: (NEWS_FILE,),
+    DataKind.SOCIAL: (SOCIAL_FILE,),
+    DataKind.INSIDER: (INSIDER_FILE,),
+    DataKind.STATEMENTS: (STATEMENTS_DIR,),
+    DataKind.FUNDAMENTALS: (STATEMENTS_DIR,),
+    DataKind.MACRO: (MACRO_DIR,),
+    DataKind.UNIVERSE: (UNIVERSE_FILE,),
+    DataKind.SECTORS: (OHLCV_DIR,),
+    DataKind.INDICES: (OHLCV_DIR,),
+    DataKind.MOVERS: (OHLCV_DIR, UNIVERSE_FILE),
+    DataKind.INDUSTRY: (OHLCV_DIR, UNIVERSE_FILE),
+}
+"""The files or directories under the root each kind is computed from."""
+
+_BAR_SUFFIXES = CSV_SUFFIXES + PARQUET_SUFFIXES
+_TTM_QUARTERS = 4
+_TTM_MAX_SPAN = timedelta(days=300)  # four consecutive quarter ends lie ~273 days apart
+_RELATIVE_VOLUME_DAYS = 20
+
+
+class _SeriesInfo(BaseModel):
+    """The optional ``macro/<SERIES>.json`` sidecar."""
+
+    name: str
+    unit: str
+
+
+@dataclass(frozen=True)
+class _Macro:
+    """A parsed macro series file: its sidecar, if any, and every row (all versions)."""
+
+    info: _SeriesInfo | None
+    points: list[MacroPoint]
+
+
+def visible(
+    records: Iterable[T],
+    stamp: Callable[[T], datetime],
+    as_of: datetime,
+    what: str,
+    window: timedelta | None = None,
+) -> list[T]:
+    """The records stamped in ``(as_of - window, as_of]``, oldest first: every kind's as-of rule.
+
+    ``NoData`` naming ``what`` and the window when there are none: an answer, not a failure.
+    """
+    end = check_as_of(as_of)
+    if window is not None and window <= timedelta(0):
+        raise InvalidInput("window", f"{window} is not a positive duration", fix="Use e.g. 7 days.")
+    start = None if window is None else end - window
+    found = sorted(
+        (r for r in records if stamp(r) <= end and (start is None or stamp(r) > start)), key=stamp
+    )
+    if not found:
+        span = f"by {end.isoformat()}" if start is None else f"from {start} to {end}"
+        raise NoData(f"local has no {what} {span}")
+    return found
+
+
+def latest_versions(records: list[T], key: Callable[[T], object]) -> list[T]:
+    """Of records sorted oldest first, the newest version per ``key`` (restatements, revisions)."""
+    return list({key(record): record for record in records}.values())
+
+
+def _newest(records: list[T], limit: int | None = None) -> list[T]:
+    return records[::-1][:limit]
+
+
+def _of_symbol(records: list[S], symbol: str) -> list[S]:
+    return [record for record in records if record.symbol.upper() == symbol.upper()]
+
+
+def _invalid(path: Path, where: str, error: ValidationError) -> InvalidInput:
+    """The first problem of a record, naming the file, the line or entry, and the field."""
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"])
+    subject = f"field `{field}`" if field else "the record"
+    return InvalidInput(
+        str(path),
+        f"{where}, {subject}: {first['msg']}",
+        fix="Correct or remove it; the layout is documented in shared/data/local.py.",
+    )
+
+
+def _validate(model: type[M], raw: Any, path: Path, where: str) -> M:
+    try:
+        if isinstance(raw, str):
+            return model.model_validate_json(raw)
+        return model.model_validate(raw)
+    except ValidationError as error:
+        raise _invalid(path, where, error) from None
+
+
+def _jsonl(model: type[M]) -> Callable[[Path], list[M]]:
+    """A parser of a file of one ``model`` per line."""
+
+    def parse(path: Path) -> list[M]:
+        with path.open(encoding="utf-8") as lines:
+            return [
+                _validate(model, line, path, f"line {number}")
+                for number, line in enumerate(lines, start=1)
+                if line.strip()
+            ]
+
+    return parse
+
+
+def _csv(model: type[M]) -> Callable[[Path], list[M]]:
+    """A parser of a CSV file of ``model`` rows; empty cells take the field's default."""
+
+    def parse(path: Path) -> list[M]:
+        with path.open(encoding="utf-8", newline="") as lines:
+            reader = csv.DictReader(lines)
+            return [
+                _validate(model, _cells(row), path, f"line {reader.line_num}") for row in reader
+            ]
+
+    return parse
+
+
+def _cells(row: dict[str | None, Any]) -> dict[str, str]:
+    """A CSV row without its empty cells, names and values stripped, names lower-case."""
+    return {
+        name.strip().lower(): value.strip()
+        for name, value in row.items()
+        if isinstance(name, str) and isinstance(value, str) and value.strip()
+    }
+
+
+def _statements_file(symbol: str) -> Callable[[Path], list[Statement]]:
+    """A parser of ``statements/<SYMBOL>.json``: a list of statements of that symbol."""
+
+    def parse(path: Path) -> list[Statement]:
+        try:
+            entries = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise InvalidInput(
+                str(path), f"line {error.lineno}: not valid JSON ({error.msg})"
+            ) from None
+        if not isinstance(entries, list):
+            raise InvalidInput(str(path), "is not a JSON list", fix="Write [ {statement}, ... ].")
+        statements = [
+            _validate(Statement, entry, path, f"entry {number}")
+            for number, entry in enumerate(entries, start=1)
+        ]
+        for number, statement in enumerate(statements, start=1):
+            if statement.symbol.upper() != symbol:
+                raise InvalidInput(
+                    str(path),
+                    f"entry {number}, field `symbol`: {statement.symbol!r} in the file of {symbol}",
+                    fix="Move the statement to its own symbol's file.",
+                )
+        return statements
+
+    return parse
+
+
+def _bar_file(symbol: str) -> Callable[[Path], CsvSource]:
+    """A parser of ``ohlcv/<SYMBOL>.*``, loaded now so a bad file is an error, not "no data"."""
+
+    def parse(path: Path) -> CsvSource:
+        source = CsvSource({symbol: path})
+        native_timeframe(source, symbol)
+        return source
+
+    return parse
+
+
+def _macro_file(path: Path) -> _Macro:
+    """A parser of ``macro/<SERIES>.csv`` and its optional ``.json`` sidecar."""
+    sidecar = path.with_suffix(".json")
+    info = (
+        _validate(_SeriesInfo, sidecar.read_text(encoding="utf-8"), sidecar, "the file")
+        if sidecar.is_file()
+        else None
+    )
+    return _Macro(info, _csv(MacroPoint)(path))
+
+
+def _change(bars: list[Bar], sessions: int) -> float | None:
+    """The close-to-close return over the last ``sessions`` bars, as a fraction."""
+    if len(bars) <= sessions:
+        return None
+    return bars[-1].close / bars[-1 - sessions].close - 1
+
+
+def _year_to_date(bars: list[Bar]) -> float | None:
+    """The return since the last close of the previous calendar year, if the bars reach it."""
+    year = bars[-1].time.year
+    before = [bar for bar in bars if bar.time.year < year]
+    return bars[-1].close / before[-1].close - 1 if before else None
+
+
+def _percent(fraction: float | None) -> float | None:
+    return None if fraction is None else fraction * 100
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    """None unless both are known and the denominator is positive."""
+    if numerator is None or denominator is None or denominator <= 0:
+        return None
+    return numerator / denominator
+
+
+def _ttm(income: list[Statement], item: str) -> float | None:
+    """The sum of ``item`` over the latest four quarters (``income`` newest first)."""
+    quarters = income[:_TTM_QUARTERS]
+    if len(quarters) < _TTM_QUARTERS:
+        return None
+    if quarters[0].period_end - quarters[-1].period_end > _TTM_MAX_SPAN:
+        return None  # not four consecutive quarters: annual statements, or a gap
+    values = [quarter.items[item] for quarter in quarters if item in quarter.items]
+    return sum(values) if len(values) == _TTM_QUARTERS else None
+
+
+def compute_fundamentals(
+    symbol: str,
+    as_of: datetime,
+    statements: list[Statement],
+    price: float | None,
+    listing: Listing | None,
+) -> Fundamentals:
+    """The point-in-time summary of ``statements`` (current versions, all reported by ``as_of``)."""
+    newest = sorted(statements, key=lambda s: s.period_end, reverse=True)
+    income = [s for s in newest if s.kind is StatementKind.INCOME]
+    balance = next((s.items for s in newest if s.kind is StatementKind.BALANCE), {})
+    shares = balance.get("shares_outstanding")
+    equity = balance.get("total_equity")
+    net_income = _ttm(income, "net_income")
+    market_cap = None if price is None or shares is None else price * shares
+    eps = _ratio(net_income, shares)
+    return Fundamentals(
+        symbol=symbol,
+        as_of=as_of,
+        name=listing.name if listing else symbol,
+        sector=listing.sector if listing else None,
+        industry=listing.industry if listing else None,
+        price=price,
+        market_cap=market_cap,
+        pe_ratio=_ratio(price, eps),
+        price_to_book=_ratio(market_cap, equity),
+        revenue_ttm=_ttm(income, "revenue"),
+        net_income_ttm=net_income,
+        eps_ttm=eps,
+        debt_to_equity=_ratio(balance.get("total_debt"), equity),
+        latest_period=newest[0].fiscal_period,
+    )
+
+
+def _mover(listing: Listing, bars: list[Bar]) -> Mover:
+    """A symbol's last session; relative volume against the 20 sessions before it."""
+    last = bars[-1]
+    prior = [bar.volume for bar in bars[-1 - _RELATIVE_VOLUME_DAYS : -1]]
+    average = sum(prior) / len(prior) if len(prior) == _RELATIVE_VOLUME_DAYS else None
+    return Mover(
+        symbol=listing.symbol,
+        name=listing.name,
+        last=last.close,
+        change_pct=(last.close / bars[-2].close - 1) * 100,
+        volume=last.volume,
+        relative_volume=_ratio(last.volume, average),
+    )
+
+
+class _ParsedFiles:
+    """Parsed files by path, parsed again when a file's modification time or size changes."""
+
+    def __init__(self) -> None:
+        self._entries: dict[Path, tuple[tuple[int, int], object]] = {}
+
+    def load(self, path: Path, parse: Callable[[Path], T], missing: str) -> T:
+        try:
+            status = path.stat()
+        except FileNotFoundError:
+            raise NotConfigured(missing) from None
+        version = (status.st_mtime_ns, status.st_size)
+        cached = self._entries.get(path)
+        if cached is not None and cached[0] == version:
+            return cached[1]  # type: ignore[return-value]  # one parser per path
+        value = parse(path)
+        self._entries[path] = (version, value)
+        return value
+
+
+class LocalVendor:
+    """Every kind from the files under ``root`` (layout: this module's docstring)."""
+
+    name = "local"
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self._files = _ParsedFiles()
+
+    @property
+    def kinds(self) -> frozenset[DataKind]:
+        """The kinds whose files exist now: adding a file enables its kind without a restart."""
+        return frozenset(
+            kind
+            for kind, paths in REQUIRED.items()
+            if all((self.root / path).exists() for path in paths)
+        )
+
+    # -- records ---------------------------------------------------------------------------
+
+    def universe(self, as_of: datetime) -> list[Listing]:
+        check_as_of(as_of)
+        listings = self._listings()
+        if not listings:
+            raise NoData(f"local {UNIVERSE_FILE} lists no symbol")
+        return listings
+
+    def news(
+        self,
+        as_of: datetime,
+        window: timedelta,
+        *,
+        symbol: str | None = None,
+        topic: str | None = None,
+        limit: int = 20,
+    ) -> list[NewsItem]:
+        wanted = [
+            item
+            for item in self._load(NEWS_FILE, _jsonl(NewsItem))
+            if (symbol is None or symbol.upper() in {s.upper() for s in item.symbols})
+            and (topic is None or topic.lower() in {t.lower() for t in item.topics})
+        ]
+        about = (f" about {symbol}" if symbol else "") + (f" on topic {topic}" if topic else "")
+        found = visible(wanted, lambda item: item.published_at, as_of, f"news{about}", window)
+        return _newest(found, limit)
+
+    def social(
+        self, symbol: str, as_of: datetime, window: timedelta, limit: int = 50
+    ) -> list[SocialPost]:
+        posts = _of_symbol(self._load(SOCIAL_FILE, _jsonl(SocialPost)), symbol)
+        found = visible(posts, lambda post: post.posted_at, as_of, f"posts about {symbol}", window)
+        return _newest(found, limit)
+
+    def insider(self, symbol: str, as_of: datetime, window: timedelta) -> list[InsiderTransaction]:
+        trades = _of_symbol(self._load(INSIDER_FILE, _jsonl(InsiderTransaction)), symbol)
+        found = visible(
+            trades, lambda trade: trade.filed_at, as_of, f"insider trades of {symbol}", window
+        )
+        return _newest(found)
+
+    def statements(
+        self, symbol: str, kind: StatementKind, as_of: datetime, periods: int = 4
+    ) -> list[Statement]:
+        of_kind = [s for s in self._current_statements(symbol, as_of) if s.kind is kind]
+        if not of_kind:
+            raise NoData(f"local has no {kind.value} statement of {symbol} reported by {as_of}")
+        return sorted(of_kind, key=lambda s: s.period_end, reverse=True)[:periods]
+
+    def fundamentals(self, symbol: str, as_of: datetime) -> Fundamentals:
+        return compute_fundamentals(
+            symbol.upper(),
+            check_as_of(as_of),
+            self._current_statements(symbol, as_of),
+            self._last_close(symbol, as_of),
+            self._listing(symbol),
+        )
+
+    def macro(self, series: str, as_of: datetime, lookback: int = 24) -> MacroSeries:
+        check_lookback(lookback)
+        key = series.upper()
+        path = self._named(MACRO_DIR, (".csv",)).get(key)
+        if path is None:
+            raise NotConfigured(f"local has no {MACRO_DIR}/{key}.csv under {self.root}")
+        data = self._files.load(path, _macro_file, f"{path} disappeared")
+        released = visible(data.points, lambda p: p.released_at, as_of, f"{key} values")
+        points = sorted(latest_versions(released, lambda p: p.observed), key=lambda p: p.observed)
+        return MacroSeries(
+            series=key,
+            name=data.info.name if data.info else key,
+            unit=data.info.unit if data.info else "",
+            points=points[-lookback:],
+        )
+
+    # -- bars and what is computed from them ------------------------------------------------
+
+    def ohlcv(self, symbol: str, timeframe: Timeframe, as_of: datetime, lookback: int) -> list[Bar]:
+        return read_bars(self._bars(symbol), self.name, symbol.upper(), timeframe, as_of, lookback)
+
+    def sectors(self, as_of: datetime) -> list[SectorPerformance]:
+        self._require(DataKind.SECTORS)
+        found = [
+            SectorPerformance(
+                sector=sector,
+                etf=etf,
+                return_1d=_change(bars, 1),
+                return_5d=_change(bars, 5),
+                return_21d=_change(bars, 21),
+                return_ytd=_year_to_date(bars),
+            )
+            for sector, etf in SECTOR_ETFS.items()
+            if (bars := self._daily(etf, as_of)) is not None
+        ]
+        if not found:
+            raise NoData(f"local has no sector ETF bars ({', '.join(SECTOR_ETFS.values())})")
+        return found
+
+    def indices(self, as_of: datetime) -> list[IndexLevel]:
+        self._require(DataKind.INDICES)
+        names = INDEX_SYMBOLS | {
+            x.symbol: x.name for x in self._optional_listings() if x.asset_type == "index"
+        }
+        found = [
+            IndexLevel(
+                symbol=symbol,
+                name=name,
+                level=bars[-1].close,
+                change_1d_pct=_percent(_change(bars, 1)),
+                change_21d_pct=_percent(_change(bars, 21)),
+            )
+            for symbol, name in names.items()
+            if (bars := self._daily(symbol, as_of)) is not None
+        ]
+        if not found:
+            raise NoData(f"local has no index bars ({', '.join(names)})")
+        return found
+
+    def movers(self, as_of: datetime, limit: int = 10) -> MarketMovers:
+        self._require(DataKind.MOVERS)
+        histories = [
+            (listing, bars)
+            for listing in self._listings()
+            if listing.asset_type == "equity"
+            and (bars := self._daily(listing.symbol, as_of, _RELATIVE_VOLUME_DAYS + 1)) is not None
+            and len(bars) > 1
+        ]
+        if not histories:
+            raise NoData(f"local has no two sessions of any universe equity by {as_of}")
+        session = max(bars[-1].time for _, bars in histories)
+        moved = [_mover(listing, bars) for listing, bars in histories if bars[-1].time == session]
+        by_change = sorted(moved, key=lambda m: m.change_pct, reverse=True)
+        return MarketMovers(
+            as_of=check_as_of(as_of),
+            gainers=[m for m in by_change if m.change_pct > 0][:limit],
+            losers=[m for m in reversed(by_change) if m.change_pct < 0][:limit],
+            most_active=sorted(moved, key=lambda m: m.volume, reverse=True)[:limit],
+        )
+
+    def industry(self, sector: Sector, as_of: datetime, limit: int = 10) -> list[IndustryCompany]:
+        self._require(DataKind.INDUSTRY)
+        members = [x for x in self._listings() if x.sector is sector and x.asset_type == "equity"]
+        if not members:
+            raise NoData(f"local {UNIVERSE_FILE} lists no {sector.value} equity")
+        companies = [
+            IndustryCompany(
+                symbol=listing.symbol,
+                name=listing.name,
+                sector=sector,
+                industry=listing.industry or "unclassified",
+                market_cap=self._market_cap(listing.symbol, as_of),
+                return_21d=self._return_21d(listing.symbol, as_of),
+            )
+            for listing in members
+        ]
+        companies.sort(key=lambda c: (c.market_cap is None, -(c.market_cap or 0), c.symbol))
+        return companies[:limit]
+
+    # -- files -----------------------------------------------------------------------------
+
+    def _require(self, kind: DataKind) -> None:
+        """``NotConfigured`` naming what a computed kind lacks, rather than an empty answer."""
+        missing = [path for path in REQUIRED[kind] if not (self.root / path).exists()]
+        if missing:
+            raise NotConfigured(
+                f"local has no {' or '.join(missing)} under {self.root}, needed for {kind.value}"
+            )
+
+    def _load(self, relative: str, parse: Callable[[Path], T]) -> T:
+        missing = f"local has no {relative} under {self.root}"
+        return self._files.load(self.root / relative, parse, missing)
+
+    def _named(self, directory: str, suffixes: tuple[str, ...]) -> dict[str, Path]:
+        """The files of a directory by upper-case name without suffix (``aapl.csv`` -> AAPL)."""
+        folder = self.root / directory
+        if not folder.is_dir():
+            raise NotConfigured(f"local has no {directory}/ directory under {self.root}")
+        named: dict[str, Path] = {}
+        for path in sorted(folder.iterdir()):
+            suffix = next((s for s in suffixes if path.name.lower().endswith(s)), None)
+            if suffix is None or not path.is_file():
+                continue
+            key = path.name[: -len(suffix)].upper()
+            if key in named:
+                raise InvalidInput(
+                    str(folder),
+                    f"{named[key].name} and {path.name} both give {key}",
+                    fix="Keep one.",
+                )
+            named[key] = path
+        return named
+
+    def _listings(self) -> list[Listing]:
+        return self._load(UNIVERSE_FILE, _csv(Listing))
+
+    def _optional_listings(self) -> list[Listing]:
+        """The universe where it only adds names: none without the file."""
+        return self._listings() if (self.root / UNIVERSE_FILE).exists() else []
+
+    def _listing(self, symbol: str) -> Listing | None:
+        key = symbol.upper()
+        return next((x for x in self._optional_listings() if x.symbol.upper() == key), None)
+
+    def _current_statements(self, symbol: str, as_of: datetime) -> list[Statement]:
+        """The latest version of every statement of ``symbol`` reported by ``as_of``."""
+        key = symbol.upper()
+        path = self._named(STATEMENTS_DIR, (".json",)).get(key)
+        if path is None:
+            raise NotConfigured(f"local has no {STATEMENTS_DIR}/{key}.json under {self.root}")
+        reported = visible(
+            self._files.load(path, _statements_file(key), f"{path} disappeared"),
+            lambda s: s.reported_at,
+            as_of,
+            f"statements of {key} reported",
+        )
+        return latest_versions(reported, lambda s: (s.kind, s.fiscal_period))
+
+    def _bars(self, symbol: str) -> CsvSource:
+        key = symbol.upper()
+        path = self._named(OHLCV_DIR, _BAR_SUFFIXES).get(key)
+        if path is None:
+            raise NotConfigured(f"local has no {OHLCV_DIR}/{key}.csv or .parquet under {self.root}")
+        return self._files.load(path, _bar_file(key), f"{path} disappeared")
+
+    def _daily(self, symbol: str, as_of: datetime, lookback: int | None = None) -> list[Bar] | None:
+        """Daily bars of ``symbol`` up to ``as_of``, or None when the files have none."""
+        try:
+            return read_bars(self._bars(symbol), self.name, symbol, Timeframe.D1, as_of, lookback)
+        except (NotConfigured, NoData):
+            return None
+
+    def _last_close(self, symbol: str, as_of: datetime) -> float | None:
+        """The close of the last bar at ``as_of`` in the file's own timeframe, if any."""
+        try:
+            source = self._bars(symbol)
+            timeframe = native_timeframe(source, symbol.upper())
+            return read_bars(source, self.name, symbol, timeframe, as_of, 1)[-1].close
+        except (NotConfigured, NoData):
+            return None
+
+    def _return_21d(self, symbol: str, as_of: datetime) -> float | None:
+        bars = self._daily(symbol, as_of, 22)
+        return None if bars is None else _change(bars, 21)
+
+    def _market_cap(self, symbol: str, as_of: datetime) -> float | None:
+        try:
+            return self.fundamentals(symbol, as_of).market_cap
+        except (NotConfigured, NoData):
+            return None
