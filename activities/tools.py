@@ -1,17 +1,39 @@
-"""The ``run_tool`` activity: every agent tool call, on the ``tools`` queue."""
+"""The ``run_tool`` activity: every agent tool call, on the ``tools`` queue.
+
+The data router and the object store are built on the first call that needs
+them and kept for the worker's life, so a worker whose calls need neither
+(QuantAgent's indicator tools) never reads data settings or reaches S3.
+"""
 
 from __future__ import annotations
+
+from functools import cache
 
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from shared.config import load_settings
 from shared.llm.contracts import ToolRequest, ToolResult
+from shared.storage.objects import ObjectStore
 from shared.tools import catalog  # noqa: F401  (registers the product's tools)
-from shared.tools.registry import run_tool
+from shared.tools.registry import ToolServices, run_tool
+
+
+@cache
+def tool_services() -> ToolServices:
+    """The worker's data router and object store, from its own settings."""
+    # Imported here: building vendors pulls in their packages and files only when data is read.
+    from shared.data.factory import build_router
+
+    settings = load_settings()
+    return ToolServices(router=build_router(settings), store=ObjectStore.from_settings(settings))
 
 
 @activity.defn(name="run_tool")
 def run_tool_activity(request: ToolRequest) -> ToolResult:
-    """Run one tool call; bad arguments come back as a failed result for the model."""
+    """Run one tool call; bad arguments and missing data come back as results for the model.
+
+    Throttled or failing vendors raise retryable failures, so Temporal retries the call.
+    """
     with as_temporal_failures():
-        return run_tool(request)
+        return run_tool(request, services=tool_services)

@@ -114,6 +114,10 @@ class ToolResult(BaseModel):
     name: str
     content: str
     ok: bool = True
+    vendor: str | None = Field(None, description="the data vendor(s) that answered, e.g. sim")
+    full_result: ObjectRef | None = Field(
+        None, description="where the whole answer is stored when content is only a preview"
+    )
 
 
 class UsageReport(BaseModel):
