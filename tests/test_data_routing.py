@@ -129,6 +129,18 @@ def test_all_no_data_is_no_data_listing_each_vendor() -> None:
     assert "b: no key" in str(caught.value)
 
 
+def test_a_chain_with_no_vendor_that_could_be_asked_is_not_configured() -> None:
+    vendors = [
+        FakeVendor("a", NotConfigured("no key")),
+        FakeVendor("b", kinds=frozenset({DataKind.OHLCV})),
+    ]
+
+    with pytest.raises(NotConfigured) as caught:
+        router(*vendors).call(DataKind.NEWS, read_news)
+
+    assert "a: no key" in str(caught.value) and "QUANTDESK_DATA_ROUTES" in str(caught.value)
+
+
 def test_an_unknown_vendor_in_routes_is_invalid_input() -> None:
     with pytest.raises(InvalidInput, match="zeta"):
         DataRouter({"a": FakeVendor("a")}, {DataKind.NEWS: ["a", "zeta"]})
@@ -403,9 +415,9 @@ def test_bundled_data_it_lacks_is_no_data(symbol: str, as_of: datetime, problem:
 @pytest.mark.parametrize(
     ("as_of", "symbols"),
     [
-        (datetime(2005, 1, 3, tzinfo=UTC), ["GOOG"]),
-        (datetime(2012, 6, 1, tzinfo=UTC), ["BTCUSD", "GOOG"]),
-        (datetime(2017, 6, 1, tzinfo=UTC), ["BTCUSD", "EURUSD"]),
+        (datetime(2005, 1, 3, tzinfo=UTC), ["^GSPC", "^IXIC", "GOOG"]),
+        (datetime(2012, 6, 1, tzinfo=UTC), ["^GSPC", "^IXIC", "BTCUSD", "GOOG"]),
+        (datetime(2017, 6, 1, tzinfo=UTC), ["^GSPC", "^IXIC", "^VIX", "BTCUSD", "EURUSD"]),
     ],
 )
 def test_bundled_universe_lists_the_symbols_with_bars_at_as_of(
@@ -417,12 +429,17 @@ def test_bundled_universe_lists_the_symbols_with_bars_at_as_of(
 def test_bundled_universe_gives_asset_types() -> None:
     listings = BundledVendor().universe(datetime(2012, 6, 1, tzinfo=UTC))
 
-    assert {x.symbol: x.asset_type for x in listings} == {"BTCUSD": "crypto", "GOOG": "equity"}
+    assert {x.symbol: x.asset_type for x in listings} == {
+        "^GSPC": "index",
+        "^IXIC": "index",
+        "BTCUSD": "crypto",
+        "GOOG": "equity",
+    }
 
 
 def test_bundled_universe_before_any_data_is_no_data() -> None:
     with pytest.raises(NoData):
-        BundledVendor().universe(datetime(2000, 1, 1, tzinfo=UTC))
+        BundledVendor().universe(datetime(1998, 1, 1, tzinfo=UTC))
 
 
 def test_bundled_refuses_other_kinds_naming_them() -> None:

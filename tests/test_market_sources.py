@@ -52,10 +52,10 @@ def as_of_within(symbol: str, slack: timedelta) -> st.SearchStrategy[datetime]:
 # --- bundled data ------------------------------------------------------------
 
 
-def test_bundled_source_offers_the_three_shipped_symbols() -> None:
+def test_bundled_source_offers_the_shipped_symbols_and_real_indices() -> None:
     source = BundledSource()
 
-    assert source.symbols() == ("BTCUSD", "EURUSD", "GOOG")
+    assert source.symbols() == ("BTCUSD", "EURUSD", "GOOG", "^GSPC", "^IXIC", "^VIX")
     assert isinstance(source, BarSource)
 
 

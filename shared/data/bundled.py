@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from shared.data.contracts import (
+    INDEX_SYMBOLS,
     DataKind,
     Fundamentals,
     IndexLevel,
@@ -29,6 +30,7 @@ from shared.data.contracts import (
     Statement,
     StatementKind,
 )
+from shared.data.real import INDEX_FILES
 from shared.errors import InvalidInput, NoData, NotConfigured
 from shared.market.bars import Bar, Timeframe
 from shared.market.sources import BarSource, BundledSource, FrameSource
@@ -87,6 +89,10 @@ def native_timeframe(source: FrameSource, symbol: str) -> Timeframe:
 
 
 _LISTINGS = (
+    *(
+        Listing(symbol=symbol, name=INDEX_SYMBOLS[symbol], asset_type="index")
+        for symbol in INDEX_FILES
+    ),
     Listing(symbol="BTCUSD", name="Bitcoin / US dollar", asset_type="crypto"),
     Listing(symbol="EURUSD", name="Euro / US dollar", asset_type="fx"),
     Listing(

@@ -3,8 +3,9 @@
 A vendor that does not serve the kind, is not configured, has no data in the
 window, or fails is skipped and the next one is asked. If none answers, a
 retryable failure (throttled, broken) wins over "no data" because the data may
-exist, so Temporal retries; otherwise the caller gets ``NoData`` listing what
-each vendor said, which the agent reads as an answer.
+exist, so Temporal retries; if no vendor of the chain could even be asked, the
+caller gets ``NotConfigured``; otherwise ``NoData`` listing what each vendor
+said, which the agent reads as an answer.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class DataRouter:
         """``read(vendor)`` on the first vendor of ``kind``'s chain that answers."""
         said: list[str] = []
         retryable: RateLimited | VendorFailure | None = None
+        asked_any = False
         for name in self.routes.get(kind, ()):
             vendor = self.vendors.get(name)
             if vendor is None or kind not in vendor.kinds:
@@ -66,8 +68,11 @@ class DataRouter:
                 continue
             try:
                 return Routed(read(vendor), name)
-            except (NotConfigured, NoData) as error:
+            except NotConfigured as error:
                 said.append(f"{name}: {error}")
+            except NoData as error:
+                said.append(f"{name}: {error}")
+                asked_any = True
             except (RateLimited, VendorFailure) as error:
                 said.append(f"{name}: {error}")
                 retryable = error
@@ -76,4 +81,10 @@ class DataRouter:
             raise RateLimited(f"{kind.value}: {summary}", retry_after=retryable.retry_after)
         if retryable is not None:
             raise VendorFailure(f"{kind.value}: {summary}")
+        if not asked_any:
+            raise NotConfigured(
+                f"no vendor is configured for {kind.value} data ({summary})",
+                fix="Configure a vendor of this kind, or route the kind to one in "
+                "QUANTDESK_DATA_ROUTES.",
+            )
         raise NoData(f"no {kind.value} data ({summary})")

@@ -23,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
 
+from shared.data.real import INDEX_FILES, load_index
 from shared.errors import InvalidInput
 from shared.market.bars import Bar, Timeframe
 from shared.market.files import CSV_SUFFIXES, PARQUET_SUFFIXES, is_bar_file, load_bar_file
@@ -135,6 +136,9 @@ _BUNDLED_SERIES: dict[tuple[str, Timeframe], BarSeries] = {}
 
 @functools.cache
 def _bundled_frame(symbol: str) -> tuple[pd.DataFrame, Timeframe]:
+    if symbol in INDEX_FILES:
+        # Real index levels vendored from the arch package (shared/data/real/PROVENANCE.md).
+        return load_index(symbol), Timeframe.D1
     dataset = DATASETS[symbol]
     frame, timeframe = load_bar_file(DATA_DIR / dataset.file, timeframe=dataset.timeframe)
     if dataset.month_end_labels:
@@ -144,7 +148,8 @@ def _bundled_frame(symbol: str) -> tuple[pd.DataFrame, Timeframe]:
 
 
 class BundledSource(FrameSource):
-    """Real OHLCV shipped with quantdesk: GOOG daily, EURUSD hourly, BTCUSD monthly.
+    """Real OHLCV shipped with quantdesk: GOOG daily, EURUSD hourly, BTCUSD monthly, and
+    the S&P 500 (^GSPC), NASDAQ composite (^IXIC) and VIX (^VIX) daily.
 
     Works offline, so demos and tests need no network. Files load on first read
     and stay cached for the life of the process, shared by all instances.
@@ -154,7 +159,7 @@ class BundledSource(FrameSource):
         super().__init__(_BUNDLED_SERIES)
 
     def symbols(self) -> tuple[str, ...]:
-        return tuple(sorted(DATASETS))
+        return tuple(sorted([*DATASETS, *INDEX_FILES]))
 
     def _base(self, symbol: str) -> tuple[pd.DataFrame, Timeframe]:
         return _bundled_frame(symbol)

@@ -25,7 +25,7 @@ from pydantic_core import to_jsonable_python
 
 from shared.data.contracts import DataKind, DataVendor
 from shared.data.router import DataRouter
-from shared.errors import NoData, NotConfigured
+from shared.errors import NoData
 from shared.tools.registry import Tool, ToolOutput, ToolServices, register_tool
 
 T = TypeVar("T")
@@ -84,23 +84,9 @@ class DataReader:
         ``subject`` (a symbol, a sector) and ``window`` ("7 days") only word the
         "no data" answer: "no news data for ACME in the window (7 days up to ...)".
         """
-        unconfigured: set[int] = set()
-
-        def attempt(vendor: DataVendor) -> T:
-            try:
-                return read(vendor)
-            except NotConfigured:
-                unconfigured.add(id(vendor))
-                raise
-
         try:
-            routed = self.router.call(kind, attempt)
+            routed = self.router.call(kind, read)
         except NoData as error:
-            if self._none_configured(kind, unconfigured):
-                raise NotConfigured(
-                    f"no vendor is configured for {kind.value} data ({error})",
-                    fix="Configure a vendor of this kind or route the kind to one in data_routes.",
-                ) from None
             about = f" for {subject}" if subject else ""
             as_of = self.as_of.isoformat()
             span = f"in the window ({window} up to {as_of})" if window else f"as of {as_of}"
@@ -108,11 +94,6 @@ class DataReader:
         self.vendors.add(routed.vendor)
         self.simulated |= routed.vendor in SIMULATED_VENDORS or _flagged(routed.value)
         return routed.value
-
-    def _none_configured(self, kind: DataKind, unconfigured: set[int]) -> bool:
-        """Whether every vendor of the chain either does not serve ``kind`` or lacks its setup."""
-        chain = [self.router.vendors.get(name) for name in self.router.routes.get(kind, ())]
-        return all(v is None or kind not in v.kinds or id(v) in unconfigured for v in chain)
 
     def answer(self, value: object) -> ToolOutput:
         """``value`` framed with as_of, vendor and the simulated mark, for the model."""
