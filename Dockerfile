@@ -10,9 +10,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /src
 COPY . .
-# psycopg is the driver of the compose stack's PostgreSQL app database (SQLite needs none).
+# The postgres extra is the driver of the compose stack's PostgreSQL app database.
 RUN --mount=type=cache,target=/root/.cache/pip \
-    pip install . "psycopg[binary]>=3.2"
+    pip install ".[postgres]"
 
 RUN useradd --create-home --uid 10001 quantdesk && install -d -o quantdesk /data
 USER quantdesk

@@ -123,7 +123,7 @@ def test_dockerfile_installs_the_project() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.11-slim", dockerfile, re.MULTILINE)
     assert re.search(r"^COPY \. \.", dockerfile, re.MULTILINE)
-    assert re.search(r"pip install \.", dockerfile)
+    assert re.search(r"pip install \"?\.", dockerfile)
     assert 'ENTRYPOINT ["quantdesk"]' in dockerfile
     script = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert "quantdesk" in script

@@ -412,7 +412,7 @@ def test_missing_yfinance_lets_the_router_ask_the_next_vendor(
     monkeypatch.setitem(sys.modules, "yfinance", None)
     router = DataRouter({"yfinance": YFinanceVendor()}, {DataKind.NEWS: ("yfinance",)})
 
-    with pytest.raises(NoData, match="yfinance: yfinance: the optional package yfinance"):
+    with pytest.raises(NotConfigured, match="yfinance: yfinance: the optional package yfinance"):
         router.call(DataKind.NEWS, lambda vendor: vendor.news(NOW, timedelta(days=1)))
 
 
