@@ -1,5 +1,6 @@
 """The offline provider: deterministic analysts that read their inputs."""
 
+from shared.llm.offline import pipeline as _pipeline  # noqa: F401  (registers its analysts)
 from shared.llm.offline import quantagent as _quantagent  # noqa: F401  (registers its analysts)
 from shared.llm.offline.engine import answer_offline, register_analyst
 

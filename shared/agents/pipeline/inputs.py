@@ -1,0 +1,145 @@
+"""What each kind of Pipeline agent is given: the data of its prompt and of its request's context.
+
+One model per kind of agent. The workflow builds it, the prompt builder renders
+it, and ``model_dump(mode="json")`` is the ``ChatRequest.context`` the offline
+analyst validates back: prompt and offline analyst read the same data by
+construction. Reports travel by name (``AnalystReports.fundamentals`` holds
+only the fundamentals analyst's report), so nobody can be handed the news
+report as the fundamentals one, which is what TradingAgents' risk manager read.
+
+| agent kind (builder)            | inputs model     | context keys                                                   |
+|---------------------------------|------------------|----------------------------------------------------------------|
+| analysts (``analyst_messages``) | ``AnalystInputs``  | symbol, as_of, macro_context, position, names (+ tool results) |
+| researchers, risk debaters      | ``DebaterInputs``  | symbol, reports, transcript, memories, proposal (risk only)    |
+| trader (``trader_messages``)    | ``TraderInputs``   | symbol, reports, research_plan, memories, last_price, atr,     |
+|                                 |                  | volatility                                                     |
+| managers (``manager_messages``) | ``ManagerInputs``  | symbol, reports, transcript, memories, research_plan and       |
+|                                 |                  | proposal (portfolio manager), last_price                       |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, Field, model_validator
+
+from shared.agents.pipeline.schemas import (
+    DEBATE_OF,
+    SPEAKERS,
+    AnalystKind,
+    AnalystReport,
+    DebateTurn,
+    ResearchPlan,
+    SentimentReport,
+    Speaker,
+    TraderProposal,
+)
+from shared.ta.indicators_by_name import IndicatorByName
+
+MARKET_INDICATORS: tuple[IndicatorByName, ...] = (
+    IndicatorByName.SMA_50,
+    IndicatorByName.SMA_200,
+    IndicatorByName.EMA_10,
+    IndicatorByName.MACD,
+    IndicatorByName.MACDS,
+    IndicatorByName.MACDH,
+    IndicatorByName.RSI,
+    IndicatorByName.BOLL_UB,
+    IndicatorByName.BOLL_LB,
+    IndicatorByName.ATR,
+)
+"""The market analyst's complementary set: trend, momentum, bands and volatility."""
+
+
+class AnalystReports(BaseModel):
+    """The four analysts' reports, each under its analyst's name (a missing one is null)."""
+
+    market: AnalystReport | None = None
+    social: SentimentReport | None = None
+    news: AnalystReport | None = None
+    fundamentals: AnalystReport | None = None
+
+    @model_validator(mode="after")
+    def _each_under_its_name(self) -> AnalystReports:
+        for kind in AnalystKind:
+            report = getattr(self, kind.value)
+            if report is not None and report.analyst is not kind:
+                raise ValueError(f"the {report.analyst.value} report was given as {kind.value}")
+        return self
+
+    @classmethod
+    def of(cls, reports: Iterable[AnalystReport]) -> AnalystReports:
+        """The reports, each put under its own analyst's name."""
+        return cls.model_validate({report.analyst.value: report for report in reports})
+
+    def by_kind(self) -> dict[AnalystKind, AnalystReport]:
+        """The reports given, in the analysts' order."""
+        found = {kind: getattr(self, kind.value) for kind in AnalystKind}
+        return {kind: report for kind, report in found.items() if report is not None}
+
+    def critical_abort(self) -> AnalystReport | None:
+        """The first report that raised a critical abort, if any: the Pipeline's typed route."""
+        return next((r for r in self.by_kind().values() if r.critical_abort.flag), None)
+
+
+class AnalystInputs(BaseModel):
+    """An analyst's brief; its data comes from its tools, read as of ``as_of``."""
+
+    symbol: str = Field(min_length=1)
+    as_of: AwareDatetime = Field(description="the analysis time; the tools read nothing after it")
+    macro_context: str | None = Field(None, description="the Scan's macro summary, if any")
+    position: dict[str, Any] | None = Field(None, description="the portfolio's current holding")
+    names: list[IndicatorByName] = Field(
+        default_factory=lambda: list(MARKET_INDICATORS),
+        description="the indicators get_indicators is asked for when the offline engine "
+        "calls it (an LLM chooses its own)",
+    )
+
+
+class DebaterInputs(BaseModel):
+    """A debater's material: the reports, its debate so far, lessons, and (risk) the proposal."""
+
+    symbol: str = Field(min_length=1)
+    reports: AnalystReports
+    transcript: list[DebateTurn] = Field(default_factory=list, description="this debate, in order")
+    memories: str = Field("", description="reflections from similar past situations")
+    proposal: TraderProposal | None = Field(None, description="the risk debate's subject")
+
+    def answering(self, speaker: Speaker) -> list[DebateTurn]:
+        """The last turn of each other speaker of ``speaker``'s debate, most recent first."""
+        others = set(SPEAKERS[DEBATE_OF[speaker]]) - {speaker}
+        latest: dict[Speaker, DebateTurn] = {}
+        for turn in reversed(self.transcript):
+            if turn.speaker in others:
+                latest.setdefault(turn.speaker, turn)
+        return list(latest.values())
+
+    def next_round(self, speaker: Speaker) -> int:
+        """The round ``speaker`` speaks in now: its own turns so far, plus one."""
+        return 1 + sum(1 for turn in self.transcript if turn.speaker is speaker)
+
+
+class TraderInputs(BaseModel):
+    """The trader's material: the research plan, the reports and the price facts for levels."""
+
+    symbol: str = Field(min_length=1)
+    reports: AnalystReports
+    research_plan: ResearchPlan
+    memories: str = ""
+    last_price: float | None = Field(None, gt=0, description="the last close the market tools read")
+    atr: float | None = Field(None, gt=0, description="average true range, in price units")
+    volatility: float | None = Field(None, ge=0, description="stdev of daily close returns")
+
+
+class ManagerInputs(BaseModel):
+    """A manager's material. The research manager judges the bull/bear transcript; the
+    portfolio manager the risk transcript, with the plan and the proposal."""
+
+    symbol: str = Field(min_length=1)
+    reports: AnalystReports
+    transcript: list[DebateTurn] = Field(default_factory=list, description="the judged debate")
+    memories: str = ""
+    research_plan: ResearchPlan | None = None
+    proposal: TraderProposal | None = None
+    last_price: float | None = Field(None, gt=0)

@@ -1,0 +1,419 @@
+"""The Pipeline's prompts: one pure builder per kind of agent, parameterised by its role.
+
+TradingAgents pasted one preamble into four analyst files and kept near-identical
+bull/bear and risk-debater files. Here the role is a row of a table (its title,
+its focus or goal, its tools) and each builder renders that row with the
+agent's typed inputs (``shared.agents.pipeline.inputs``). Each agent sees only
+what its kind should: analysts their brief, researchers the reports and their
+own debate, risk debaters also the trader's proposal, the research manager no
+proposal, the portfolio manager the risk debate and, after a critical abort,
+only the abort and the reports. Reports always appear under their own
+analyst's heading.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from shared.agents.pipeline.inputs import (
+    AnalystInputs,
+    AnalystReports,
+    DebaterInputs,
+    ManagerInputs,
+    TraderInputs,
+)
+from shared.agents.pipeline.roles import MANAGER_DEBATE, ManagerKind
+from shared.agents.pipeline.schemas import (
+    ABORT_ANALYSTS,
+    DEBATE_OF,
+    LEVEL_ORDER,
+    AnalystKind,
+    AnalystReport,
+    Debate,
+    DebateTurn,
+    ResearchPlan,
+    SentimentReport,
+    Speaker,
+    TraderProposal,
+)
+from shared.errors import InvalidInput
+from shared.llm.contracts import ChatMessage
+from shared.tools.catalog import FUNDAMENTALS_TOOLS, MARKET_TOOLS, NEWS_TOOLS, SOCIAL_TOOLS
+
+NOT_GIVEN = "not given"
+
+
+@dataclass(frozen=True)
+class AnalystBrief:
+    """One analyst's row: who it is, what it looks at, which tools it is offered."""
+
+    title: str
+    focus: str
+    tools: tuple[str, ...]
+
+
+ANALYST_BRIEFS: dict[AnalystKind, AnalystBrief] = {
+    AnalystKind.MARKET: AnalystBrief(
+        "the market (technical) analyst",
+        "Read the price trend and momentum: where the close sits against its 50- and 200-bar "
+        "SMAs and 10-bar EMA, the MACD against its signal line, RSI zones, the Bollinger bands, "
+        "and ATR for volatility. Choose complementary indicators (e.g. {names}) and avoid "
+        "redundant ones. Report the drawdown from the window's high.",
+        MARKET_TOOLS,
+    ),
+    AnalystKind.SOCIAL: AnalystBrief(
+        "the social-media sentiment analyst",
+        "Read what people post about the company over the last week, weighting posts by their "
+        "reach, and the news they react to. Give the crowd's mood as a band with a 0-10 score "
+        "(0 very negative, 5 neutral, 10 very positive) and a short narrative.",
+        SOCIAL_TOOLS,
+    ),
+    AnalystKind.NEWS: AnalystBrief(
+        "the news and macro analyst",
+        "Read the company's news, the world and market news and the macro series behind them "
+        "(rates, inflation, jobs): what happened, how the coverage leans, what it means for the "
+        "stock. Count the articles and quote the tone.",
+        NEWS_TOOLS,
+    ),
+    AnalystKind.FUNDAMENTALS: AnalystBrief(
+        "the fundamentals analyst",
+        "Read the company's ratios (P/E, price/book, debt/equity), its last statements (revenue "
+        "growth, margins, free cash flow, equity) and insider trades; use only periods reported "
+        "before the analysis time. Check the company news for corporate events.",
+        # Bankruptcy, delisting, fraud and halts, which decide a critical abort, are news first.
+        (*FUNDAMENTALS_TOOLS, "get_company_news"),
+    ),
+}
+
+ABORT_RULES: dict[bool, str] = {
+    True: "If the data shows a catastrophic condition (a trading halt, delisting, bankruptcy, "
+    "fraud, a crash of more than 90%, negative equity), set critical_abort.flag to true with "
+    "the reason: the Pipeline then goes straight to a Sell. Otherwise leave it false.",
+    False: "Leave critical_abort.flag false: only the market and fundamentals analysts may "
+    "raise one.",
+}
+"""What an analyst is told about the critical abort, by whether it may raise one."""
+
+REPORT_HEADINGS: dict[AnalystKind, str] = {
+    AnalystKind.MARKET: "Market analyst report",
+    AnalystKind.SOCIAL: "Social sentiment report",
+    AnalystKind.NEWS: "News analyst report",
+    AnalystKind.FUNDAMENTALS: "Fundamentals analyst report",
+}
+
+
+@dataclass(frozen=True)
+class DebaterBrief:
+    """One debater's row: who it is and what it argues for."""
+
+    title: str
+    goal: str
+
+
+DEBATER_BRIEFS: dict[Speaker, DebaterBrief] = {
+    Speaker.BULL: DebaterBrief(
+        "the bull researcher",
+        "Make the strongest evidence-based case for investing: growth, competitive strengths "
+        "and the bullish signals in the reports.",
+    ),
+    Speaker.BEAR: DebaterBrief(
+        "the bear researcher",
+        "Make the strongest evidence-based case against investing: risks, weaknesses and the "
+        "bearish signals in the reports.",
+    ),
+    Speaker.AGGRESSIVE: DebaterBrief(
+        "the aggressive risk analyst",
+        "Champion the reward: argue for taking the trader's proposal with a larger position "
+        "where the upside justifies it, and challenge excessive caution.",
+    ),
+    Speaker.CONSERVATIVE: DebaterBrief(
+        "the conservative risk analyst",
+        "Protect the capital: argue for a smaller position or tighter stops wherever the "
+        "downside is underpriced, and challenge over-confidence.",
+    ),
+    Speaker.NEUTRAL: DebaterBrief(
+        "the neutral risk analyst",
+        "Weigh both sides: argue for the position size that balances the upside against the "
+        "risks, correcting whichever side overreaches.",
+    ),
+}
+
+SIZING_RULES: dict[Debate, str] = {
+    Debate.RESEARCH: "Leave position_sizing null: sizing is the risk debate's job.",
+    Debate.RISK: "Set position_sizing to the fraction of the portfolio you argue for.",
+}
+
+
+@dataclass(frozen=True)
+class ManagerBrief:
+    """One manager's row: who it is, its task, and which inputs it needs or must not see."""
+
+    title: str
+    task: str
+    needs: tuple[str, ...] = ()
+    refuses: tuple[str, ...] = ()
+
+
+MANAGER_BRIEFS: dict[ManagerKind, ManagerBrief] = {
+    ManagerKind.RESEARCH_MANAGER: ManagerBrief(
+        "the research manager and judge of the bull/bear debate",
+        "Weigh the debate and the reports and commit to Buy, Sell or Hold: Hold only when the "
+        "evidence truly balances, never as a safe default. Give the rationale (the strongest "
+        "points on each side and why one wins) and concrete strategic actions for the trader.",
+        refuses=("research_plan", "proposal"),
+    ),
+    ManagerKind.PORTFOLIO_MANAGER: ManagerBrief(
+        "the portfolio manager",
+        "Judge the risk debate and decide: rate the stock Buy, Overweight, Hold, Underweight or "
+        "Sell (signal BUY for Buy/Overweight, HOLD for Hold, SELL for Underweight/Sell), with an "
+        "executive summary, the investment thesis, a price target and the time horizon. Learn "
+        "from the lessons of past decisions.",
+        needs=("research_plan", "proposal"),
+    ),
+}
+
+ABORT_TASK = (
+    "The {analyst} analyst raised a critical abort: {reason}. The debates and the trader were "
+    "skipped. Rate the stock Sell or Underweight (nothing else is allowed), set abort_reason "
+    "to that reason, and explain the decision from the reports."
+)
+
+
+def _system(title: str, symbol: str) -> ChatMessage:
+    return ChatMessage(
+        role="system",
+        content=f"You are {title} at a trading firm, working on {symbol}. Base every statement "
+        "on the data you are given; never invent values, and say so wherever the data is "
+        "marked simulated.",
+    )
+
+
+def _section(heading: str, body: str) -> str:
+    return f"## {heading}\n{body.strip() or NOT_GIVEN}"
+
+
+def _user(sections: Iterable[str | None]) -> ChatMessage:
+    return ChatMessage(role="user", content="\n\n".join(s for s in sections if s))
+
+
+def _number(value: float | None) -> str:
+    return NOT_GIVEN if value is None else f"{value:.6g}"
+
+
+def render_report(report: AnalystReport) -> str:
+    """One report as the debaters and managers read it: stance, facts, then the full text."""
+    lines = [f"Stance: {report.stance.value} (confidence {report.confidence:.2f})"]
+    if isinstance(report, SentimentReport):
+        lines.append(f"Sentiment: {report.band.value}, score {report.score:.1f}/10")
+        lines.append(f"Narrative: {report.narrative}")
+    if report.critical_abort.flag:
+        lines.append(f"CRITICAL ABORT: {report.critical_abort.reason}")
+    lines += [f"- ({point.leans.value}) {point.point}" for point in report.key_points]
+    return "\n".join(lines) + f"\n\n{report.report_markdown}"
+
+
+def _reports_section(reports: AnalystReports) -> str:
+    given = reports.by_kind()
+    parts = [
+        f"### {REPORT_HEADINGS[kind]}\n"
+        + (render_report(given[kind]) if kind in given else NOT_GIVEN)
+        for kind in AnalystKind
+    ]
+    return _section("Analyst reports", "\n\n".join(parts))
+
+
+def _turn_text(turn: DebateTurn) -> str:
+    sizing = (
+        f" (argues for {turn.position_sizing:.1%} of the portfolio)"
+        if turn.position_sizing is not None
+        else ""
+    )
+    points = "".join(f"\n- {point}" for point in turn.key_points)
+    return f"**{turn.speaker.value}, round {turn.round}**{sizing}: {turn.argument}{points}"
+
+
+def _turns_section(heading: str, turns: list[DebateTurn]) -> str:
+    return _section(heading, "\n\n".join(_turn_text(turn) for turn in turns))
+
+
+def render_order(proposal: TraderProposal) -> str:
+    """The trader's order in a phrase: action, levels and size."""
+    levels = ", ".join(
+        f"{name.replace('_', ' ')} {_number(getattr(proposal, name))}"
+        for name in LEVEL_ORDER.get(proposal.action, ("entry_price",))
+    )
+    return f"{proposal.action.value} ({levels}), {proposal.position_sizing:.1%} of the portfolio"
+
+
+def render_proposal(proposal: TraderProposal) -> str:
+    """The trader's order and its reasoning."""
+    return f"{render_order(proposal)}. Reasoning: {proposal.reasoning}"
+
+
+def render_plan(plan: ResearchPlan) -> str:
+    """The research plan: recommendation, rationale, actions."""
+    actions = "\n".join(f"- {action}" for action in plan.strategic_actions)
+    return f"Recommendation: {plan.recommendation.value}\nRationale: {plan.rationale}\n{actions}"
+
+
+def _memories_section(memories: str) -> str | None:
+    if not memories.strip():
+        return None
+    return _section("Lessons from similar past situations", memories)
+
+
+def _check_debate(debate: Debate, transcript: list[DebateTurn], agent: str) -> None:
+    strays = sorted({t.speaker.value for t in transcript if DEBATE_OF[t.speaker] is not debate})
+    if strays:
+        raise InvalidInput(
+            "transcript",
+            f"{agent} reads the {debate.value} debate, but turns of {', '.join(strays)} were given",
+            fix=f"Pass only the {debate.value} debate's turns.",
+        )
+
+
+def analyst_messages(kind: AnalystKind, inputs: AnalystInputs) -> list[ChatMessage]:
+    """An analyst's opening turns: its focus, its tools, the abort rule and its context."""
+    brief = ANALYST_BRIEFS[kind]
+    focus = brief.focus.format(names=", ".join(name.value for name in inputs.names))
+    task = (
+        f"Analyse {inputs.symbol} as of {inputs.as_of.isoformat()}. {focus} Call your tools "
+        f"({', '.join(brief.tools)}) to gather the data first. Then give your stance with a "
+        "confidence, the key points (each fact with its number, and which way it leans) and a "
+        f"full Markdown report. {ABORT_RULES[kind in ABORT_ANALYSTS]}"
+    )
+    position = None if inputs.position is None else json.dumps(inputs.position, default=str)
+    return [
+        _system(brief.title, inputs.symbol),
+        _user(
+            [
+                _section("Task", task),
+                _section("Macro context", inputs.macro_context) if inputs.macro_context else None,
+                _section("Current position", position) if position else None,
+            ]
+        ),
+    ]
+
+
+def debater_messages(speaker: Speaker, inputs: DebaterInputs) -> list[ChatMessage]:
+    """A debater's turn: the reports, its debate so far, the turns to answer, its lessons."""
+    debate = DEBATE_OF[speaker]
+    brief = DEBATER_BRIEFS[speaker]
+    _check_debate(debate, inputs.transcript, brief.title)
+    if debate is Debate.RISK and inputs.proposal is None:
+        raise InvalidInput(
+            "proposal", f"{brief.title} debates the trader's proposal, and none was given"
+        )
+    answering = inputs.answering(speaker)
+    round_ = inputs.next_round(speaker)
+    answer = (
+        f"Rebut the last points of {' and '.join(t.speaker.value for t in answering)} directly "
+        f'and set rebuttal_of to "{answering[0].speaker.value}".'
+        if answering
+        else "You open the debate: set rebuttal_of to null."
+    )
+    task = (
+        f"{brief.goal} {answer} {SIZING_RULES[debate]} Reply as one debate turn with speaker "
+        f'"{speaker.value}", round {round_}, your argument and the key points it rests on.'
+    )
+    proposal = inputs.proposal if debate is Debate.RISK else None
+    return [
+        _system(brief.title, inputs.symbol),
+        _user(
+            [
+                _reports_section(inputs.reports),
+                _section("The trader's proposal", render_proposal(proposal)) if proposal else None,
+                _turns_section("The debate so far", inputs.transcript)
+                if inputs.transcript
+                else None,
+                _turns_section("The arguments to answer", answering) if answering else None,
+                _memories_section(inputs.memories),
+                _section("Task", task),
+            ]
+        ),
+    ]
+
+
+def trader_messages(inputs: TraderInputs) -> list[ChatMessage]:
+    """The trader's turns: the plan, the reports and the price facts to set levels from."""
+    prices = (
+        f"Last price: {_number(inputs.last_price)}; ATR: {_number(inputs.atr)}; daily "
+        f"volatility: {_number(inputs.volatility)}"
+    )
+    task = (
+        f"Turn the research plan into an order for {inputs.symbol}: Buy, Hold or Sell, an entry "
+        "near the last price, a stop loss and a take profit set from the ATR or volatility "
+        "(for a Buy stop < entry < take profit; for a Sell take profit < entry < stop), and a "
+        "position size as a fraction of the portfolio. Explain the reasoning."
+    )
+    return [
+        _system("the trader", inputs.symbol),
+        _user(
+            [
+                _section("Research plan", render_plan(inputs.research_plan)),
+                _reports_section(inputs.reports),
+                _section("Price", prices),
+                _memories_section(inputs.memories),
+                _section("Task", task),
+            ]
+        ),
+    ]
+
+
+def _check_inputs(brief: ManagerBrief, inputs: ManagerInputs) -> None:
+    for name in brief.needs:
+        if getattr(inputs, name) is None:
+            raise InvalidInput(name, f"{brief.title} decides from it, and none was given")
+    for name in brief.refuses:
+        if getattr(inputs, name) is not None:
+            raise InvalidInput(name, f"{brief.title} decides before it exists; give none")
+
+
+def _abort_messages(report: AnalystReport, inputs: ManagerInputs) -> list[ChatMessage]:
+    """The portfolio manager after a critical abort: the reason, the reports, the lessons."""
+    task = ABORT_TASK.format(analyst=report.analyst.value, reason=report.critical_abort.reason)
+    return [
+        _system(MANAGER_BRIEFS[ManagerKind.PORTFOLIO_MANAGER].title, inputs.symbol),
+        _user(
+            [
+                _section(
+                    "Critical abort", f"{report.analyst.value}: {report.critical_abort.reason}"
+                ),
+                _reports_section(inputs.reports),
+                _memories_section(inputs.memories),
+                _section("Task", task),
+            ]
+        ),
+    ]
+
+
+def manager_messages(kind: ManagerKind, inputs: ManagerInputs) -> list[ChatMessage]:
+    """A manager's turns: the reports, the debate it judges, and (portfolio) plan and proposal.
+
+    When a report raised a critical abort, the portfolio manager gets the abort path instead:
+    no debate and no proposal, only the reason and a Sell/Underweight to decide.
+    """
+    aborted = inputs.reports.critical_abort()
+    if kind is ManagerKind.PORTFOLIO_MANAGER and aborted is not None:
+        return _abort_messages(aborted, inputs)
+    brief = MANAGER_BRIEFS[kind]
+    debate = MANAGER_DEBATE[kind]
+    _check_debate(debate, inputs.transcript, brief.title)
+    _check_inputs(brief, inputs)
+    plan, proposal = inputs.research_plan, inputs.proposal
+    return [
+        _system(brief.title, inputs.symbol),
+        _user(
+            [
+                _section("Research plan", render_plan(plan)) if plan else None,
+                _section("The trader's proposal", render_proposal(proposal)) if proposal else None,
+                _section("Last price", _number(inputs.last_price)) if inputs.last_price else None,
+                _reports_section(inputs.reports),
+                _turns_section(f"The {debate.value} debate", inputs.transcript),
+                _memories_section(inputs.memories),
+                _section("Task", brief.task),
+            ]
+        ),
+    ]
