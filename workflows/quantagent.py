@@ -10,7 +10,6 @@ models cross Temporal; charts live in S3.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -42,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.ta.trend_summary import TrendLines
     from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
     from shared.tools.registry import tool_specs
+    from workflows.concurrency import gather_all
     from workflows.inputs import parse_input
     from workflows.llm_calls import chat, run_tool_loop
 
@@ -193,7 +193,7 @@ class QuantAgentWorkflow:
                 retry_policy=DATA_RETRY,
             ),
         )
-        (report, tool_payloads), pattern, trend = await asyncio.gather(
+        (report, tool_payloads), pattern, trend = await gather_all(
             self._indicators(args, loaded), self._patterns(args, loaded), self._trend(args, loaded)
         )
         (pattern_report, pattern_chart, matches), (trend_report, trend_chart) = pattern, trend
@@ -301,7 +301,7 @@ class QuantAgentWorkflow:
     ) -> tuple[qa.PatternReport, ChartResult, list[PatternMatch]]:
         """Pattern chart ∥ pattern scan on the same 40 bars, then the pattern agent."""
         window = loaded.bars[-qa.PATTERN_WINDOW :]
-        chart, scan = await asyncio.gather(
+        chart, scan = await gather_all(
             self._chart("pattern_chart", "render_pattern_chart", args, window),
             self._step(
                 "pattern_scan",
