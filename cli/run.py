@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,16 +16,25 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import FailureError
 from temporalio.service import RPCError
 
 from cli.exit import fail_on_quantdesk_errors, finish
 from shared.config import Settings, load_settings
+from workflows.debates import DebateProgress, DebateResult, RiskResult
+from workflows.pipeline import PipelineProgress, PipelineResult, PipelineState
 from workflows.quantagent import QuantAgentProgress, QuantAgentResult
 
 run_app = typer.Typer(help="Run a flow on the stack and show its result.", no_args_is_help=True)
 console = Console()
 PROGRESS_POLL_SECONDS = 0.5
-STATE_STYLE = {"pending": "dim", "running": "yellow", "done": "green", "failed": "bold red"}
+STATE_STYLE = {
+    "pending": "dim",
+    "running": "yellow",
+    "done": "green",
+    "failed": "bold red",
+    "skipped": "dim strike",
+}
 
 
 def web_ui_url(settings: Settings, workflow_id: str, run_id: str | None) -> str:
@@ -45,21 +55,21 @@ def _progress_table(progress: QuantAgentProgress) -> Table:
     return table
 
 
-async def _follow(handle: WorkflowHandle[Any, Any]) -> QuantAgentResult:
+async def _follow(
+    handle: WorkflowHandle[Any, Any],
+    progress_type: type[Any] = QuantAgentProgress,
+    table: Callable[[Any], Table] = _progress_table,
+) -> Any:
     """Show the progress query live until the run ends, then return its result."""
     result_task = asyncio.create_task(handle.result())
     with Live(console=console, transient=False, refresh_per_second=8) as live:
         while not result_task.done():
             # Before the first workflow task has run there is no query handler to answer.
             with contextlib.suppress(RPCError):
-                live.update(
-                    _progress_table(await handle.query("progress", result_type=QuantAgentProgress))
-                )
+                live.update(table(await handle.query("progress", result_type=progress_type)))
             await asyncio.wait({result_task}, timeout=PROGRESS_POLL_SECONDS)
         if result_task.exception() is None:
-            live.update(
-                _progress_table(await handle.query("progress", result_type=QuantAgentProgress))
-            )
+            live.update(table(await handle.query("progress", result_type=progress_type)))
     return await result_task
 
 
@@ -117,11 +127,7 @@ async def _run_quantagent(settings: Settings, payload: dict[str, Any], workflow_
     try:
         result = await _follow(handle)
     except WorkflowFailureError as error:
-        cause = error.cause
-        while cause is not None and cause.cause is not None:
-            cause = cause.cause
-        console.print(f"[bold red]run failed:[/] {cause or error}", highlight=False)
-        return 1
+        return _failure(error)
     console.print()
     console.print(_summary(result, ui_url))
     _links(result, ui_url)
@@ -163,4 +169,180 @@ def quantagent(
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         workflow_id = f"quantagent-{symbol}-{stamp}-{uuid.uuid4().hex[:6]}"
         status = asyncio.run(_run_quantagent(settings, payload, workflow_id))
+    finish(status)
+
+
+# --- the per-ticker Pipeline and its debates ----------------------------------------------
+
+
+def _steps_table(title: str, steps: dict[str, Any], usage: Any, caption: str = "") -> Table:
+    table = Table(title=title, show_edge=False)
+    table.add_column("step")
+    table.add_column("state")
+    for step, state in steps.items():
+        table.add_row(step, f"[{STATE_STYLE[state.value]}]{state.value}[/]")
+    table.caption = f"{caption}LLM calls {usage.total.calls}, tokens {usage.total.total_tokens}"
+    return table
+
+
+def _pipeline_table(progress: PipelineProgress) -> Table:
+    return _steps_table("Pipeline", progress.steps, progress.usage, f"phase {progress.phase}; ")
+
+
+def _debate_table(progress: DebateProgress) -> Table:
+    return _steps_table("Debate", progress.steps, progress.usage)
+
+
+def _failure(error: WorkflowFailureError) -> int:
+    """Print the innermost cause of a failed run (the one that names the field)."""
+    cause: BaseException = error
+    while isinstance(cause, WorkflowFailureError | FailureError) and cause.cause is not None:
+        cause = cause.cause
+    console.print(f"[bold red]run failed:[/] {cause or error}", highlight=False)
+    return 1
+
+
+def _pipeline_summary(result: PipelineResult) -> Panel:
+    decision = result.decision
+    colour = {"BUY": "green", "SELL": "red"}.get(decision.signal.value, "yellow")
+    lines = [
+        f"[bold {colour}]{decision.rating.value} ({decision.signal.value})[/] {result.symbol} "
+        f"as of {result.as_of.isoformat()}",
+        f"horizon: {decision.time_horizon}; price target: {decision.price_target or 'none'}",
+        "",
+        f"[bold]summary:[/] {decision.executive_summary}",
+        f"[bold]thesis:[/] {decision.investment_thesis}",
+    ]
+    if result.abort_reason:
+        lines.append(f"[bold red]critical abort:[/] {result.abort_reason}")
+    if result.research_plan:
+        lines.append(f"[bold]research plan:[/] {result.research_plan.recommendation.value}")
+    if result.proposal:
+        lines.append(
+            f"[bold]trader:[/] {result.proposal.action.value}, "
+            f"{result.proposal.position_sizing:.1%} of the portfolio"
+        )
+    lines.append(
+        f"usage: {result.usage.total.calls} LLM calls, {result.usage.total.total_tokens} tokens"
+    )
+    return Panel("\n".join(lines), title="Pipeline decision", expand=False)
+
+
+async def _run_pipeline(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
+    from workers.client import connect
+
+    client: Client = await connect(settings)
+    handle = await client.start_workflow(
+        "Pipeline",
+        payload,
+        id=workflow_id,
+        task_queue=settings.queues.workflows,
+        result_type=PipelineResult,
+        static_summary=f"Pipeline {payload['symbol']}",
+    )
+    ui_url = web_ui_url(settings, handle.id, handle.result_run_id)
+    console.print(f"started [bold]{handle.id}[/]  {ui_url}")
+    try:
+        result = await _follow(handle, PipelineProgress, _pipeline_table)
+    except WorkflowFailureError as error:
+        return _failure(error)
+    console.print()
+    console.print(_pipeline_summary(result))
+    for label, url in (("report", result.report.url), ("Web UI", ui_url)):
+        console.print(f"{label}: {url}", soft_wrap=True, highlight=False)
+    return 0
+
+
+@run_app.command("pipeline")
+def pipeline(
+    symbol: str = typer.Argument(..., help="e.g. GOOG (bundled) or a sim ticker"),
+    as_of: datetime | None = typer.Option(None, help="analysis time, UTC (default: latest bar)"),
+    rounds: int = typer.Option(1, help="bull/bear debate rounds (1-5)"),
+    risk_rounds: int = typer.Option(1, help="risk debate rounds (1-5)"),
+    analysts: str = typer.Option(
+        "market,social,news,fundamentals", help="comma-separated subset of the four analysts"
+    ),
+    provider: str | None = typer.Option(None, help="LLM provider (default: settings, offline)"),
+    model: str | None = typer.Option(None, help="quick model (analysts, debaters, trader)"),
+    deep_model: str | None = typer.Option(None, help="deep model (the two managers)"),
+    macro_context: str | None = typer.Option(None, help="macro summary text for the analysts"),
+) -> None:
+    """Run the per-ticker Pipeline for SYMBOL and print the portfolio manager's decision."""
+    with fail_on_quantdesk_errors():
+        settings = load_settings()
+        payload: dict[str, Any] = {
+            "symbol": symbol,
+            "analysts": [name.strip() for name in analysts.split(",") if name.strip()],
+            "debate_rounds": rounds,
+            "risk_rounds": risk_rounds,
+            "macro_context": macro_context,
+            "llm": {
+                "provider": provider or settings.default_provider,
+                "model": model,
+                "deep_model": deep_model,
+            },
+        }
+        if as_of is not None:
+            payload["as_of"] = (as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)).isoformat()
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        workflow_id = f"pipeline-{symbol}-{stamp}-{uuid.uuid4().hex[:6]}"
+        status = asyncio.run(_run_pipeline(settings, payload, workflow_id))
+    finish(status)
+
+
+async def _rerun(settings: Settings, source_id: str, part: str) -> int:
+    """Start ``part`` (Debate or Risk) alone from the saved state of Pipeline ``source_id``."""
+    from workers.client import connect
+
+    client: Client = await connect(settings)
+    state = await client.get_workflow_handle(source_id).query("state", result_type=PipelineState)
+    if state is None:
+        console.print(f"[bold red]{source_id} has no saved state yet[/]")
+        return 1
+    try:
+        child_input = state.debate_input() if part == "Debate" else state.risk_input()
+    except ValueError as error:
+        console.print(f"[bold red]cannot re-run the {part.lower()}:[/] {error}")
+        return 1
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    handle = await client.start_workflow(
+        part,
+        child_input,
+        id=f"{source_id}-{part.lower()}-rerun-{stamp}",
+        task_queue=settings.queues.workflows,
+        result_type=DebateResult if part == "Debate" else RiskResult,
+        static_summary=f"{part} {state.symbol}, re-run from {source_id}",
+    )
+    ui_url = web_ui_url(settings, handle.id, handle.result_run_id)
+    console.print(f"started [bold]{handle.id}[/]  {ui_url}")
+    try:
+        result = await _follow(handle, DebateProgress, _debate_table)
+    except WorkflowFailureError as error:
+        return _failure(error)
+    lines = [f"**{t.speaker.value} {t.round}**: {t.argument}" for t in result.transcript]
+    if isinstance(result, DebateResult):
+        plan = result.research_plan
+        lines.append(f"research plan: {plan.recommendation.value}: {plan.rationale}")
+    console.print(Panel("\n".join(lines), title=f"{part} re-run", expand=False), highlight=False)
+    console.print(f"Web UI: {ui_url}", soft_wrap=True, highlight=False)
+    return 0
+
+
+@run_app.command("debate")
+def debate(
+    source: str = typer.Option(..., "--from", help="workflow id of a finished or failed Pipeline"),
+) -> None:
+    """Re-run only the bull/bear debate (and research plan) from a Pipeline's saved state."""
+    with fail_on_quantdesk_errors():
+        status = asyncio.run(_rerun(load_settings(), source, "Debate"))
+    finish(status)
+
+
+@run_app.command("risk")
+def risk(
+    source: str = typer.Option(..., "--from", help="workflow id of a finished or failed Pipeline"),
+) -> None:
+    """Re-run only the risk debate from a Pipeline's saved state."""
+    with fail_on_quantdesk_errors():
+        status = asyncio.run(_rerun(load_settings(), source, "Risk"))
     finish(status)

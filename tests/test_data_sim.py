@@ -260,7 +260,9 @@ def test_movers_come_from_the_last_session_up_to_as_of(as_of: datetime) -> None:
     volume = {s: f["volume"].iloc[-1] for s, f in frames.items()}
     by_move = sorted(moves, key=moves.__getitem__)
 
-    assert [m.symbol for m in movers.gainers] == [s for s in by_move[::-1] if moves[s] > 0][:5]
+    # Ties keep universe order on both sides, as the vendor's stable sort does.
+    by_gain = sorted(moves, key=lambda s: -moves[s])
+    assert [m.symbol for m in movers.gainers] == [s for s in by_gain if moves[s] > 0][:5]
     assert [m.symbol for m in movers.losers] == [s for s in by_move if moves[s] < 0][:5]
     assert [m.symbol for m in movers.most_active] == sorted(volume, key=lambda s: -volume[s])[:5]
     for mover in movers.gainers + movers.losers + movers.most_active:

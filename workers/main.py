@@ -61,9 +61,17 @@ def _plan_workflows(settings: Settings) -> WorkerPlan:
 
 
 def _plan_tools(settings: Settings) -> WorkerPlan:
+    from activities.reflection import ReflectionActivities
+    from activities.research import ResearchActivities
+
     return WorkerPlan(
         queue=TOOLS_QUEUE,
-        activities=[run_tool_activity, *MARKET_ACTIVITIES],
+        activities=[
+            run_tool_activity,
+            *MARKET_ACTIVITIES,
+            *ResearchActivities(settings).activities(),
+            *ReflectionActivities(settings).activities(),
+        ],
         threads=True,
     )
 

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+from workflows.debates import DebateWorkflow, RiskWorkflow
+from workflows.pipeline import PipelineWorkflow
 from workflows.quantagent import QuantAgentWorkflow
+from workflows.reflect import ReflectWorkflow
 
-WORKFLOWS: list[type] = [QuantAgentWorkflow]
+WORKFLOWS: list[type] = [
+    QuantAgentWorkflow,
+    PipelineWorkflow,
+    DebateWorkflow,
+    RiskWorkflow,
+    ReflectWorkflow,
+]

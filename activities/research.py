@@ -1,0 +1,236 @@
+"""The Pipeline's research activities on the ``tools`` queue: the analysis time, memories, report.
+
+Each is thin and synchronous (the data router, SQL and S3 clients all are; the
+worker runs them in threads). They are activities, not workflow code, because
+each does I/O: finding the latest bar reads the data vendors, recalling lessons
+queries the memory database, storing the report writes S3. The data router,
+memory store and object store are built on first use from the injected
+settings and kept for the worker's life, as ``ChartActivities`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+from temporalio import activity
+
+from activities.failures import as_temporal_failures
+from shared.config import Settings, load_settings
+from shared.data.contracts import DataKind
+from shared.data.router import DataRouter
+from shared.errors import InvalidInput, NoData, NotConfigured, QuantdeskError
+from shared.market.bars import Timeframe
+from shared.memory import MemoryRole, MemoryStore, render_recollections
+from shared.storage.objects import ObjectRef, ObjectStore
+
+MARKDOWN = "text/markdown; charset=utf-8"
+RECALL_TOP_K = 2
+"""TradingAgents' ``n_matches``: two lessons per role are enough context, more are noise."""
+
+
+class ResolveAsOfRequest(BaseModel):
+    """The symbol to analyse and the analysis time asked for, if any."""
+
+    symbol: str = Field(min_length=1)
+    as_of: datetime | None = Field(None, description="None: the time of the latest daily bar")
+
+
+class ResolvedAsOf(BaseModel):
+    """The analysis time every tool of the run reads as of."""
+
+    symbol: str
+    as_of: datetime
+    latest_bar: datetime = Field(description="the last daily bar at or before as_of")
+
+
+class RecallRequest(BaseModel):
+    """Whose lessons to recall, for which situation, as of when."""
+
+    roles: list[MemoryRole] = Field(min_length=1)
+    situation: str = Field(description="the analysts' reports: what similar runs are matched on")
+    symbol: str | None = Field(None, description="only this ticker's lessons; None: every ticker")
+    as_of: datetime = Field(description="only lessons decided and resolved before this time")
+    top_k: int = Field(RECALL_TOP_K, ge=1, le=10)
+
+
+class RecalledMemories(BaseModel):
+    """Each role's lessons as the prompt text its agent reads."""
+
+    memories: dict[MemoryRole, str]
+    found: dict[MemoryRole, int] = Field(description="lessons recalled per role")
+
+
+class StoreReportRequest(BaseModel):
+    """A Markdown report and where the workflow wants it (a retry overwrites it)."""
+
+    markdown: str = Field(min_length=1)
+    target: ObjectRef
+
+
+class StoredReport(BaseModel):
+    """Where the report is and a link for people."""
+
+    report: ObjectRef
+    url: str = Field(description="presigned GET URL")
+    size_bytes: int
+
+
+def _aware(as_of: datetime, field: str = "as_of") -> datetime:
+    if as_of.utcoffset() is None:
+        raise InvalidInput(field, f"{as_of.isoformat()} has no timezone", fix="Add e.g. Z.")
+    return as_of.astimezone(UTC)
+
+
+class ResearchActivities:
+    """The Pipeline's I/O steps over services that are built on first use.
+
+    Building lazily lets a worker import and register these without reachable
+    vendors, database or S3; tests inject ``settings`` or ready services.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        router: DataRouter | None = None,
+        memory: MemoryStore | None = None,
+        store: ObjectStore | None = None,
+    ) -> None:
+        self._settings = settings
+        self._router = router
+        self._memory = memory
+        self._store = store
+
+    @property
+    def settings(self) -> Settings:
+        """The injected settings, else the worker's own."""
+        if self._settings is None:
+            self._settings = load_settings()
+        return self._settings
+
+    @property
+    def router(self) -> DataRouter:
+        """The data router; two threads racing here build two equal routers, which is harmless."""
+        if self._router is None:
+            from shared.data.factory import build_router
+
+            self._router = build_router(self.settings)
+        return self._router
+
+    @property
+    def memory(self) -> MemoryStore:
+        """The memory store (creates its schema on first use)."""
+        if self._memory is None:
+            self._memory = MemoryStore.from_settings(self.settings)
+        return self._memory
+
+    @property
+    def store(self) -> ObjectStore:
+        """The object store."""
+        if self._store is None:
+            self._store = ObjectStore.from_settings(self.settings)
+        return self._store
+
+    def _latest_bar(self, symbol: str, as_of: datetime) -> datetime | None:
+        """The last daily bar at or shortly before ``as_of`` in the routed vendors, if any.
+
+        A vendor that does not know the symbol at all (the sim market) raises
+        ``InvalidInput`` naming ``symbol``, which propagates from here.
+        """
+        try:
+            routed = self.router.call(
+                DataKind.OHLCV, lambda vendor: vendor.ohlcv(symbol, Timeframe.D1, as_of, 1)
+            )
+        except (NoData, NotConfigured):
+            return None
+        return routed.value[-1].time if routed.value else None
+
+    def _bundled_last_bar(self, symbol: str) -> datetime | None:
+        """The bundled files' last bar: they end in the past, so "now" finds them stale."""
+        from shared.market.sources import BundledSource
+
+        try:
+            return BundledSource().read(symbol, Timeframe.D1, lookback=1)[-1].time
+        except QuantdeskError:
+            return None
+
+    def _latest(self, symbol: str) -> datetime:
+        """The time of the symbol's latest daily bar anywhere we read."""
+        try:
+            latest = self._latest_bar(symbol, datetime.now(UTC))
+        except InvalidInput as error:
+            if error.field != "symbol":
+                raise
+            latest = None
+        latest = latest or self._bundled_last_bar(symbol)
+        if latest is None:
+            raise InvalidInput(
+                "symbol",
+                f"no daily bars for {symbol!r} in any routed vendor",
+                fix="Use a symbol of the bundled data, your local data or the sim universe.",
+            )
+        return latest
+
+    @activity.defn(name="resolve_as_of")
+    def resolve_as_of(self, request: ResolveAsOfRequest) -> ResolvedAsOf:
+        """The given analysis time (checked against the data), or the latest daily bar's.
+
+        An unknown symbol fails here, once, rather than as four analysts' "no data";
+        a known one with no bars by the given time fails naming ``as_of``.
+        """
+        with as_temporal_failures():
+            symbol = request.symbol.strip().upper()
+            if request.as_of is None:
+                latest = self._latest(symbol)
+                return ResolvedAsOf(symbol=symbol, as_of=latest, latest_bar=latest)
+            as_of = _aware(request.as_of)
+            try:
+                bar = self._latest_bar(symbol, as_of)
+            except InvalidInput as error:
+                if error.field != "symbol":
+                    raise
+                bar = None
+            if bar is None:
+                latest = self._latest(symbol)  # raises naming `symbol` if it is unknown
+                raise InvalidInput(
+                    "as_of",
+                    f"no daily bars for {symbol} at or shortly before {as_of.isoformat()}",
+                    fix=f"Use a time the data covers (its latest bar is {latest.isoformat()}).",
+                )
+            return ResolvedAsOf(symbol=symbol, as_of=as_of, latest_bar=bar)
+
+    @activity.defn(name="recall_memories")
+    def recall_memories(self, request: RecallRequest) -> RecalledMemories:
+        """Every role's closest lessons, rendered; one activity for all roles, one round trip."""
+        with as_temporal_failures():
+            as_of = _aware(request.as_of)
+            memories: dict[MemoryRole, str] = {}
+            found: dict[MemoryRole, int] = {}
+            for role in request.roles:
+                recalled = self.memory.recall(
+                    role,
+                    request.situation,
+                    as_of=as_of,
+                    top_k=request.top_k,
+                    symbol=request.symbol,
+                )
+                memories[role] = render_recollections(recalled)
+                found[role] = len(recalled)
+            return RecalledMemories(memories=memories, found=found)
+
+    @activity.defn(name="store_report")
+    def store_report(self, request: StoreReportRequest) -> StoredReport:
+        """Store the Markdown at the workflow's key and hand back a link."""
+        with as_temporal_failures():
+            data = request.markdown.encode()
+            ref = self.store.put_bytes(
+                request.target.model_copy(update={"content_type": MARKDOWN}), data
+            )
+            return StoredReport(report=ref, url=self.store.presigned_url(ref), size_bytes=len(data))
+
+    def activities(self) -> list[Callable[[Any], Any]]:
+        """What a tools worker registers."""
+        return [self.resolve_as_of, self.recall_memories, self.store_report]

@@ -1,0 +1,346 @@
+"""The whole Pipeline offline: time-skipping server, real S3, real activities and tools.
+
+GOOG reads the bundled bars; news, social and fundamentals come from the sim
+market, which has fictional tickers only, so GOOG's other analysts answer from
+"no data" (honestly). A sim ticker has data for all four. A local news file with
+a bankruptcy headline for one sim ticker drives the critical-abort path.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import WorkflowEnvironment
+
+import activities.tools as tool_activities
+from activities.llm import LlmActivities
+from activities.market import MARKET_ACTIVITIES
+from activities.research import ResearchActivities
+from activities.tools import run_tool_activity
+from shared.agents.pipeline.roles import (
+    ANALYST_AGENTS,
+    BEAR_RESEARCHER,
+    BULL_RESEARCHER,
+    DEBATER_AGENTS,
+    PORTFOLIO_MANAGER,
+    RESEARCH_MANAGER,
+    TRADER,
+)
+from shared.agents.pipeline.schemas import Rating, Speaker
+from shared.config import Settings
+from shared.data.bundled import BundledVendor
+from shared.data.local import LocalVendor
+from shared.data.router import DEFAULT_ROUTES, DataRouter
+from shared.data.sim import SimVendor
+from shared.llm.contracts import ChatRequest
+from shared.llm.providers import QUEUE_OFFLINE
+from shared.memory import Lesson, MemoryRole, MemoryStore, Outcome, SourceRun
+from shared.queues import TOOLS_QUEUE
+from shared.storage.objects import ObjectStore
+from shared.tools.registry import ToolServices
+from tests.servers import running_workers
+from workers.main import WorkerPlan
+from workflows.debates import DebateResult, DebateWorkflow, RiskResult, RiskWorkflow
+from workflows.pipeline import PipelineProgress, PipelineResult, PipelineState, PipelineWorkflow
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+QUEUE = "test-pipeline"
+AS_OF = "2012-06-01T00:00:00Z"
+SIM_AS_OF = datetime(2012, 6, 1, tzinfo=UTC)
+SIM_SYMBOLS = [listing.symbol for listing in SimVendor().universe(SIM_AS_OF)]
+FULL = SIM_SYMBOLS[0]
+"""A sim ticker: every analyst has data."""
+BANKRUPT = SIM_SYMBOLS[1]
+"""A sim ticker whose local company news reports a bankruptcy."""
+LESSON = "Trim a winner into strength before earnings"
+
+
+def _local_data(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    item = {
+        "id": "bk1",
+        "published_at": "2012-05-30T12:00:00Z",
+        "title": f"{BANKRUPT} files for Chapter 11 bankruptcy protection",
+        "summary": "The company filed for Chapter 11 after missing a bond payment.",
+        "source": "Wire Desk",
+        "symbols": [BANKRUPT],
+        "topics": ["bankruptcy"],
+        "sentiment": -0.9,
+    }
+    (root / "news.jsonl").write_text(json.dumps(item) + "\n")
+    return root
+
+
+def _memory(path: Path) -> MemoryStore:
+    store = MemoryStore(f"sqlite:///{path}")
+    store.record_lesson(
+        Lesson(
+            role=MemoryRole.BULL,
+            symbol="GOOG",
+            as_of=datetime(2011, 6, 1, tzinfo=UTC),
+            situation="GOOG close above its 50-bar SMA, RSI firm, market analyst bullish trend",
+            decision="Buy",
+            outcome=Outcome(realised_return=-0.05, alpha=-0.04, horizon_days=30),
+            lesson=LESSON,
+            source=SourceRun(workflow_id="old-run", run_id="r1"),
+        )
+    )
+    return store
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def workers(
+    ts_env: WorkflowEnvironment, s3_settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[None]:
+    tmp = tmp_path_factory.mktemp("pipeline")
+    router = DataRouter(
+        {
+            "local": LocalVendor(_local_data(tmp / "data")),
+            "bundled": BundledVendor(),
+            "sim": SimVendor(seed=s3_settings.data_seed),
+        },
+        DEFAULT_ROUTES,
+    )
+    store = ObjectStore.from_settings(s3_settings)
+    research = ResearchActivities(
+        s3_settings, router=router, memory=_memory(tmp / "memory.db"), store=store
+    )
+    plans = [
+        WorkerPlan(queue=QUEUE, workflows=[PipelineWorkflow, DebateWorkflow, RiskWorkflow]),
+        WorkerPlan(
+            queue=TOOLS_QUEUE,
+            activities=[run_tool_activity, *MARKET_ACTIVITIES, *research.activities()],
+            threads=True,
+        ),
+        WorkerPlan(
+            queue=QUEUE_OFFLINE, activities=[LlmActivities(s3_settings, QUEUE_OFFLINE).chat]
+        ),
+    ]
+    with pytest.MonkeyPatch.context() as patch:
+        # run_tool reads through the worker's own settings; here, through the test's router.
+        patch.setattr(
+            tool_activities, "tool_services", lambda: ToolServices(router=router, store=store)
+        )
+        async with running_workers(ts_env.client, plans):
+            yield
+
+
+RESULTS: dict[str, type] = {"Pipeline": PipelineResult, "Debate": DebateResult, "Risk": RiskResult}
+
+
+async def _start(env: WorkflowEnvironment, payload: object, flow: str = "Pipeline") -> Any:
+    return await env.client.start_workflow(
+        flow,
+        payload,
+        id=f"{flow.lower()}-{uuid.uuid4()}",
+        task_queue=QUEUE,
+        result_type=RESULTS[flow],
+    )
+
+
+async def _run(env: WorkflowEnvironment, payload: dict[str, Any]) -> tuple[Any, PipelineResult]:
+    handle = await _start(env, payload)
+    return handle, await handle.result()
+
+
+async def _chats(env: WorkflowEnvironment, handle: WorkflowHandle[Any, Any]) -> list[Any]:
+    """Every ``chat`` activity of a run in schedule order: (summary, request, event id),
+    and the completion events' scheduled ids."""
+    converter = env.client.data_converter
+    history = await handle.fetch_history()
+    chats = []
+    for event in history.events:
+        if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            continue
+        attrs = event.activity_task_scheduled_event_attributes
+        if attrs.activity_type.name != "chat":
+            continue
+        [summary] = await converter.decode([event.user_metadata.summary], [str])
+        [request] = await converter.decode(attrs.input.payloads, [ChatRequest])
+        chats.append((summary, request, event.event_id))
+    return chats
+
+
+def _agents(chats: list[Any]) -> Counter[str]:
+    return Counter(request.agent for _, request, _ in chats)
+
+
+def _child(env: WorkflowEnvironment, handle: Any, name: str) -> Any:
+    return env.client.get_workflow_handle(f"{handle.id}-{name}")
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 3])
+async def test_every_agent_speaks_as_often_as_the_rounds_ask(
+    ts_env: WorkflowEnvironment, workers: None, rounds: int
+) -> None:
+    handle, result = await _run(
+        ts_env, {"symbol": "GOOG", "as_of": AS_OF, "debate_rounds": rounds, "risk_rounds": rounds}
+    )
+
+    debate = _agents(await _chats(ts_env, _child(ts_env, handle, "debate")))
+    risk = _agents(await _chats(ts_env, _child(ts_env, handle, "risk")))
+    main = _agents(await _chats(ts_env, handle))
+    assert debate == {BULL_RESEARCHER: rounds, BEAR_RESEARCHER: rounds, RESEARCH_MANAGER: 1}
+    assert risk == {
+        DEBATER_AGENTS[s]: rounds
+        for s in (Speaker.AGGRESSIVE, Speaker.CONSERVATIVE, Speaker.NEUTRAL)
+    }
+    assert main[TRADER] == main[PORTFOLIO_MANAGER] == 1
+    assert set(main) == {*ANALYST_AGENTS.values(), TRADER, PORTFOLIO_MANAGER}
+    assert [t.speaker for t in result.research_transcript] == [Speaker.BULL, Speaker.BEAR] * rounds
+    assert len(result.risk_transcript) == 3 * rounds
+    assert result.usage.total.calls == sum(main.values()) + sum(debate.values()) + sum(
+        risk.values()
+    )
+    assert result.usage.by_agent[BULL_RESEARCHER].calls == rounds
+
+
+async def test_the_four_analysts_run_at_once(ts_env: WorkflowEnvironment, workers: None) -> None:
+    handle, _ = await _run(ts_env, {"symbol": FULL, "as_of": AS_OF})
+
+    history = await handle.fetch_history()
+    chats = await _chats(ts_env, handle)
+    first = {}
+    for _, request, event_id in chats:
+        first.setdefault(request.agent, event_id)
+    completed = [
+        e.event_id
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        and e.activity_task_completed_event_attributes.scheduled_event_id
+        in {event_id for _, _, event_id in chats}
+    ]
+    analysts = [first[agent] for agent in ANALYST_AGENTS.values()]
+    assert max(analysts) < min(completed)
+    summaries = {summary for summary, _, _ in chats}
+    assert {f"{agent} round 1" for agent in ANALYST_AGENTS.values()} <= summaries
+    assert {TRADER, PORTFOLIO_MANAGER} <= summaries
+
+
+async def test_a_sim_ticker_gets_four_informed_reports_and_a_stored_report(
+    ts_env: WorkflowEnvironment, workers: None
+) -> None:
+    _, result = await _run(ts_env, {"symbol": FULL, "as_of": AS_OF})
+
+    reports = result.reports.by_kind()
+    assert len(reports) == 4
+    assert all(len(report.key_points) >= 2 for report in reports.values())
+    assert result.price is not None and result.price.last_close and result.price.atr
+    assert result.proposal is not None and result.research_plan is not None
+    with urllib.request.urlopen(result.report.url, timeout=10) as response:
+        markdown = response.read().decode()
+    order = ["Market analyst report", "Bull/bear debate", "Research plan", "Trader's proposal"]
+    order += ["Risk debate", "Portfolio manager's decision"]
+    positions = [markdown.index(heading) for heading in order]
+    assert positions == sorted(positions)
+    assert result.report.report.key.startswith(f"pipeline/{result.workflow_id}/")
+
+
+async def test_each_agent_reads_only_what_it_should(
+    ts_env: WorkflowEnvironment, workers: None
+) -> None:
+    handle, result = await _run(ts_env, {"symbol": "GOOG", "as_of": AS_OF})
+
+    main = await _chats(ts_env, handle)
+    debate = await _chats(ts_env, _child(ts_env, handle, "debate"))
+    firsts = {r.agent: r for _, r, _ in main if r.agent in ANALYST_AGENTS.values()}
+    for request in firsts.values():
+        assert "reports" not in request.context and request.context["symbol"] == "GOOG"
+        assert request.context["as_of"].startswith("2012-06-01")
+    # An analyst's tool loop carries only its own tool results.
+    market = [r for _, r, _ in main if r.agent == ANALYST_AGENTS["market"]][-1]
+    tools = {m.name for m in market.messages if m.role == "tool"}
+    assert tools and tools <= {"get_ohlcv", "get_indicators"}
+    bull = next(r for _, r, _ in debate if r.agent == BULL_RESEARCHER)
+    assert "proposal" not in bull.context or bull.context["proposal"] is None
+    assert LESSON in bull.context["memories"]
+    assert LESSON not in (result.memories.get(MemoryRole.BEAR) or "")
+    [trader] = [r for _, r, _ in main if r.agent == TRADER]
+    assert trader.context["last_price"] == result.price.last_close
+    assert trader.context["reports"]["market"]["analyst"] == "market"
+    [pm] = [r for _, r, _ in main if r.agent == PORTFOLIO_MANAGER]
+    assert {t["speaker"] for t in pm.context["transcript"]} == {
+        "aggressive",
+        "conservative",
+        "neutral",
+    }
+
+
+async def test_a_critical_abort_skips_the_debates_the_trader_and_risk(
+    ts_env: WorkflowEnvironment, workers: None
+) -> None:
+    handle, result = await _run(ts_env, {"symbol": BANKRUPT, "as_of": AS_OF})
+
+    agents = _agents(await _chats(ts_env, handle))
+    assert result.decision.rating in (Rating.SELL, Rating.UNDERWEIGHT)
+    assert result.decision.abort_reason and "bankruptcy" in result.decision.abort_reason
+    assert result.abort_reason and result.abort_reason.startswith("fundamentals")
+    assert TRADER not in agents and agents[PORTFOLIO_MANAGER] == 1
+    assert not result.research_transcript and result.proposal is None
+    progress = await handle.query("progress", result_type=PipelineProgress)
+    assert {progress.steps[s] for s in ("debate", "trader", "risk", "recall_memories")} == {
+        "skipped"
+    }
+    assert progress.phase == "done"
+
+
+async def test_the_debate_reruns_alone_from_a_finished_pipelines_state(
+    ts_env: WorkflowEnvironment, workers: None
+) -> None:
+    handle, result = await _run(ts_env, {"symbol": "GOOG", "as_of": AS_OF, "debate_rounds": 2})
+    state = await handle.query("state", result_type=PipelineState)
+
+    again = await _start(ts_env, state.debate_input(), "Debate")
+    rerun = await again.result()
+    risk = await _start(ts_env, state.risk_input(), "Risk")
+    await risk.result()
+
+    assert rerun.transcript == result.research_transcript
+    assert rerun.research_plan == result.research_plan
+    assert _agents(await _chats(ts_env, again))[BULL_RESEARCHER] == 2
+    assert _agents(await _chats(ts_env, risk)) == {
+        DEBATER_AGENTS[s]: 1 for s in (Speaker.AGGRESSIVE, Speaker.CONSERVATIVE, Speaker.NEUTRAL)
+    }
+
+
+@pytest.mark.parametrize(
+    ("flow", "payload", "field"),
+    [
+        ("Pipeline", {"symbol": "NOPE", "as_of": AS_OF}, "symbol"),
+        ("Pipeline", {"as_of": AS_OF}, "symbol"),
+        ("Pipeline", {"symbol": "GOOG", "as_of": "2012-06-01T00:00:00"}, "as_of"),
+        ("Pipeline", {"symbol": "GOOG", "as_of": "1990-01-01T00:00:00Z"}, "as_of"),
+        ("Pipeline", {"symbol": "GOOG", "debate_rounds": 0}, "debate_rounds"),
+        ("Pipeline", {"symbol": "GOOG", "risk_rounds": 6}, "risk_rounds"),
+        ("Pipeline", {"symbol": "GOOG", "analysts": ["astrology"]}, "analysts.0"),
+        ("Pipeline", {"symbol": "GOOG", "analysts": []}, "analysts"),
+        ("Pipeline", {"symbol": "GOOG", "llm": {"provider": "skynet"}}, "llm.provider"),
+        ("Debate", {"symbol": "GOOG", "as_of": AS_OF}, "reports"),
+        ("Risk", {"symbol": "GOOG", "as_of": AS_OF, "reports": {}}, "proposal"),
+    ],
+)
+async def test_bad_input_fails_the_run_naming_the_field(
+    ts_env: WorkflowEnvironment, workers: None, flow: str, payload: object, field: str
+) -> None:
+    handle = await _start(ts_env, payload, flow)
+    with pytest.raises(WorkflowFailureError) as caught:
+        await handle.result()
+
+    cause = caught.value.cause
+    while cause is not None and not isinstance(cause, ApplicationError):
+        cause = cause.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.non_retryable
+    assert f"`{field}`" in cause.message

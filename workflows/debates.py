@@ -1,0 +1,288 @@
+"""The Pipeline's two debates as child workflows: ``Debate`` (bull/bear, then the research
+manager) and ``Risk`` (aggressive/conservative/neutral on the trader's proposal).
+
+Both walk ``speaking_order`` (bull first, 2×rounds turns; aggressive, conservative,
+neutral, 3×rounds turns): each turn is one ``chat`` whose messages and context are
+the speaker's ``DebaterInputs`` with the transcript so far, so every debater reads
+the same typed material its prompt shows. A separate workflow each, so a debate
+has its own history, progress and Web UI page, and can be started alone from a
+Pipeline's saved ``state`` to re-run only that part. The portfolio manager judges
+the risk debate in the Pipeline, which holds the plan and proposal it needs.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, Field, ValidationError
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.failures import as_temporal_failures
+    from shared.agents.pipeline.inputs import AnalystReports, DebaterInputs, ManagerInputs
+    from shared.agents.pipeline.prompts import debater_messages, manager_messages
+    from shared.agents.pipeline.roles import (
+        AGENTS,
+        DEBATER_AGENTS,
+        RESEARCH_MANAGER,
+        ManagerKind,
+        speaking_order,
+    )
+    from shared.agents.pipeline.schemas import (
+        Debate,
+        DebateTurn,
+        ResearchPlan,
+        Speaker,
+        TraderProposal,
+    )
+    from shared.llm.contracts import ChatRequest, LlmChoice, UsageReport
+    from shared.llm.providers import provider_spec
+    from shared.memory import MemoryRole
+    from shared.storage.buckets import PAYLOADS_BUCKET
+    from shared.storage.objects import ObjectRef
+    from workflows.inputs import parse_input
+    from workflows.llm_calls import chat
+
+MAX_ROUNDS = 5
+"""Each round adds 2 (research) or 3 (risk) calls and their transcript to every later prompt."""
+
+
+class StepState(StrEnum):
+    """Where one step of a Pipeline graph is; ``skipped`` after a critical abort."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class DebateProgress(BaseModel):
+    """The answer of a debate's ``progress`` query."""
+
+    steps: dict[str, StepState]
+    transcript: list[DebateTurn]
+    usage: UsageReport
+
+
+class DebateInput(BaseModel):
+    """What the bull/bear debate argues over; a Pipeline's ``state`` holds all of it."""
+
+    symbol: str = Field(min_length=1, max_length=32)
+    as_of: AwareDatetime
+    reports: AnalystReports
+    rounds: int = Field(1, ge=1, le=MAX_ROUNDS)
+    memories: dict[MemoryRole, str] = Field(
+        default_factory=dict, description="each role's recalled lessons; missing: none"
+    )
+    llm: LlmChoice = LlmChoice()
+
+
+class RiskInput(DebateInput):
+    """The risk debate also argues over the trader's proposal (and keeps the plan it follows)."""
+
+    proposal: TraderProposal
+    research_plan: ResearchPlan
+
+
+class DebateResult(BaseModel):
+    """The bull/bear transcript and the research manager's plan."""
+
+    transcript: list[DebateTurn]
+    research_plan: ResearchPlan
+    usage: UsageReport
+
+
+class RiskResult(BaseModel):
+    """The risk transcript, for the portfolio manager."""
+
+    transcript: list[DebateTurn]
+    usage: UsageReport
+
+
+def turn_step(speaker: Speaker, round_: int) -> str:
+    """A turn's step name and activity summary, e.g. ``bull_researcher round 2``."""
+    return f"{DEBATER_AGENTS[speaker]} round {round_}"
+
+
+def _turn_steps(order: list[Speaker]) -> list[str]:
+    seen: dict[Speaker, int] = {}
+    steps = []
+    for speaker in order:
+        seen[speaker] = seen.get(speaker, 0) + 1
+        steps.append(turn_step(speaker, seen[speaker]))
+    return steps
+
+
+def agent_request(
+    llm: LlmChoice, agent: str, prefix: str, *, step: str | None = None, **fields: Any
+) -> ChatRequest:
+    """A chat request for ``agent`` with its table row's model and schema.
+
+    The raw reply goes to ``{prefix}/{step}.raw.txt``; the prefix comes from the
+    workflow id and run id, so a retried call overwrites its own raw reply.
+    """
+    row = AGENTS[agent]
+    name = (step or agent).replace(" ", "-")
+    return ChatRequest(
+        agent=agent,
+        role=row.llm_role,
+        provider=llm.provider,
+        model=llm.model_for(row.llm_role),
+        response_schema=row.schema_name,
+        raw_reply_key=ObjectRef(bucket=PAYLOADS_BUCKET, key=f"{prefix}/{name}.raw.txt"),
+        **fields,
+    )
+
+
+def run_key_prefix(flow: str) -> str:
+    """``{flow}/{workflow_id}/{run_id}``: the object keys of this run."""
+    info = workflow.info()
+    return f"{flow}/{info.workflow_id}/{info.run_id}"
+
+
+class Floor:
+    """One debate's state and its turn loop, shared by ``Debate`` and ``Risk``."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, StepState] = {}
+        self.transcript: list[DebateTurn] = []
+        self.usage = UsageReport()
+
+    def progress(self) -> DebateProgress:
+        """What the ``progress`` query answers."""
+        return DebateProgress(steps=self.steps, transcript=self.transcript, usage=self.usage)
+
+    def plan(self, order: list[Speaker], *after: str) -> None:
+        """Show every turn (and the steps ``after`` them) as pending from the start."""
+        self.steps = {step: StepState.PENDING for step in [*_turn_steps(order), *after]}
+
+    async def step(self, name: str, work: Any) -> Any:
+        """Await ``work`` while ``name`` shows running, then done or failed."""
+        self.steps[name] = StepState.RUNNING
+        try:
+            result = await work
+        except BaseException:
+            self.steps[name] = StepState.FAILED
+            raise
+        self.steps[name] = StepState.DONE
+        return result
+
+    async def debate(
+        self, args: DebateInput, order: list[Speaker], proposal: TraderProposal | None
+    ) -> list[DebateTurn]:
+        """Every turn of ``order`` in sequence, each answering the transcript so far."""
+        prefix = run_key_prefix("debates")
+        for speaker in order:
+            inputs = DebaterInputs(
+                symbol=args.symbol,
+                reports=args.reports,
+                transcript=self.transcript,
+                memories=args.memories.get(MemoryRole(speaker.value), ""),
+                proposal=proposal,
+            )
+            round_ = inputs.next_round(speaker)
+            name = turn_step(speaker, round_)
+            with as_temporal_failures():
+                messages = debater_messages(speaker, inputs)
+            request = agent_request(
+                args.llm,
+                DEBATER_AGENTS[speaker],
+                prefix,
+                step=name,
+                messages=messages,
+                context=inputs.model_dump(mode="json"),
+            )
+            response = await self.step(name, chat(request, summary=name))
+            self.usage.add(request.agent, response.usage)
+            self.transcript.append(_turn(response.structured, speaker, round_))
+        return self.transcript
+
+
+def _turn(structured: dict[str, Any] | None, speaker: Speaker, round_: int) -> DebateTurn:
+    """The reply as a turn of ``speaker``'s ``round_``: the loop, not the model, counts turns."""
+    try:
+        return DebateTurn.model_validate(
+            {**(structured or {}), "speaker": speaker.value, "round": round_}
+        )
+    except ValidationError as error:
+        raise ApplicationError(
+            f"{DEBATER_AGENTS[speaker]} round {round_} gave no valid debate turn: {error}",
+            type="InvalidReply",
+            non_retryable=True,
+        ) from None
+
+
+def check_provider(llm: LlmChoice) -> None:
+    """An unknown provider fails the run naming ``llm.provider``."""
+    with as_temporal_failures():
+        provider_spec(llm.provider)
+
+
+@workflow.defn(name="Debate")
+class DebateWorkflow:
+    """The bull/bear debate over the analysts' reports, then the research manager's plan."""
+
+    def __init__(self) -> None:
+        self.floor = Floor()
+
+    @workflow.query(name="progress")
+    def progress(self) -> DebateProgress:
+        """Each turn's state, the transcript so far and the tokens spent."""
+        return self.floor.progress()
+
+    @workflow.run
+    async def run(self, raw: Any = None) -> DebateResult:
+        """Validate, debate ``rounds`` rounds, then let the research manager decide."""
+        args = parse_input(DebateInput, raw)
+        check_provider(args.llm)
+        order = speaking_order(Debate.RESEARCH, args.rounds)
+        self.floor.plan(order, RESEARCH_MANAGER)
+        transcript = await self.floor.debate(args, order, None)
+        inputs = ManagerInputs(
+            symbol=args.symbol,
+            reports=args.reports,
+            transcript=transcript,
+            memories=args.memories.get(MemoryRole.RESEARCH_MANAGER, ""),
+        )
+        with as_temporal_failures():
+            messages = manager_messages(ManagerKind.RESEARCH_MANAGER, inputs)
+        request = agent_request(
+            args.llm,
+            RESEARCH_MANAGER,
+            run_key_prefix("debates"),
+            messages=messages,
+            context=inputs.model_dump(mode="json"),
+        )
+        response = await self.floor.step(RESEARCH_MANAGER, chat(request))
+        self.floor.usage.add(RESEARCH_MANAGER, response.usage)
+        return DebateResult(
+            transcript=transcript,
+            research_plan=ResearchPlan.model_validate(response.structured),
+            usage=self.floor.usage,
+        )
+
+
+@workflow.defn(name="Risk")
+class RiskWorkflow:
+    """The risk debate over the trader's proposal; the Pipeline's portfolio manager judges it."""
+
+    def __init__(self) -> None:
+        self.floor = Floor()
+
+    @workflow.query(name="progress")
+    def progress(self) -> DebateProgress:
+        """Each turn's state, the transcript so far and the tokens spent."""
+        return self.floor.progress()
+
+    @workflow.run
+    async def run(self, raw: Any = None) -> RiskResult:
+        """Validate, then debate ``rounds`` rounds of aggressive, conservative, neutral."""
+        args = parse_input(RiskInput, raw)
+        check_provider(args.llm)
+        order = speaking_order(Debate.RISK, args.rounds)
+        self.floor.plan(order)
+        transcript = await self.floor.debate(args, order, args.proposal)
+        return RiskResult(transcript=transcript, usage=self.floor.usage)

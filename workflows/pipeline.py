@@ -1,0 +1,495 @@
+"""The ``Pipeline`` workflow: TradingAgents' per-ticker graph as one durable run.
+
+resolve the analysis time → the analysts in parallel (each its own tool loop,
+tools read as of that time) → a critical abort goes straight to the portfolio
+manager → else recall every role's lessons (one activity) → the bull/bear
+``Debate`` child (with the research manager's plan) → the trader → the ``Risk``
+child → the portfolio manager → a Markdown report of the whole run in S3.
+
+Each analyst's conversation stays its own: its request context is its
+``AnalystInputs`` and its tool results feed only its report (and, for the
+market analyst, the trader's price facts). Later agents read reports by name
+through their typed inputs. The ``state`` query returns everything produced so
+far, which is what ``Debate`` and ``Risk`` can be restarted from.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.failures import as_temporal_failures
+    from activities.research import (
+        RecalledMemories,
+        RecallRequest,
+        ResolveAsOfRequest,
+        ResolvedAsOf,
+        StoredReport,
+        StoreReportRequest,
+    )
+    from shared.agents.pipeline.facts import PriceFacts, payloads_of_results, price_facts
+    from shared.agents.pipeline.inputs import (
+        AnalystInputs,
+        AnalystReports,
+        ManagerInputs,
+        TraderInputs,
+    )
+    from shared.agents.pipeline.prompts import (
+        ANALYST_BRIEFS,
+        REPORT_HEADINGS,
+        analyst_messages,
+        manager_messages,
+        render_plan,
+        render_proposal,
+        render_report,
+        trader_messages,
+    )
+    from shared.agents.pipeline.roles import (
+        AGENTS,
+        ANALYST_AGENTS,
+        PORTFOLIO_MANAGER,
+        TRADER,
+        ManagerKind,
+    )
+    from shared.agents.pipeline.schemas import (
+        AnalystKind,
+        AnalystReport,
+        DebateTurn,
+        PortfolioDecision,
+        ResearchPlan,
+        TraderProposal,
+    )
+    from shared.llm.contracts import LlmChoice, UsageReport
+    from shared.memory import MemoryRole
+    from shared.queues import TOOLS_QUEUE
+    from shared.storage.buckets import REPORTS_BUCKET
+    from shared.storage.objects import ObjectRef
+    from shared.tools.registry import tool_specs
+    from workflows.concurrency import gather_all
+    from workflows.debates import (
+        MAX_ROUNDS,
+        DebateInput,
+        DebateResult,
+        RiskInput,
+        RiskResult,
+        StepState,
+        agent_request,
+        check_provider,
+        run_key_prefix,
+    )
+    from workflows.inputs import parse_input
+    from workflows.llm_calls import chat, run_tool_loop
+
+RESEARCH_START_TO_CLOSE = timedelta(minutes=1)
+RESEARCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
+MACRO_CONTEXT_MAX = 20_000
+"""Characters of macro context inline; a Scan's full summary will travel as an S3 key."""
+
+RESOLVE_AS_OF = "resolve_as_of"
+RECALL_MEMORIES = "recall_memories"
+DEBATE = "debate"
+RISK = "risk"
+REPORT = "report"
+
+
+class PipelineInput(BaseModel):
+    """What to analyse. ``{"symbol": "GOOG"}`` alone is enough."""
+
+    symbol: str = Field(min_length=1, max_length=32)
+    as_of: datetime | None = Field(None, description="analysis time (UTC); default: latest bar")
+    analysts: list[AnalystKind] = Field(
+        default_factory=lambda: list(AnalystKind), min_length=1, description="which analysts run"
+    )
+    debate_rounds: int = Field(1, ge=1, le=MAX_ROUNDS)
+    risk_rounds: int = Field(1, ge=1, le=MAX_ROUNDS)
+    llm: LlmChoice = LlmChoice()
+    macro_context: str | None = Field(
+        None,
+        max_length=MACRO_CONTEXT_MAX,
+        description="macro summary (e.g. a Scan's) as text; an S3 key is not accepted yet",
+    )
+    position: dict[str, Any] | None = Field(None, description="the portfolio's current holding")
+
+    @field_validator("as_of")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("give a timezone, e.g. 2012-06-01T00:00:00Z")
+        return value
+
+    @field_validator("analysts")
+    @classmethod
+    def _once_each(cls, value: list[AnalystKind]) -> list[AnalystKind]:
+        if len(set(value)) != len(value):
+            raise ValueError("name each analyst once")
+        # Graph order, whatever order they were given in.
+        return [kind for kind in AnalystKind if kind in value]
+
+
+class PipelineProgress(BaseModel):
+    """The answer of the ``progress`` query."""
+
+    phase: str
+    steps: dict[str, StepState]
+    usage: UsageReport
+
+
+class PipelineState(BaseModel):
+    """Everything the run has produced so far (the ``state`` query); the debates restart
+    from it."""
+
+    workflow_id: str
+    symbol: str
+    as_of: datetime | None = None
+    analysts: list[AnalystKind]
+    debate_rounds: int
+    risk_rounds: int
+    llm: LlmChoice
+    reports: AnalystReports = AnalystReports()
+    abort_reason: str | None = Field(None, description="the critical abort that ended the run")
+    memories: dict[MemoryRole, str] = Field(default_factory=dict)
+    price: PriceFacts | None = None
+    research_transcript: list[DebateTurn] = Field(default_factory=list)
+    research_plan: ResearchPlan | None = None
+    proposal: TraderProposal | None = None
+    risk_transcript: list[DebateTurn] = Field(default_factory=list)
+    decision: PortfolioDecision | None = None
+    report: StoredReport | None = None
+    usage: UsageReport = UsageReport()
+
+    def debate_input(self) -> DebateInput:
+        """The ``Debate`` child's input, to re-run the bull/bear debate from this state."""
+        if self.as_of is None or not self.reports.by_kind():
+            raise ValueError("the run has no analyst reports yet: nothing to debate")
+        return DebateInput(
+            symbol=self.symbol,
+            as_of=self.as_of,
+            reports=self.reports,
+            rounds=self.debate_rounds,
+            memories=self.memories,
+            llm=self.llm,
+        )
+
+    def risk_input(self) -> RiskInput:
+        """The ``Risk`` child's input, to re-run the risk debate from this state."""
+        if self.proposal is None or self.research_plan is None:
+            raise ValueError("the run has no trader proposal yet: nothing to debate")
+        return RiskInput(
+            **self.debate_input().model_dump(),
+            proposal=self.proposal,
+            research_plan=self.research_plan,
+        ).model_copy(update={"rounds": self.risk_rounds})
+
+
+class PipelineResult(PipelineState):
+    """The decision with everything it was based on, and the stored report."""
+
+    as_of: datetime
+    decision: PortfolioDecision
+    report: StoredReport
+
+
+def render_run_report(state: PipelineState) -> str:
+    """The whole run as Markdown, in graph order: reports, debate, plan, order, risk, decision."""
+    decision = state.decision
+    assert decision is not None and state.as_of is not None
+    parts = [
+        f"# {state.symbol}: {decision.rating.value} ({decision.signal.value})",
+        f"Analysis as of {state.as_of.isoformat()} · run `{state.workflow_id}`",
+        f"## Executive summary\n{decision.executive_summary}",
+        "# Analyst reports",
+    ]
+    given = state.reports.by_kind()
+    parts += [
+        f"## {REPORT_HEADINGS[kind]}\n{render_report(given[kind])}"
+        for kind in state.analysts
+        if kind in given
+    ]
+    if state.abort_reason:
+        parts.append(
+            f"# Critical abort\n{state.abort_reason}\n\nThe debates and trader were skipped."
+        )
+    if state.research_transcript:
+        parts.append("# Bull/bear debate\n" + _turns(state.research_transcript))
+    if state.research_plan:
+        parts.append(f"# Research plan\n{render_plan(state.research_plan)}")
+    if state.proposal:
+        parts.append(f"# Trader's proposal\n{render_proposal(state.proposal)}")
+    if state.risk_transcript:
+        parts.append("# Risk debate\n" + _turns(state.risk_transcript))
+    target = f"{decision.price_target:.6g}" if decision.price_target else "none"
+    parts.append(
+        f"# Portfolio manager's decision\n**{decision.rating.value}** ({decision.signal.value}), "
+        f"price target {target}, horizon {decision.time_horizon}\n\n{decision.investment_thesis}"
+    )
+    usage = state.usage.total
+    parts.append(f"---\nLLM calls {usage.calls}, tokens {usage.total_tokens}")
+    return "\n\n".join(parts) + "\n"
+
+
+def _turns(turns: list[DebateTurn]) -> str:
+    return "\n\n".join(
+        f"**{t.speaker.value}, round {t.round}**: {t.argument}"
+        + "".join(f"\n- {point}" for point in t.key_points)
+        for t in turns
+    )
+
+
+def _positive(value: float | None) -> float | None:
+    """A price fact the trader may use: the typed inputs refuse zero and negatives."""
+    return value if value is not None and value > 0 else None
+
+
+@workflow.defn(name="Pipeline")
+class PipelineWorkflow:
+    """Analysts ∥ → debate → trader → risk → portfolio manager, for one ticker."""
+
+    def __init__(self) -> None:
+        self.phase = "starting"
+        self.steps: dict[str, StepState] = {}
+        self.usage = UsageReport()
+        self.saved: PipelineState | None = None
+
+    @workflow.query(name="progress")
+    def progress(self) -> PipelineProgress:
+        """The phase, each step's state and the tokens spent so far."""
+        return PipelineProgress(phase=self.phase, steps=self.steps, usage=self.usage)
+
+    @workflow.query(name="state")
+    def state(self) -> PipelineState | None:
+        """Everything produced so far; None before the input was read."""
+        return self.saved
+
+    async def _step(self, name: str, work: Any) -> Any:
+        """Await ``work`` while ``name`` shows running, then done or failed."""
+        self.steps[name] = StepState.RUNNING
+        try:
+            result = await work
+        except BaseException:
+            self.steps[name] = StepState.FAILED
+            raise
+        self.steps[name] = StepState.DONE
+        return result
+
+    def _research(
+        self, activity: str, request: BaseModel, result_type: type, step: str | None = None
+    ) -> Any:
+        """One research activity on the tools queue, shown as ``step`` (default: its name)."""
+        return self._step(
+            step or activity,
+            workflow.execute_activity(
+                activity,
+                request,
+                result_type=result_type,
+                task_queue=TOOLS_QUEUE,
+                start_to_close_timeout=RESEARCH_START_TO_CLOSE,
+                retry_policy=RESEARCH_RETRY,
+                summary=activity,
+            ),
+        )
+
+    @workflow.run
+    async def run(self, raw: Any = None) -> PipelineResult:
+        """Validate, then walk the graph; a critical abort skips from the analysts to the PM."""
+        args = parse_input(PipelineInput, raw)
+        check_provider(args.llm)
+        info = workflow.info()
+        analysts = [ANALYST_AGENTS[kind] for kind in args.analysts]
+        later = [RECALL_MEMORIES, DEBATE, TRADER, RISK, PORTFOLIO_MANAGER, REPORT]
+        self.steps = {name: StepState.PENDING for name in [RESOLVE_AS_OF, *analysts, *later]}
+        state = self.saved = PipelineState(
+            workflow_id=info.workflow_id,
+            symbol=args.symbol.strip().upper(),
+            analysts=args.analysts,
+            debate_rounds=args.debate_rounds,
+            risk_rounds=args.risk_rounds,
+            llm=args.llm,
+            usage=self.usage,
+        )
+        self.phase = RESOLVE_AS_OF
+        resolved: ResolvedAsOf = await self._research(
+            RESOLVE_AS_OF, ResolveAsOfRequest(symbol=args.symbol, as_of=args.as_of), ResolvedAsOf
+        )
+        state.as_of = resolved.as_of
+        self.phase = "analysts"
+        await self._analysts(args, state)
+        aborted = state.reports.critical_abort()
+        if aborted is not None:
+            state.abort_reason = f"{aborted.analyst.value}: {aborted.critical_abort.reason}"
+            for name in (RECALL_MEMORIES, DEBATE, TRADER, RISK):
+                self.steps[name] = StepState.SKIPPED
+        else:
+            await self._debate_and_trade(args, state)
+        self.phase = PORTFOLIO_MANAGER
+        inputs = ManagerInputs(
+            symbol=state.symbol,
+            reports=state.reports,
+            transcript=state.risk_transcript,
+            memories=state.memories.get(MemoryRole.PORTFOLIO_MANAGER, ""),
+            research_plan=state.research_plan,
+            proposal=state.proposal,
+            last_price=_positive(state.price.last_close) if state.price else None,
+        )
+        state.decision = PortfolioDecision.model_validate(
+            await self._chat(args, PORTFOLIO_MANAGER, manager_messages, inputs)
+        )
+        self.phase = REPORT
+        state.report = await self._research(
+            "store_report",
+            StoreReportRequest(
+                markdown=render_run_report(state),
+                target=ObjectRef(
+                    bucket=REPORTS_BUCKET, key=f"{run_key_prefix('pipeline')}/report.md"
+                ),
+            ),
+            StoredReport,
+            REPORT,
+        )
+        self.phase = "done"
+        return PipelineResult.model_validate(state.model_dump())
+
+    async def _chat(self, args: PipelineInput, agent: str, build: Any, inputs: BaseModel) -> Any:
+        """One single-shot agent: its messages from its typed inputs, which are also its context."""
+        with as_temporal_failures():
+            if agent == PORTFOLIO_MANAGER:
+                messages = build(ManagerKind.PORTFOLIO_MANAGER, inputs)
+            else:
+                messages = build(inputs)
+        request = agent_request(
+            args.llm,
+            agent,
+            run_key_prefix("pipeline"),
+            messages=messages,
+            context=inputs.model_dump(mode="json"),
+        )
+        response = await self._step(agent, chat(request))
+        self.usage.add(agent, response.usage)
+        return response.structured
+
+    async def _analysts(self, args: PipelineInput, state: PipelineState) -> None:
+        """Every chosen analyst's tool loop at once; reports land under their own names."""
+        assert state.as_of is not None
+        inputs = AnalystInputs(
+            symbol=state.symbol,
+            as_of=state.as_of,
+            macro_context=args.macro_context,
+            position=args.position,
+        )
+        done = await gather_all(*(self._analyst(args, kind, inputs) for kind in args.analysts))
+        state.reports = AnalystReports.of(report for report, _ in done)
+        market = next((facts for report, facts in done if facts is not None), None)
+        state.price = market
+
+    async def _analyst(
+        self, args: PipelineInput, kind: AnalystKind, inputs: AnalystInputs
+    ) -> tuple[AnalystReport, PriceFacts | None]:
+        """One analyst's tool loop; the market analyst's tool results also give the price facts.
+
+        The tool context fixes the symbol and the analysis time, so no tool reads another
+        ticker or anything after ``as_of`` whatever the model asks for.
+        """
+        agent = ANALYST_AGENTS[kind]
+        prefix = run_key_prefix("pipeline")
+        with as_temporal_failures():
+            messages = analyst_messages(kind, inputs)
+        request = agent_request(
+            args.llm,
+            agent,
+            prefix,
+            messages=messages,
+            tools=tool_specs(ANALYST_BRIEFS[kind].tools, fixed=["symbol"]),
+            context=inputs.model_dump(mode="json"),
+        )
+        loop = await self._step(
+            agent,
+            run_tool_loop(
+                request,
+                tools_queue=TOOLS_QUEUE,
+                tool_context={
+                    "as_of": inputs.as_of.isoformat(),
+                    "symbol": inputs.symbol,
+                    "result_key_prefix": f"{prefix}/{agent}",
+                },
+                usage=self.usage,
+            ),
+        )
+        if loop.response.structured is None:
+            raise ApplicationError(
+                f"{agent} ended without a structured report",
+                type="InvalidReply",
+                non_retryable=True,
+            )
+        report = AGENTS[agent].schema.model_validate(loop.response.structured)
+        assert isinstance(report, AnalystReport)
+        facts = price_facts(payloads_of_results(loop.tool_results))
+        return report, facts if kind is AnalystKind.MARKET else None
+
+    async def _debate_and_trade(self, args: PipelineInput, state: PipelineState) -> None:
+        """Lessons → bull/bear debate and plan → trader → risk debate, filling ``state``."""
+        assert state.as_of is not None
+        self.phase = RECALL_MEMORIES
+        situation = "\n\n".join(r.report_markdown for r in state.reports.by_kind().values())
+        recalled: RecalledMemories = await self._research(
+            RECALL_MEMORIES,
+            RecallRequest(
+                roles=list(MemoryRole), situation=situation, symbol=state.symbol, as_of=state.as_of
+            ),
+            RecalledMemories,
+        )
+        state.memories = recalled.memories
+        wf_id = workflow.info().workflow_id
+
+        self.phase = DEBATE
+        debate: DebateResult = await self._step(
+            DEBATE,
+            workflow.execute_child_workflow(
+                "Debate",
+                state.debate_input(),
+                id=f"{wf_id}-debate",
+                result_type=DebateResult,
+                static_summary=f"Debate {state.symbol}, {args.debate_rounds} round(s)",
+            ),
+        )
+        self._count(debate.usage)
+        state.research_transcript = debate.transcript
+        state.research_plan = debate.research_plan
+
+        self.phase = TRADER
+        price = state.price or PriceFacts()
+        trader = TraderInputs(
+            symbol=state.symbol,
+            reports=state.reports,
+            research_plan=debate.research_plan,
+            memories=state.memories.get(MemoryRole.TRADER, ""),
+            last_price=_positive(price.last_close),
+            atr=_positive(price.atr),
+            volatility=price.volatility if price.volatility and price.volatility >= 0 else None,
+        )
+        state.proposal = TraderProposal.model_validate(
+            await self._chat(args, TRADER, trader_messages, trader)
+        )
+
+        self.phase = RISK
+        risk: RiskResult = await self._step(
+            RISK,
+            workflow.execute_child_workflow(
+                "Risk",
+                state.risk_input(),
+                id=f"{wf_id}-risk",
+                result_type=RiskResult,
+                static_summary=f"Risk {state.symbol}, {args.risk_rounds} round(s)",
+            ),
+        )
+        self._count(risk.usage)
+        state.risk_transcript = risk.transcript
+
+    def _count(self, child: UsageReport) -> None:
+        """A child's usage, per agent, into this run's."""
+        for agent, usage in child.by_agent.items():
+            self.usage.add(agent, usage)
