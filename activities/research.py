@@ -148,12 +148,19 @@ class ResearchActivities:
             return None
         return routed.value[-1].time if routed.value else None
 
-    def _bundled_last_bar(self, symbol: str) -> datetime | None:
-        """The bundled files' last bar: they end in the past, so "now" finds them stale."""
+    def _last_bar_of_fixed_data(self, symbol: str) -> datetime | None:
+        """The last bar of the data that ends in the past (bundled files, the sim world),
+        which "now" finds stale: the latest analysis time those data allow."""
+        from shared.data.sim.world import DEFAULT_END
         from shared.market.sources import BundledSource
 
         try:
             return BundledSource().read(symbol, Timeframe.D1, lookback=1)[-1].time
+        except QuantdeskError:
+            pass
+        sim_end = datetime.combine(DEFAULT_END, datetime.max.time(), tzinfo=UTC)
+        try:
+            return self._latest_bar(symbol, sim_end)
         except QuantdeskError:
             return None
 
@@ -165,7 +172,7 @@ class ResearchActivities:
             if error.field != "symbol":
                 raise
             latest = None
-        latest = latest or self._bundled_last_bar(symbol)
+        latest = latest or self._last_bar_of_fixed_data(symbol)
         if latest is None:
             raise InvalidInput(
                 "symbol",

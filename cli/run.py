@@ -295,7 +295,15 @@ async def _rerun(settings: Settings, source_id: str, part: str) -> int:
     from workers.client import connect
 
     client: Client = await connect(settings)
-    state = await client.get_workflow_handle(source_id).query("state", result_type=PipelineState)
+    try:
+        state = await client.get_workflow_handle(source_id).query(
+            "state", result_type=PipelineState
+        )
+    except RPCError as error:
+        console.print(
+            f"[bold red]cannot read the state of {source_id}:[/] {error}", highlight=False
+        )
+        return 1
     if state is None:
         console.print(f"[bold red]{source_id} has no saved state yet[/]")
         return 1

@@ -1,0 +1,34 @@
+"""Resolving the analysis time when a run names none."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from temporalio.exceptions import ApplicationError
+
+from activities.research import ResearchActivities, ResolveAsOfRequest
+from shared.config import Settings, load_settings
+
+
+@pytest.fixture
+def research(tmp_path: object) -> ResearchActivities:
+    settings: Settings = load_settings(data_dir=tmp_path)
+    return ResearchActivities(settings)
+
+
+@pytest.mark.parametrize(
+    ("symbol", "latest"),
+    [("GOOG", datetime(2013, 3, 1, tzinfo=UTC)), ("QBTX", datetime(2018, 12, 31, tzinfo=UTC))],
+)
+def test_no_as_of_means_the_last_bar_of_data_that_ended_in_the_past(
+    research: ResearchActivities, symbol: str, latest: datetime
+) -> None:
+    assert research.resolve_as_of(ResolveAsOfRequest(symbol=symbol)).as_of == latest
+
+
+def test_an_unknown_symbol_fails_once_naming_it(research: ResearchActivities) -> None:
+    with pytest.raises(ApplicationError) as caught:
+        research.resolve_as_of(ResolveAsOfRequest(symbol="NOPE"))
+
+    assert caught.value.non_retryable and "`symbol`" in caught.value.message
