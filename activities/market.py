@@ -91,11 +91,15 @@ class PatternScan(BaseModel):
 def detect_chart_patterns(request: PatternScanRequest) -> PatternScan:
     """Run the 16 detectors on exactly the bars of the pattern chart."""
     with as_temporal_failures():
-        columns = {
-            name: [getattr(bar, name) for bar in request.bars]
-            for name in ("open", "high", "low", "close")
-        }
-        return PatternScan(matches=detect_patterns(**columns))
+        bars = request.bars
+        return PatternScan(
+            matches=detect_patterns(
+                [b.open for b in bars],
+                [b.high for b in bars],
+                [b.low for b in bars],
+                [b.close for b in bars],
+            )
+        )
 
 
 MARKET_ACTIVITIES = [load_bars, detect_chart_patterns]

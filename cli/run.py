@@ -73,6 +73,36 @@ async def _follow(
     return await result_task
 
 
+async def _start_and_follow(
+    client: Client,
+    settings: Settings,
+    workflow_type: str,
+    workflow_input: Any,
+    *,
+    workflow_id: str,
+    result_type: type[Any],
+    summary: str,
+    progress_type: type[Any] = QuantAgentProgress,
+    table: Callable[[Any], Table] = _progress_table,
+) -> tuple[Any | None, str]:
+    """Start a run, show its progress live; its result (None if it failed) and Web UI link."""
+    handle = await client.start_workflow(
+        workflow_type,
+        workflow_input,
+        id=workflow_id,
+        task_queue=settings.queues.workflows,
+        result_type=result_type,
+        static_summary=summary,
+    )
+    ui_url = web_ui_url(settings, handle.id, handle.result_run_id)
+    console.print(f"started [bold]{handle.id}[/]  {ui_url}")
+    try:
+        return await _follow(handle, progress_type, table), ui_url
+    except WorkflowFailureError as error:
+        _failure(error)
+        return None, ui_url
+
+
 def _summary(result: QuantAgentResult, ui_url: str) -> Panel:
     decision = result.decision
     colour = "green" if decision.decision.value == "LONG" else "red"
@@ -114,20 +144,17 @@ async def _run_quantagent(settings: Settings, payload: dict[str, Any], workflow_
     from workers.client import connect
 
     client: Client = await connect(settings)
-    handle = await client.start_workflow(
+    result, ui_url = await _start_and_follow(
+        client,
+        settings,
         "QuantAgent",
         payload,
-        id=workflow_id,
-        task_queue=settings.queues.workflows,
+        workflow_id=workflow_id,
         result_type=QuantAgentResult,
-        static_summary=f"QuantAgent {payload['symbol']} {payload['timeframe']}",
+        summary=f"QuantAgent {payload['symbol']} {payload['timeframe']}",
     )
-    ui_url = web_ui_url(settings, handle.id, handle.result_run_id)
-    console.print(f"started [bold]{handle.id}[/]  {ui_url}")
-    try:
-        result = await _follow(handle)
-    except WorkflowFailureError as error:
-        return _failure(error)
+    if result is None:
+        return 1
     console.print()
     console.print(_summary(result, ui_url))
     _links(result, ui_url)
@@ -193,13 +220,12 @@ def _debate_table(progress: DebateProgress) -> Table:
     return _steps_table("Debate", progress.steps, progress.usage)
 
 
-def _failure(error: WorkflowFailureError) -> int:
+def _failure(error: WorkflowFailureError) -> None:
     """Print the innermost cause of a failed run (the one that names the field)."""
     cause: BaseException = error
     while isinstance(cause, WorkflowFailureError | FailureError) and cause.cause is not None:
         cause = cause.cause
     console.print(f"[bold red]run failed:[/] {cause or error}", highlight=False)
-    return 1
 
 
 def _pipeline_summary(result: PipelineResult) -> Panel:
@@ -232,20 +258,19 @@ async def _run_pipeline(settings: Settings, payload: dict[str, Any], workflow_id
     from workers.client import connect
 
     client: Client = await connect(settings)
-    handle = await client.start_workflow(
+    result, ui_url = await _start_and_follow(
+        client,
+        settings,
         "Pipeline",
         payload,
-        id=workflow_id,
-        task_queue=settings.queues.workflows,
+        workflow_id=workflow_id,
         result_type=PipelineResult,
-        static_summary=f"Pipeline {payload['symbol']}",
+        summary=f"Pipeline {payload['symbol']}",
+        progress_type=PipelineProgress,
+        table=_pipeline_table,
     )
-    ui_url = web_ui_url(settings, handle.id, handle.result_run_id)
-    console.print(f"started [bold]{handle.id}[/]  {ui_url}")
-    try:
-        result = await _follow(handle, PipelineProgress, _pipeline_table)
-    except WorkflowFailureError as error:
-        return _failure(error)
+    if result is None:
+        return 1
     console.print()
     console.print(_pipeline_summary(result))
     for label, url in (("report", result.report.url), ("Web UI", ui_url)):
@@ -313,20 +338,19 @@ async def _rerun(settings: Settings, source_id: str, part: str) -> int:
         console.print(f"[bold red]cannot re-run the {part.lower()}:[/] {error}")
         return 1
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    handle = await client.start_workflow(
+    result, ui_url = await _start_and_follow(
+        client,
+        settings,
         part,
         child_input,
-        id=f"{source_id}-{part.lower()}-rerun-{stamp}",
-        task_queue=settings.queues.workflows,
+        workflow_id=f"{source_id}-{part.lower()}-rerun-{stamp}",
         result_type=DebateResult if part == "Debate" else RiskResult,
-        static_summary=f"{part} {state.symbol}, re-run from {source_id}",
+        summary=f"{part} {state.symbol}, re-run from {source_id}",
+        progress_type=DebateProgress,
+        table=_debate_table,
     )
-    ui_url = web_ui_url(settings, handle.id, handle.result_run_id)
-    console.print(f"started [bold]{handle.id}[/]  {ui_url}")
-    try:
-        result = await _follow(handle, DebateProgress, _debate_table)
-    except WorkflowFailureError as error:
-        return _failure(error)
+    if result is None:
+        return 1
     lines = [f"**{t.speaker.value} {t.round}**: {t.argument}" for t in result.transcript]
     if isinstance(result, DebateResult):
         plan = result.research_plan
