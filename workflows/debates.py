@@ -12,7 +12,6 @@ the risk debate in the Pipeline, which holds the plan and proposal it needs.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field, ValidationError
@@ -44,19 +43,10 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.objects import ObjectRef
     from workflows.inputs import parse_input
     from workflows.llm_calls import chat
+    from workflows.progress import StepState, track
 
 MAX_ROUNDS = 5
 """Each round adds 2 (research) or 3 (risk) calls and their transcript to every later prompt."""
-
-
-class StepState(StrEnum):
-    """Where one step of a Pipeline graph is; ``skipped`` after a critical abort."""
-
-    PENDING = "pending"
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
-    SKIPPED = "skipped"
 
 
 class DebateProgress(BaseModel):
@@ -161,14 +151,7 @@ class Floor:
 
     async def step(self, name: str, work: Any) -> Any:
         """Await ``work`` while ``name`` shows running, then done or failed."""
-        self.steps[name] = StepState.RUNNING
-        try:
-            result = await work
-        except BaseException:
-            self.steps[name] = StepState.FAILED
-            raise
-        self.steps[name] = StepState.DONE
-        return result
+        return await track(self.steps, name, work)
 
     async def debate(
         self, args: DebateInput, order: list[Speaker], proposal: TraderProposal | None

@@ -78,13 +78,13 @@ with workflow.unsafe.imports_passed_through():
         DebateResult,
         RiskInput,
         RiskResult,
-        StepState,
         agent_request,
         check_provider,
         run_key_prefix,
     )
     from workflows.inputs import parse_input
     from workflows.llm_calls import chat, run_tool_loop
+    from workflows.progress import StepState, track
 
 RESEARCH_START_TO_CLOSE = timedelta(minutes=1)
 RESEARCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
@@ -268,14 +268,7 @@ class PipelineWorkflow:
 
     async def _step(self, name: str, work: Any) -> Any:
         """Await ``work`` while ``name`` shows running, then done or failed."""
-        self.steps[name] = StepState.RUNNING
-        try:
-            result = await work
-        except BaseException:
-            self.steps[name] = StepState.FAILED
-            raise
-        self.steps[name] = StepState.DONE
-        return result
+        return await track(self.steps, name, work)
 
     def _research(
         self, activity: str, request: BaseModel, result_type: type, step: str | None = None

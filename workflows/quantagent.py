@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -44,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.concurrency import gather_all
     from workflows.inputs import parse_input
     from workflows.llm_calls import chat, run_tool_loop
+    from workflows.progress import StepState, track
 
 DATA_START_TO_CLOSE = timedelta(minutes=1)
 CHART_START_TO_CLOSE = timedelta(minutes=2)
@@ -71,15 +71,6 @@ class QuantAgentInput(BaseModel):
         if value is not None and value.tzinfo is None:
             raise ValueError("give a timezone, e.g. 2012-06-01T00:00:00Z")
         return value
-
-
-class StepState(StrEnum):
-    """Where one step of the graph is."""
-
-    PENDING = "pending"
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
 
 
 STEPS = (
@@ -136,14 +127,7 @@ class QuantAgentWorkflow:
 
     async def _step(self, name: str, work: Any) -> Any:
         """Await ``work`` while the progress query shows ``name`` running, then done or failed."""
-        self.steps[name] = StepState.RUNNING
-        try:
-            result = await work
-        except BaseException:
-            self.steps[name] = StepState.FAILED
-            raise
-        self.steps[name] = StepState.DONE
-        return result
+        return await track(self.steps, name, work)
 
     def _key(self, step: str, suffix: str) -> str:
         info = workflow.info()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from enum import StrEnum
 from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field, field_validator
@@ -42,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.objects import ObjectRef
     from workflows.inputs import parse_input
     from workflows.llm_calls import chat
+    from workflows.progress import StepState, track
 
 DATA_START_TO_CLOSE = timedelta(minutes=1)
 MEMORY_START_TO_CLOSE = timedelta(minutes=1)
@@ -86,16 +86,6 @@ class ReflectInput(BaseModel):
         if isinstance(value, dict):
             return {k: {"text": v} if isinstance(v, str) else v for k, v in value.items()}
         return value
-
-
-class StepState(StrEnum):
-    """Where one step is."""
-
-    PENDING = "pending"
-    RUNNING = "running"
-    WAITING = "waiting"
-    DONE = "done"
-    FAILED = "failed"
 
 
 class ReflectProgress(BaseModel):
@@ -155,14 +145,7 @@ class ReflectWorkflow:
 
     async def _step(self, name: str, work: Any) -> Any:
         """Await ``work`` while the progress query shows ``name`` running, then done or failed."""
-        self.steps[name] = StepState.RUNNING
-        try:
-            result = await work
-        except BaseException:
-            self.steps[name] = StepState.FAILED
-            raise
-        self.steps[name] = StepState.DONE
-        return result
+        return await track(self.steps, name, work)
 
     @workflow.run
     async def run(self, raw: Any = None) -> ReflectResult:
