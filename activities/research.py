@@ -1,4 +1,5 @@
-"""The Pipeline's research activities on the ``tools`` queue: the analysis time, memories, report.
+"""The Pipeline's research activities on the ``tools`` queue: the analysis time, memories,
+reports, and stored texts read back (a Scan summary as macro context).
 
 Each is thin and synchronous (the data router, SQL and S3 clients all are; the
 worker runs them in threads). They are activities, not workflow code, because
@@ -21,7 +22,7 @@ from activities.failures import as_temporal_failures
 from shared.config import Settings, load_settings
 from shared.data.contracts import DataKind
 from shared.data.router import DataRouter
-from shared.errors import InvalidInput, NoData, NotConfigured, QuantdeskError
+from shared.errors import InvalidInput, NoData, NotConfigured, ObjectNotFound, QuantdeskError
 from shared.market.bars import Timeframe
 from shared.memory import MemoryRole, MemoryStore, render_recollections
 from shared.storage.objects import ObjectRef, ObjectStore
@@ -68,6 +69,22 @@ class StoreReportRequest(BaseModel):
 
     markdown: str = Field(min_length=1)
     target: ObjectRef
+
+
+class LoadTextRequest(BaseModel):
+    """A stored text (e.g. a Scan's summary) a workflow wants inline, and the input field
+    that named it, so a bad key fails naming what the user gave."""
+
+    source: ObjectRef
+    field: str = Field(min_length=1, description="the workflow input that held the key")
+    max_chars: int = Field(gt=0, description="longer texts are refused, not cut")
+
+
+class LoadedText(BaseModel):
+    """The stored text, decoded."""
+
+    text: str
+    source: ObjectRef
 
 
 class StoredReport(BaseModel):
@@ -238,6 +255,33 @@ class ResearchActivities:
             )
             return StoredReport(report=ref, url=self.store.presigned_url(ref), size_bytes=len(data))
 
+    @activity.defn(name="load_text")
+    def load_text(self, request: LoadTextRequest) -> LoadedText:
+        """The UTF-8 text stored at ``source``; a missing, binary or oversized object fails
+        for good naming ``field``, since another attempt would read the same bytes."""
+        with as_temporal_failures():
+            where = f"{request.source.bucket}/{request.source.key}"
+            try:
+                data = self.store.get_bytes(request.source)
+            except ObjectNotFound:
+                raise InvalidInput(
+                    request.field,
+                    f"no object at {where}",
+                    fix="Give the key of a stored summary, e.g. a Scan result's summary key.",
+                ) from None
+            try:
+                text = data.decode()
+            except UnicodeDecodeError:
+                raise InvalidInput(request.field, f"{where} is not UTF-8 text") from None
+            if not text.strip() or len(text) > request.max_chars:
+                raise InvalidInput(
+                    request.field,
+                    f"{where} holds {len(text)} characters; between 1 and "
+                    f"{request.max_chars} are accepted",
+                    fix="Point at the summary itself, not a whole report.",
+                )
+            return LoadedText(text=text, source=request.source)
+
     def activities(self) -> list[Callable[[Any], Any]]:
         """What a tools worker registers."""
-        return [self.resolve_as_of, self.recall_memories, self.store_report]
+        return [self.resolve_as_of, self.recall_memories, self.store_report, self.load_text]

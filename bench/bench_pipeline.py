@@ -1,34 +1,44 @@
 """Time the Pipeline's wall clock against its critical path and against the sum of its calls.
 
-Every LLM call is given a fixed latency (the offline answer, delayed by ``--latency``
-seconds in the ``chat`` activity), so the numbers show what the graph's shape costs:
-the four analysts run at once, so the wall time should be near the *critical path*
-(the longest analyst's calls, then every debate turn, manager, trader and PM in
-sequence) times the latency, far below the *sum* of all calls. Runs in-process on the
-time-skipping server with a real S3, like the tests; no stack is needed.
+Every LLM call goes over HTTP to the fake vendor of ``tests/fakes/llm_server.py``
+through the official OpenAI SDK, and the fake answers each after a fixed
+``--latency``. So the numbers show what the graph's shape costs: the four analysts
+run at once, so the wall time should be near the *critical path* (the longest
+analyst's calls, then every debate turn, manager, trader and PM in sequence) times
+the latency, far below the *sum* of all calls (what a sequential graph costs).
+
+What the fake answers is what the offline analysts answered the same prompts in a
+first, unmeasured run: the replay is keyed on the conversation as it arrives on the
+wire, so the measured run is the real graph with real decisions, and its final
+decision must equal the offline one. Runs in-process on the time-skipping server with
+a real S3, like the tests; no stack is needed.
 
     .venv/bin/python bench/bench_pipeline.py [--latency 0.5] [--rounds 1] [--symbol GOOG]
-
-Not the HTTP fake of ``tests/fakes/llm_server.py`` (yet): a delayed offline answer
-measures the same orchestration without configuring a provider's base URL.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import json
 import os
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from temporalio import activity  # noqa: E402
+from temporalio.client import Client  # noqa: E402
 from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
@@ -38,31 +48,119 @@ from activities.market import MARKET_ACTIVITIES  # noqa: E402
 from activities.research import ResearchActivities  # noqa: E402
 from activities.tools import run_tool_activity  # noqa: E402
 from shared.agents.pipeline.roles import ANALYST_AGENTS  # noqa: E402
+from shared.config import Settings, load_settings  # noqa: E402
 from shared.data.factory import build_router  # noqa: E402
 from shared.llm.contracts import ChatRequest, ChatResponse  # noqa: E402
-from shared.llm.providers import QUEUE_OFFLINE  # noqa: E402
+from shared.llm.providers import QUEUE_OFFLINE, QUEUE_OPENAI  # noqa: E402
 from shared.queues import TOOLS_QUEUE  # noqa: E402
 from shared.storage.objects import ObjectStore  # noqa: E402
 from shared.tools.registry import ToolServices  # noqa: E402
+from tests.fakes.llm_server import (  # noqa: E402
+    WIRE_BY_PATH,
+    FakeLlmServer,
+    FakeToolCall,
+    RecordedRequest,
+    Scripted,
+    Wire,
+    _Answer,
+    _render,
+)
 from tests.servers import running_workers, s3_for_tests  # noqa: E402
 from workers.main import WorkerPlan  # noqa: E402
 from workflows.debates import DebateWorkflow, RiskWorkflow  # noqa: E402
 from workflows.pipeline import PipelineResult, PipelineWorkflow  # noqa: E402
 
 QUEUE = "bench-pipeline"
+KEY = "sk-bench-not-a-real-key"
 
 
-def _delayed_chat(inner: LlmActivities, latency: float) -> object:
+def conversation_key(messages: Iterable[tuple[str, str]]) -> str:
+    """Which turn of which agent a conversation is: its system prompt, its opening user
+    prompt (each agent's and each debate turn's differ) and how many tool results it holds."""
+    pairs = list(messages)
+    system = next((content for role, content in pairs if role == "system"), "")
+    user = next((content for role, content in pairs if role == "user"), "")
+    tools = sum(1 for role, _ in pairs if role == "tool")
+    return hashlib.sha256(json.dumps([system, user, tools]).encode()).hexdigest()
+
+
+class ReplayVendor(FakeLlmServer):
+    """The fake vendor answering each conversation with its recorded reply, after ``latency``."""
+
+    def __init__(self, replies: dict[str, ChatResponse], latency: float) -> None:
+        super().__init__()
+        self.replies = replies
+        self.latency = latency
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self._count = threading.Lock()
+
+    def answer(self, request: RecordedRequest) -> _Answer:
+        wire = WIRE_BY_PATH.get(request.path, Wire.OPENAI)
+        body = request.body or {}
+        key = conversation_key((m["role"], m.get("content") or "") for m in body["messages"])
+        with self._count:
+            self.requests.append(request)
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            self._stopping.wait(self.latency)
+            recorded = self.replies.get(key)
+            if recorded is None:
+                return _render(Scripted(status=400, message="no recorded reply"), wire, request)
+            calls = tuple(FakeToolCall(c.name, c.arguments, c.id) for c in recorded.tool_calls)
+            usage = (recorded.usage.input_tokens, recorded.usage.output_tokens)
+            return _render(
+                Scripted(text=recorded.text, tool_calls=calls, usage=usage), wire, request
+            )
+        finally:
+            with self._count:
+                self.in_flight -= 1
+
+
+def _recording_chat(inner: LlmActivities, replies: dict[str, ChatResponse]) -> object:
     @activity.defn(name="chat")
     async def chat(request: ChatRequest) -> ChatResponse:
-        await asyncio.sleep(latency)
-        return await inner.chat(request)
+        response = await inner.chat(request)
+        replies[conversation_key((m.role, m.content) for m in request.messages)] = response
+        return response
 
     return chat
 
 
+@asynccontextmanager
+async def _workers(client: Client, settings: Settings, chat: WorkerPlan) -> AsyncIterator[None]:
+    plans = [
+        WorkerPlan(queue=QUEUE, workflows=[PipelineWorkflow, DebateWorkflow, RiskWorkflow]),
+        WorkerPlan(
+            queue=TOOLS_QUEUE,
+            activities=[
+                run_tool_activity,
+                *MARKET_ACTIVITIES,
+                *ResearchActivities(settings).activities(),
+            ],
+            threads=True,
+        ),
+        chat,
+    ]
+    async with running_workers(client, plans):
+        yield
+
+
+async def _pipeline(client: Client, payload: dict[str, Any]) -> PipelineResult:
+    return await client.execute_workflow(
+        "Pipeline",
+        payload,
+        id=f"bench-pipeline-{uuid.uuid4().hex[:8]}",
+        task_queue=QUEUE,
+        result_type=PipelineResult,
+    )
+
+
 async def main(latency: float, rounds: int, symbol: str, as_of: str) -> None:
-    with tempfile.TemporaryDirectory() as tmp, s3_for_tests(Path(tmp)) as settings:
+    payload = {"symbol": symbol, "as_of": as_of, "debate_rounds": rounds, "risk_rounds": rounds}
+    replies: dict[str, ChatResponse] = {}
+    with tempfile.TemporaryDirectory() as tmp, s3_for_tests(Path(tmp)) as s3:
         env = await WorkflowEnvironment.start_time_skipping(
             data_converter=pydantic_data_converter,
             test_server_existing_path=str(
@@ -71,40 +169,30 @@ async def main(latency: float, rounds: int, symbol: str, as_of: str) -> None:
         )
         # run_tool reads through the worker's own settings; here, the temporary S3's.
         tool_activities.tool_services = lambda: ToolServices(
-            router=build_router(settings), store=ObjectStore.from_settings(settings)
+            router=build_router(s3), store=ObjectStore.from_settings(s3)
         )
-        plans = [
-            WorkerPlan(queue=QUEUE, workflows=[PipelineWorkflow, DebateWorkflow, RiskWorkflow]),
-            WorkerPlan(
-                queue=TOOLS_QUEUE,
-                activities=[
-                    run_tool_activity,
-                    *MARKET_ACTIVITIES,
-                    *ResearchActivities(settings).activities(),
-                ],
-                threads=True,
-            ),
-            WorkerPlan(
-                queue=QUEUE_OFFLINE,
-                activities=[_delayed_chat(LlmActivities(settings, QUEUE_OFFLINE), latency)],
-            ),
-        ]
         try:
-            async with running_workers(env.client, plans):
-                started = time.perf_counter()
-                result = await env.client.execute_workflow(
-                    "Pipeline",
-                    {
-                        "symbol": symbol,
-                        "as_of": as_of,
-                        "debate_rounds": rounds,
-                        "risk_rounds": rounds,
-                    },
-                    id=f"bench-pipeline-{uuid.uuid4().hex[:8]}",
-                    task_queue=QUEUE,
-                    result_type=PipelineResult,
+            offline = WorkerPlan(
+                queue=QUEUE_OFFLINE,
+                activities=[_recording_chat(LlmActivities(s3, QUEUE_OFFLINE), replies)],
+            )
+            async with _workers(env.client, s3, offline):
+                recorded = await _pipeline(env.client, payload)
+            with ReplayVendor(replies, latency) as vendor:
+                settings = load_settings(
+                    data_dir=s3.data_dir,
+                    s3=s3.s3.model_dump(),
+                    openai={"api_key": KEY, "base_url": vendor.base_url_openai},
                 )
-                wall = time.perf_counter() - started
+                chat = WorkerPlan(
+                    queue=QUEUE_OPENAI, activities=[LlmActivities(settings, QUEUE_OPENAI).chat]
+                )
+                async with _workers(env.client, settings, chat):
+                    started = time.perf_counter()
+                    result = await _pipeline(env.client, {**payload, "llm": {"provider": "openai"}})
+                    wall = time.perf_counter() - started
+                http_requests = len(vendor.requests)
+                most_in_flight = vendor.most_in_flight
         finally:
             await env.shutdown()
     calls = Counter({agent: u.calls for agent, u in result.usage.by_agent.items()})
@@ -112,11 +200,13 @@ async def main(latency: float, rounds: int, symbol: str, as_of: str) -> None:
     sequential = sum(n for agent, n in calls.items() if agent not in ANALYST_AGENTS.values())
     critical = longest + sequential
     total = sum(calls.values())
-    print(f"{symbol} as of {as_of}, {rounds} round(s), {latency:.2f} s per LLM call")
+    same = result.decision == recorded.decision
+    print(f"{symbol} as of {as_of}, {rounds} round(s), {latency:.2f} s per LLM call over HTTP")
     print(
-        f"calls: {total} in all; critical path {critical} "
-        f"(longest analyst {longest} + {sequential} in sequence)"
+        f"calls: {total} in all ({http_requests} HTTP requests, at most {most_in_flight} at "
+        f"once); critical path {critical} (longest analyst {longest} + {sequential} in sequence)"
     )
+    print(f"decision {result.decision.rating.value}, identical to the offline run's: {same}")
     print(f"wall time      {wall:6.2f} s")
     print(
         f"critical path  {critical * latency:6.2f} s  (wall/critical {wall / (critical * latency):.2f})"

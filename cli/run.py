@@ -291,6 +291,9 @@ def pipeline(
     model: str | None = typer.Option(None, help="quick model (analysts, debaters, trader)"),
     deep_model: str | None = typer.Option(None, help="deep model (the two managers)"),
     macro_context: str | None = typer.Option(None, help="macro summary text for the analysts"),
+    macro_key: str | None = typer.Option(
+        None, help="a stored Scan summary as BUCKET/KEY (e.g. the key `run scan` prints)"
+    ),
 ) -> None:
     """Run the per-ticker Pipeline for SYMBOL and print the portfolio manager's decision."""
     with fail_on_quantdesk_errors():
@@ -301,6 +304,7 @@ def pipeline(
             "debate_rounds": rounds,
             "risk_rounds": risk_rounds,
             "macro_context": macro_context,
+            "macro_context_key": _object_ref(macro_key, "--macro-key") if macro_key else None,
             "llm": {
                 "provider": provider or settings.default_provider,
                 "model": model,
@@ -313,6 +317,14 @@ def pipeline(
         workflow_id = f"pipeline-{symbol}-{stamp}-{uuid.uuid4().hex[:6]}"
         status = asyncio.run(_run_pipeline(settings, payload, workflow_id))
     finish(status)
+
+
+def _object_ref(text: str, option: str) -> dict[str, str]:
+    """``BUCKET/KEY`` or ``s3://BUCKET/KEY`` as an object reference."""
+    bucket, _, key = text.removeprefix("s3://").partition("/")
+    if not bucket or not key:
+        raise typer.BadParameter(f"{text!r} is not BUCKET/KEY", param_hint=option)
+    return {"bucket": bucket, "key": key}
 
 
 async def _rerun(settings: Settings, source_id: str, part: str) -> int:

@@ -27,6 +27,7 @@ from temporalio.testing import WorkflowEnvironment
 import activities.tools as tool_activities
 from activities.llm import LlmActivities
 from activities.market import MARKET_ACTIVITIES
+from activities.reflection import ReflectionActivities
 from activities.research import ResearchActivities
 from activities.tools import run_tool_activity
 from shared.agents.pipeline.roles import (
@@ -48,12 +49,14 @@ from shared.llm.contracts import ChatRequest
 from shared.llm.providers import QUEUE_OFFLINE
 from shared.memory import Lesson, MemoryRole, MemoryStore, Outcome, SourceRun
 from shared.queues import TOOLS_QUEUE
-from shared.storage.objects import ObjectStore
+from shared.storage.buckets import REPORTS_BUCKET
+from shared.storage.objects import ObjectRef, ObjectStore
 from shared.tools.registry import ToolServices
 from tests.servers import running_workers
 from workers.main import WorkerPlan
 from workflows.debates import DebateResult, DebateWorkflow, RiskResult, RiskWorkflow
 from workflows.pipeline import PipelineProgress, PipelineResult, PipelineState, PipelineWorkflow
+from workflows.reflect import ReflectResult, ReflectWorkflow
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 QUEUE = "test-pipeline"
@@ -65,6 +68,8 @@ FULL = SIM_SYMBOLS[0]
 BANKRUPT = SIM_SYMBOLS[1]
 """A sim ticker whose local company news reports a bankruptcy."""
 LESSON = "Trim a winner into strength before earnings"
+ABORT_LESSON = "Exit at once on a bankruptcy filing; recoveries come too late"
+MACRO = "Scan summary: late-cycle economy, hawkish central bank, tech leadership narrowing."
 
 
 def _local_data(root: Path) -> Path:
@@ -97,6 +102,18 @@ def _memory(path: Path) -> MemoryStore:
             source=SourceRun(workflow_id="old-run", run_id="r1"),
         )
     )
+    store.record_lesson(
+        Lesson(
+            role=MemoryRole.PORTFOLIO_MANAGER,
+            symbol=BANKRUPT,
+            as_of=datetime(2011, 3, 1, tzinfo=UTC),
+            situation=f"{BANKRUPT} bankruptcy filing Chapter 11 missed bond payment",
+            decision="Sell",
+            outcome=Outcome(realised_return=0.2, alpha=0.18, horizon_days=30),
+            lesson=ABORT_LESSON,
+            source=SourceRun(workflow_id="old-run", run_id="r2"),
+        )
+    )
     return store
 
 
@@ -114,14 +131,22 @@ async def workers(
         DEFAULT_ROUTES,
     )
     store = ObjectStore.from_settings(s3_settings)
-    research = ResearchActivities(
-        s3_settings, router=router, memory=_memory(tmp / "memory.db"), store=store
-    )
+    memory = _memory(tmp / "memory.db")
+    research = ResearchActivities(s3_settings, router=router, memory=memory, store=store)
+    reflection = ReflectionActivities(s3_settings, router=router, store=memory)
     plans = [
-        WorkerPlan(queue=QUEUE, workflows=[PipelineWorkflow, DebateWorkflow, RiskWorkflow]),
+        WorkerPlan(
+            queue=QUEUE,
+            workflows=[PipelineWorkflow, DebateWorkflow, RiskWorkflow, ReflectWorkflow],
+        ),
         WorkerPlan(
             queue=TOOLS_QUEUE,
-            activities=[run_tool_activity, *MARKET_ACTIVITIES, *research.activities()],
+            activities=[
+                run_tool_activity,
+                *MARKET_ACTIVITIES,
+                *research.activities(),
+                *reflection.activities(),
+            ],
             threads=True,
         ),
         WorkerPlan(
@@ -137,7 +162,12 @@ async def workers(
             yield
 
 
-RESULTS: dict[str, type] = {"Pipeline": PipelineResult, "Debate": DebateResult, "Risk": RiskResult}
+RESULTS: dict[str, type] = {
+    "Pipeline": PipelineResult,
+    "Debate": DebateResult,
+    "Risk": RiskResult,
+    "Reflect": ReflectResult,
+}
 
 
 async def _start(env: WorkflowEnvironment, payload: object, flow: str = "Pipeline") -> Any:
@@ -290,10 +320,57 @@ async def test_a_critical_abort_skips_the_debates_the_trader_and_risk(
     assert TRADER not in agents and agents[PORTFOLIO_MANAGER] == 1
     assert not result.research_transcript and result.proposal is None
     progress = await handle.query("progress", result_type=PipelineProgress)
-    assert {progress.steps[s] for s in ("debate", "trader", "risk", "recall_memories")} == {
-        "skipped"
-    }
+    assert {progress.steps[s] for s in ("debate", "trader", "risk")} == {"skipped"}
+    assert progress.steps["recall_memories"] == "done"
     assert progress.phase == "done"
+    [pm] = [r for _, r, _ in await _chats(ts_env, handle) if r.agent == PORTFOLIO_MANAGER]
+    assert ABORT_LESSON in pm.context["memories"]
+    assert ABORT_LESSON in pm.messages[-1].content
+
+
+async def test_a_stored_scan_summary_reaches_the_analysts_and_both_managers(
+    ts_env: WorkflowEnvironment, workers: None, s3_settings: Settings
+) -> None:
+    key = ObjectRef(bucket=REPORTS_BUCKET, key=f"scan/test-{uuid.uuid4().hex[:6]}/summary.md")
+    ObjectStore.from_settings(s3_settings).put_bytes(key, MACRO.encode())
+    payload = {"symbol": "GOOG", "as_of": AS_OF, "macro_context_key": key.model_dump()}
+    handle, result = await _run(ts_env, {**payload, "analysts": ["market", "news"]})
+
+    main = await _chats(ts_env, handle)
+    debate = await _chats(ts_env, _child(ts_env, handle, "debate"))
+    readers = [r for _, r, _ in main + debate if r.agent in {*ANALYST_AGENTS.values()}]
+    readers += [r for _, r, _ in main + debate if r.agent in {RESEARCH_MANAGER, PORTFOLIO_MANAGER}]
+    assert {r.agent for r in readers} == {
+        ANALYST_AGENTS["market"],
+        ANALYST_AGENTS["news"],
+        RESEARCH_MANAGER,
+        PORTFOLIO_MANAGER,
+    }
+    assert all(r.context["macro_context"] == MACRO for r in readers)
+    assert all(MACRO in r.messages[1].content for r in readers)
+    assert result.macro_context == MACRO
+    progress = await handle.query("progress", result_type=PipelineProgress)
+    assert progress.steps["load_macro_context"] == "done"
+
+
+async def test_the_next_run_recalls_what_reflecting_on_the_last_one_taught(
+    ts_env: WorkflowEnvironment, workers: None
+) -> None:
+    _, first = await _run(ts_env, {"symbol": "GOOG", "as_of": AS_OF})
+    reflected = await (
+        await _start(ts_env, first.reflect_input(horizon_bars=5), "Reflect")
+    ).result()
+    learned = reflected.reflections[MemoryRole.TRADER].reflection.lesson
+    assert reflected.inserted == len(first.reflect_input().decisions) >= 4
+    assert reflected.learned_at > first.as_of
+
+    # Before the horizon has passed the lesson does not exist yet; after it, it is recalled.
+    _, early = await _run(ts_env, {"symbol": "GOOG", "as_of": "2012-06-05T00:00:00Z"})
+    handle, later = await _run(ts_env, {"symbol": "GOOG", "as_of": "2012-06-15T00:00:00Z"})
+    assert learned not in early.memories[MemoryRole.TRADER]
+    assert learned in later.memories[MemoryRole.TRADER]
+    [trader] = [r for _, r, _ in await _chats(ts_env, handle) if r.agent == TRADER]
+    assert learned in trader.messages[-1].content
 
 
 async def test_the_debate_reruns_alone_from_a_finished_pipelines_state(
@@ -327,6 +404,24 @@ async def test_the_debate_reruns_alone_from_a_finished_pipelines_state(
         ("Pipeline", {"symbol": "GOOG", "analysts": ["astrology"]}, "analysts.0"),
         ("Pipeline", {"symbol": "GOOG", "analysts": []}, "analysts"),
         ("Pipeline", {"symbol": "GOOG", "llm": {"provider": "skynet"}}, "llm.provider"),
+        (
+            "Pipeline",
+            {
+                "symbol": "GOOG",
+                "as_of": AS_OF,
+                "macro_context_key": {"bucket": "reports", "key": "no/such.md"},
+            },
+            "macro_context_key",
+        ),
+        (
+            "Pipeline",
+            {
+                "symbol": "GOOG",
+                "macro_context": "x",
+                "macro_context_key": {"bucket": "b", "key": "k"},
+            },
+            "(input)",
+        ),
         ("Debate", {"symbol": "GOOG", "as_of": AS_OF}, "reports"),
         ("Risk", {"symbol": "GOOG", "as_of": AS_OF, "reports": {}}, "proposal"),
     ],

@@ -68,6 +68,7 @@ class DebateInput(BaseModel):
         default_factory=dict, description="each role's recalled lessons; missing: none"
     )
     llm: LlmChoice = LlmChoice()
+    macro_context: str | None = Field(None, description="the Scan's summary the manager reads")
 
 
 class RiskInput(DebateInput):
@@ -229,6 +230,7 @@ class DebateWorkflow:
             reports=args.reports,
             transcript=transcript,
             memories=args.memories.get(MemoryRole.RESEARCH_MANAGER, ""),
+            macro_context=args.macro_context,
         )
         with as_temporal_failures():
             messages = manager_messages(ManagerKind.RESEARCH_MANAGER, inputs)

@@ -1,10 +1,11 @@
 """The ``Pipeline`` workflow: TradingAgents' per-ticker graph as one durable run.
 
-resolve the analysis time → the analysts in parallel (each its own tool loop,
-tools read as of that time) → a critical abort goes straight to the portfolio
-manager → else recall every role's lessons (one activity) → the bull/bear
-``Debate`` child (with the research manager's plan) → the trader → the ``Risk``
-child → the portfolio manager → a Markdown report of the whole run in S3.
+resolve the analysis time (and read a stored Scan summary, if given as the macro
+context) → the analysts in parallel (each its own tool loop, tools read as of that
+time) → recall every role's lessons (one activity) → a critical abort goes
+straight to the portfolio manager → else the bull/bear ``Debate`` child (with the
+research manager's plan) → the trader → the ``Risk`` child → the portfolio
+manager → a Markdown report of the whole run in S3.
 
 Each analyst's conversation stays its own: its request context is its
 ``AnalystInputs`` and its tool results feed only its report (and, for the
@@ -18,14 +19,17 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.failures import as_temporal_failures
+    from activities.reflection import DEFAULT_HORIZON_BARS
     from activities.research import (
+        LoadedText,
+        LoadTextRequest,
         RecalledMemories,
         RecallRequest,
         ResolveAsOfRequest,
@@ -65,8 +69,9 @@ with workflow.unsafe.imports_passed_through():
         ResearchPlan,
         TraderProposal,
     )
+    from shared.agents.reflection import stance_of
     from shared.llm.contracts import LlmChoice, UsageReport
-    from shared.memory import MemoryRole
+    from shared.memory import MemoryRole, SourceRun
     from shared.queues import TOOLS_QUEUE
     from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
@@ -85,13 +90,15 @@ with workflow.unsafe.imports_passed_through():
     from workflows.inputs import parse_input
     from workflows.llm_calls import chat, run_tool_loop
     from workflows.progress import StepState, track
+    from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
 
 RESEARCH_START_TO_CLOSE = timedelta(minutes=1)
 RESEARCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 MACRO_CONTEXT_MAX = 20_000
-"""Characters of macro context inline; a Scan's full summary will travel as an S3 key."""
+"""Characters of macro context, inline or stored: a Scan summary is a few thousand."""
 
 RESOLVE_AS_OF = "resolve_as_of"
+LOAD_MACRO_CONTEXT = "load_macro_context"
 RECALL_MEMORIES = "recall_memories"
 DEBATE = "debate"
 RISK = "risk"
@@ -110,9 +117,11 @@ class PipelineInput(BaseModel):
     risk_rounds: int = Field(1, ge=1, le=MAX_ROUNDS)
     llm: LlmChoice = LlmChoice()
     macro_context: str | None = Field(
+        None, max_length=MACRO_CONTEXT_MAX, description="a macro summary as text"
+    )
+    macro_context_key: ObjectRef | None = Field(
         None,
-        max_length=MACRO_CONTEXT_MAX,
-        description="macro summary (e.g. a Scan's) as text; an S3 key is not accepted yet",
+        description="where a Scan stored its summary (Markdown or JSON); read once at the start",
     )
     position: dict[str, Any] | None = Field(None, description="the portfolio's current holding")
 
@@ -122,6 +131,12 @@ class PipelineInput(BaseModel):
         if value is not None and value.tzinfo is None:
             raise ValueError("give a timezone, e.g. 2012-06-01T00:00:00Z")
         return value
+
+    @model_validator(mode="after")
+    def _one_macro_source(self) -> PipelineInput:
+        if self.macro_context is not None and self.macro_context_key is not None:
+            raise ValueError("give macro_context or macro_context_key, not both")
+        return self
 
     @field_validator("analysts")
     @classmethod
@@ -151,6 +166,7 @@ class PipelineState(BaseModel):
     debate_rounds: int
     risk_rounds: int
     llm: LlmChoice
+    macro_context: str | None = Field(None, description="the macro summary every agent read")
     reports: AnalystReports = AnalystReports()
     abort_reason: str | None = Field(None, description="the critical abort that ended the run")
     memories: dict[MemoryRole, str] = Field(default_factory=dict)
@@ -174,6 +190,7 @@ class PipelineState(BaseModel):
             rounds=self.debate_rounds,
             memories=self.memories,
             llm=self.llm,
+            macro_context=self.macro_context,
         )
 
     def risk_input(self) -> RiskInput:
@@ -193,6 +210,50 @@ class PipelineResult(PipelineState):
     as_of: datetime
     decision: PortfolioDecision
     report: StoredReport
+    run_id: str = Field(description="the Temporal run that made the decision")
+
+    def reflect_input(
+        self, *, horizon_bars: int = DEFAULT_HORIZON_BARS, llm: LlmChoice | None = None
+    ) -> ReflectInput:
+        """What ``Reflect`` grades once the horizon has passed: each role's last words with
+        their direction, on the situation the lessons will be matched against later.
+
+        A risk debater whose turn states no direction is left out rather than guessed.
+        """
+        decisions: dict[MemoryRole, RoleDecision] = {}
+        for turn in [*self.research_transcript, *self.risk_transcript]:
+            role = MemoryRole(turn.speaker.value)
+            if stance_of(role, turn.argument) is not None:
+                decisions[role] = RoleDecision(text=turn.argument[:DECISION_MAX_CHARS])
+        if self.research_plan is not None:
+            decisions[MemoryRole.RESEARCH_MANAGER] = RoleDecision(
+                text=render_plan(self.research_plan)[:DECISION_MAX_CHARS],
+                direction=self.research_plan.recommendation.value,
+            )
+        if self.proposal is not None:
+            decisions[MemoryRole.TRADER] = RoleDecision(
+                text=render_proposal(self.proposal)[:DECISION_MAX_CHARS],
+                direction=self.proposal.action.value,
+            )
+        decision = self.decision
+        decisions[MemoryRole.PORTFOLIO_MANAGER] = RoleDecision(
+            text=f"{decision.rating.value}: {decision.executive_summary}"[:DECISION_MAX_CHARS],
+            direction=decision.rating.value,
+        )
+        return ReflectInput(
+            source=SourceRun(workflow_id=self.workflow_id, run_id=self.run_id),
+            symbol=self.symbol,
+            as_of=self.as_of,
+            situation=situation_of(self.reports),
+            decisions=decisions,
+            horizon_bars=horizon_bars,
+            llm=llm or self.llm,
+        )
+
+
+def situation_of(reports: AnalystReports) -> str:
+    """The market as the analysts saw it: what lessons are recorded under and recalled by."""
+    return "\n\n".join(report.report_markdown for report in reports.by_kind().values())
 
 
 def render_run_report(state: PipelineState) -> str:
@@ -295,7 +356,8 @@ class PipelineWorkflow:
         info = workflow.info()
         analysts = [ANALYST_AGENTS[kind] for kind in args.analysts]
         later = [RECALL_MEMORIES, DEBATE, TRADER, RISK, PORTFOLIO_MANAGER, REPORT]
-        self.steps = {name: StepState.PENDING for name in [RESOLVE_AS_OF, *analysts, *later]}
+        first = [RESOLVE_AS_OF, *([LOAD_MACRO_CONTEXT] if args.macro_context_key else [])]
+        self.steps = {name: StepState.PENDING for name in [*first, *analysts, *later]}
         state = self.saved = PipelineState(
             workflow_id=info.workflow_id,
             symbol=args.symbol.strip().upper(),
@@ -303,6 +365,7 @@ class PipelineWorkflow:
             debate_rounds=args.debate_rounds,
             risk_rounds=args.risk_rounds,
             llm=args.llm,
+            macro_context=args.macro_context,
             usage=self.usage,
         )
         self.phase = RESOLVE_AS_OF
@@ -310,12 +373,26 @@ class PipelineWorkflow:
             RESOLVE_AS_OF, ResolveAsOfRequest(symbol=args.symbol, as_of=args.as_of), ResolvedAsOf
         )
         state.as_of = resolved.as_of
+        if args.macro_context_key is not None:
+            self.phase = LOAD_MACRO_CONTEXT
+            loaded: LoadedText = await self._research(
+                "load_text",
+                LoadTextRequest(
+                    source=args.macro_context_key,
+                    field="macro_context_key",
+                    max_chars=MACRO_CONTEXT_MAX,
+                ),
+                LoadedText,
+                LOAD_MACRO_CONTEXT,
+            )
+            state.macro_context = loaded.text
         self.phase = "analysts"
         await self._analysts(args, state)
+        await self._recall(state)
         aborted = state.reports.critical_abort()
         if aborted is not None:
             state.abort_reason = f"{aborted.analyst.value}: {aborted.critical_abort.reason}"
-            for name in (RECALL_MEMORIES, DEBATE, TRADER, RISK):
+            for name in (DEBATE, TRADER, RISK):
                 self.steps[name] = StepState.SKIPPED
         else:
             await self._debate_and_trade(args, state)
@@ -328,6 +405,7 @@ class PipelineWorkflow:
             research_plan=state.research_plan,
             proposal=state.proposal,
             last_price=_positive(state.price.last_close) if state.price else None,
+            macro_context=state.macro_context,
         )
         state.decision = PortfolioDecision.model_validate(
             await self._chat(args, PORTFOLIO_MANAGER, manager_messages, inputs)
@@ -345,7 +423,7 @@ class PipelineWorkflow:
             REPORT,
         )
         self.phase = "done"
-        return PipelineResult.model_validate(state.model_dump())
+        return PipelineResult.model_validate({**state.model_dump(), "run_id": info.run_id})
 
     async def _chat(self, args: PipelineInput, agent: str, build: Any, inputs: BaseModel) -> Any:
         """One single-shot agent: its messages from its typed inputs, which are also its context."""
@@ -371,7 +449,7 @@ class PipelineWorkflow:
         inputs = AnalystInputs(
             symbol=state.symbol,
             as_of=state.as_of,
-            macro_context=args.macro_context,
+            macro_context=state.macro_context,
             position=args.position,
         )
         done = await gather_all(*(self._analyst(args, kind, inputs) for kind in args.analysts))
@@ -423,11 +501,12 @@ class PipelineWorkflow:
         facts = price_facts(payloads_of_results(loop.tool_results))
         return report, facts if kind is AnalystKind.MARKET else None
 
-    async def _debate_and_trade(self, args: PipelineInput, state: PipelineState) -> None:
-        """Lessons → bull/bear debate and plan → trader → risk debate, filling ``state``."""
+    async def _recall(self, state: PipelineState) -> None:
+        """Every role's closest lessons from before ``as_of``, matched on the reports; the
+        portfolio manager reads its own on the abort path too."""
         assert state.as_of is not None
         self.phase = RECALL_MEMORIES
-        situation = "\n\n".join(r.report_markdown for r in state.reports.by_kind().values())
+        situation = situation_of(state.reports)
         recalled: RecalledMemories = await self._research(
             RECALL_MEMORIES,
             RecallRequest(
@@ -436,6 +515,10 @@ class PipelineWorkflow:
             RecalledMemories,
         )
         state.memories = recalled.memories
+
+    async def _debate_and_trade(self, args: PipelineInput, state: PipelineState) -> None:
+        """Bull/bear debate and plan → trader → risk debate, filling ``state``."""
+        assert state.as_of is not None
         wf_id = workflow.info().workflow_id
 
         self.phase = DEBATE

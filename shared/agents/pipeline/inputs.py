@@ -14,7 +14,7 @@ report as the fundamentals one, which is what TradingAgents' risk manager read.
 | trader (``trader_messages``)    | ``TraderInputs``   | symbol, reports, research_plan, memories, last_price, atr,     |
 |                                 |                  | volatility                                                     |
 | managers (``manager_messages``) | ``ManagerInputs``  | symbol, reports, transcript, memories, research_plan and       |
-|                                 |                  | proposal (portfolio manager), last_price                       |
+|                                 |                  | proposal (portfolio manager), last_price, macro_context        |
 """
 
 from __future__ import annotations
@@ -143,3 +143,4 @@ class ManagerInputs(BaseModel):
     research_plan: ResearchPlan | None = None
     proposal: TraderProposal | None = None
     last_price: float | None = Field(None, gt=0)
+    macro_context: str | None = Field(None, description="the Scan's macro summary, if any")

@@ -258,6 +258,10 @@ def render_plan(plan: ResearchPlan) -> str:
     return f"Recommendation: {plan.recommendation.value}\nRationale: {plan.rationale}\n{actions}"
 
 
+def _macro_section(macro_context: str | None) -> str | None:
+    return _section("Macro context", macro_context) if macro_context else None
+
+
 def _memories_section(memories: str) -> str | None:
     if not memories.strip():
         return None
@@ -290,7 +294,7 @@ def analyst_messages(kind: AnalystKind, inputs: AnalystInputs) -> list[ChatMessa
         _user(
             [
                 _section("Task", task),
-                _section("Macro context", inputs.macro_context) if inputs.macro_context else None,
+                _macro_section(inputs.macro_context),
                 _section("Current position", position) if position else None,
             ]
         ),
@@ -381,6 +385,7 @@ def _abort_messages(report: AnalystReport, inputs: ManagerInputs) -> list[ChatMe
                 _section(
                     "Critical abort", f"{report.analyst.value}: {report.critical_abort.reason}"
                 ),
+                _macro_section(inputs.macro_context),
                 _reports_section(inputs.reports),
                 _memories_section(inputs.memories),
                 _section("Task", task),
@@ -410,6 +415,7 @@ def manager_messages(kind: ManagerKind, inputs: ManagerInputs) -> list[ChatMessa
                 _section("Research plan", render_plan(plan)) if plan else None,
                 _section("The trader's proposal", render_proposal(proposal)) if proposal else None,
                 _section("Last price", _number(inputs.last_price)) if inputs.last_price else None,
+                _macro_section(inputs.macro_context),
                 _reports_section(inputs.reports),
                 _turns_section(f"The {debate.value} debate", inputs.transcript),
                 _memories_section(inputs.memories),
