@@ -22,7 +22,7 @@ from shared.agents.schemas import schema_named
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError, InvalidInput, StructuredOutputError
 from shared.llm import clients
-from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse
+from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, Usage
 from shared.llm.offline import answer_offline
 from shared.llm.providers import ClientKind, ProviderSpec, provider_spec
 from shared.llm.structured import repair_messages, schema_instruction, validate_reply
@@ -147,7 +147,22 @@ class LlmActivities:
             if schema is not None and not response.tool_calls:
                 response = await self._validated(request, response, spec, model, images)
             latency = (time.monotonic() - started) * 1000
-            return response.model_copy(update={"latency_ms": round(latency, 1), "model": model})
+            return response.model_copy(
+                update={
+                    "latency_ms": round(latency, 1),
+                    "model": model,
+                    "usage": self._priced(response.usage, model),
+                }
+            )
+
+    def _priced(self, usage: Usage, model: str) -> Usage:
+        """The usage with its cost at this worker's price table (unpriced models counted)."""
+        price = self.settings.price_of(model)
+        if price is None:
+            return usage.model_copy(update={"unpriced_calls": usage.calls})
+        return usage.model_copy(
+            update={"cost_usd": price.cost(usage.input_tokens, usage.output_tokens)}
+        )
 
     async def _validated(
         self,

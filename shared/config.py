@@ -22,6 +22,7 @@ from shared.data.contracts import DataKind
 from shared.data.factory import VENDORS
 from shared.data.router import DEFAULT_ROUTES
 from shared.errors import ConfigError
+from shared.llm.pricing import DEFAULT_PRICES, ModelPrice
 from shared.llm.providers import PROVIDERS, LlmRole, ProviderSpec
 from shared.queues import DEFAULT_WORKFLOWS_QUEUE
 from shared.storage.buckets import BUCKETS
@@ -132,6 +133,20 @@ class Settings(BaseSettings):
     )
     data_seed: int = Field(7, description="seed of the simulated market (the sim vendor)")
     data_cache: bool = Field(True, description="keep network vendors' answers in data_dir")
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=lambda: dict(DEFAULT_PRICES),
+        description='USD per million tokens per model, JSON like {"gpt-4.1": {"input": 2, '
+        '"output": 8}}, merged over the defaults',
+    )
+
+    @field_validator("prices", mode="after")
+    @classmethod
+    def _over_default_prices(cls, value: dict[str, ModelPrice]) -> dict[str, ModelPrice]:
+        return {**DEFAULT_PRICES, **value}
+
+    def price_of(self, model: str) -> ModelPrice | None:
+        """The configured price of ``model``, if it has one."""
+        return self.prices.get(model)
 
     @field_validator("data_routes", mode="before")
     @classmethod

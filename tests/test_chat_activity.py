@@ -291,3 +291,25 @@ async def test_a_reply_slower_than_the_timeout_is_retried(
 
     assert len(fake.requests) == 2
     assert result.note.stance == "bullish"
+
+
+async def test_each_reply_is_priced_at_the_workers_table(
+    fake: FakeLlmServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("QUANTDESK_PRICES", '{"house-model": {"input": 1, "output": 3}}')
+    fake.reply_text("priced", usage=(1_000, 200))
+    fake.reply_text("custom", usage=(1_000, 200))
+    fake.reply_text("unknown", usage=(1_000, 200))
+    settings = _settings(fake)
+
+    default = await _chat(settings, QUEUE_OPENAI, _request(model="gpt-4.1-mini"))
+    custom = await _chat(settings, QUEUE_OPENAI, _request(model="house-model"))
+    unpriced = await _chat(settings, QUEUE_OPENAI, _request(model="gpt-9-preview"))
+
+    assert default.usage.cost_usd == pytest.approx((1_000 * 0.4 + 200 * 1.6) / 1e6)
+    assert custom.usage.cost_usd == pytest.approx((1_000 * 1 + 200 * 3) / 1e6)
+    assert (unpriced.usage.cost_usd, unpriced.usage.unpriced_calls) == (0.0, 1)
+    assert settings.price_of("gpt-4.1") is not None  # the defaults survive the override
+    total = default.usage + custom.usage + unpriced.usage
+    assert (total.calls, total.unpriced_calls) == (3, 1)
+    assert total.cost_usd == pytest.approx(default.usage.cost_usd + custom.usage.cost_usd)

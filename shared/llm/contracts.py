@@ -50,12 +50,16 @@ class Usage(BaseModel):
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cost_usd: float = Field(0.0, ge=0, description="at the worker's price table")
+    unpriced_calls: int = Field(0, ge=0, description="calls to a model with no price")
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             calls=self.calls + other.calls,
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+            unpriced_calls=self.unpriced_calls + other.unpriced_calls,
         )
 
     @property
