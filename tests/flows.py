@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from tests.probe_tools import TEST_TOOLS_QUEUE
     from workflows.inputs import parse_input
     from workflows.llm_calls import run_tool_loop
+    from workflows.resume import Resumable
 
 
 class ProbeInput(BaseModel):
@@ -42,7 +43,7 @@ class ProbeResult(BaseModel):
 
 
 @workflow.defn(name="ToolLoopProbe")
-class ToolLoopProbe:
+class ToolLoopProbe(Resumable):
     """One analyst with one tool, through the real chat and tool activities."""
 
     def __init__(self) -> None:
@@ -53,9 +54,15 @@ class ToolLoopProbe:
         """Usage so far."""
         return self.usage
 
+    @workflow.query(name="waiting")
+    def waiting(self) -> dict[str, str]:
+        """The calls waiting for ``resume``."""
+        return self.waiting_steps()
+
     @workflow.run
     async def run(self, raw: Any = None) -> ProbeResult:
         """Validate, then run the tool loop."""
+        self.open_gate()
         args = parse_input(ProbeInput, raw)
         with as_temporal_failures():
             provider_spec(args.llm.provider)

@@ -14,6 +14,7 @@ settings hold none), so one test can take it away and give it back.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import uuid
@@ -24,8 +25,6 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowFailureError
-from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.charts import ChartActivities
@@ -48,7 +47,7 @@ from tests.fakes.llm_server import (
     _render,
 )
 from workers.main import WorkerPlan, build_worker
-from workflows.quantagent import QuantAgentResult, QuantAgentWorkflow
+from workflows.quantagent import QuantAgentProgress, QuantAgentResult, QuantAgentWorkflow
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 QUEUE = "test-quantagent-vendors"
@@ -225,6 +224,16 @@ class AgentRoutedFake(FakeLlmServer):
         """The single request of route ``name``."""
         [request] = self.routed[name]
         return request
+
+
+async def _until_waiting(handle: Any, calls: int) -> QuantAgentProgress:
+    """The run's progress once ``calls`` calls wait for ``resume``."""
+    for _ in range(300):
+        progress = await handle.query("progress", result_type=QuantAgentProgress)
+        if len(progress.waiting) >= calls:
+            return progress
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"fewer than {calls} calls ever waited")
 
 
 # -- fixtures ------------------------------------------------------------------
@@ -462,42 +471,37 @@ async def test_out_of_range_decision_gets_one_repair_and_the_repair_is_used(
     assert result.usage.by_agent["decision_agent"].calls == 2
 
 
-async def test_missing_openai_key_fails_at_once_and_the_worker_keeps_serving(
+async def test_a_missing_key_parks_the_run_until_resumed_after_the_fix(
     ts_env: WorkflowEnvironment, fake: AgentRoutedFake, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     monkeypatch.delenv("QUANTDESK_OPENAI__API_KEY", raising=False)
     workflow_id = f"qa-vendor-nokey-{uuid.uuid4()}"
+    handle = await ts_env.client.start_workflow(
+        "QuantAgent",
+        {"symbol": "GOOG", "timeframe": "1d", "llm": {"provider": "openai"}},
+        id=workflow_id,
+        task_queue=QUEUE,
+        result_type=QuantAgentResult,
+    )
 
-    with pytest.raises(WorkflowFailureError) as caught:
-        await ts_env.client.execute_workflow(
-            "QuantAgent",
-            {"symbol": "GOOG", "timeframe": "1d", "llm": {"provider": "openai"}},
-            id=workflow_id,
-            task_queue=QUEUE,
-            result_type=QuantAgentResult,
-        )
-
-    cause: BaseException | None = caught.value.cause
-    while cause is not None and not isinstance(cause, ApplicationError):
-        cause = getattr(cause, "cause", None)
-    assert isinstance(cause, ApplicationError)
-    assert cause.non_retryable
-    assert cause.type == "ConfigError"
-    assert "OPENAI_API_KEY" in cause.message
-    assert KEY not in cause.message
+    progress = await _until_waiting(handle, 3)
+    assert set(progress.waiting) == {"indicator_agent round 1", "pattern_agent", "trend_agent"}
+    for reason in progress.waiting.values():
+        assert "OPENAI_API_KEY" in reason and KEY not in reason
     assert fake.requests == []
-    history = await ts_env.client.get_workflow_handle(workflow_id).fetch_history()
+    history = await handle.fetch_history()
     attempts = [
         event.activity_task_started_event_attributes.attempt
         for event in history.events
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
     ]
-    assert attempts and set(attempts) == {1}  # nothing was retried
+    assert attempts and set(attempts) == {1}  # nothing was retried: a key is not a glitch
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     script_happy_path(fake, "openai")
-    result = await run(ts_env, "openai")
+    await handle.signal("resume")
+    result = await handle.result()
 
     assert result.decision == QuantDecision.model_validate(DECISION_REPLY)
     assert {request.api_key for request in fake.requests} == {KEY}

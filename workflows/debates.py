@@ -43,18 +43,17 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.objects import ObjectRef
     from workflows.inputs import parse_input
     from workflows.llm_calls import chat
-    from workflows.progress import StepState, track
+    from workflows.progress import RunProgress, StepState, track
+    from workflows.resume import Resumable
 
 MAX_ROUNDS = 5
 """Each round adds 2 (research) or 3 (risk) calls and their transcript to every later prompt."""
 
 
-class DebateProgress(BaseModel):
-    """The answer of a debate's ``progress`` query."""
+class DebateProgress(RunProgress):
+    """The answer of a debate's ``progress`` query, with the transcript so far."""
 
-    steps: dict[str, StepState]
     transcript: list[DebateTurn]
-    usage: UsageReport
 
 
 class DebateInput(BaseModel):
@@ -142,9 +141,11 @@ class Floor:
         self.transcript: list[DebateTurn] = []
         self.usage = UsageReport()
 
-    def progress(self) -> DebateProgress:
+    def progress(self, waiting: dict[str, str]) -> DebateProgress:
         """What the ``progress`` query answers."""
-        return DebateProgress(steps=self.steps, transcript=self.transcript, usage=self.usage)
+        return DebateProgress.of(
+            self.steps, self.usage, waiting=waiting, transcript=self.transcript
+        )
 
     def plan(self, order: list[Speaker], *after: str) -> None:
         """Show every turn (and the steps ``after`` them) as pending from the start."""
@@ -206,7 +207,7 @@ def check_provider(llm: LlmChoice) -> None:
 
 
 @workflow.defn(name="Debate")
-class DebateWorkflow:
+class DebateWorkflow(Resumable):
     """The bull/bear debate over the analysts' reports, then the research manager's plan."""
 
     def __init__(self) -> None:
@@ -215,11 +216,12 @@ class DebateWorkflow:
     @workflow.query(name="progress")
     def progress(self) -> DebateProgress:
         """Each turn's state, the transcript so far and the tokens spent."""
-        return self.floor.progress()
+        return self.floor.progress(self.waiting_steps())
 
     @workflow.run
     async def run(self, raw: Any = None) -> DebateResult:
         """Validate, debate ``rounds`` rounds, then let the research manager decide."""
+        self.open_gate()
         args = parse_input(DebateInput, raw)
         check_provider(args.llm)
         order = speaking_order(Debate.RESEARCH, args.rounds)
@@ -251,7 +253,7 @@ class DebateWorkflow:
 
 
 @workflow.defn(name="Risk")
-class RiskWorkflow:
+class RiskWorkflow(Resumable):
     """The risk debate over the trader's proposal; the Pipeline's portfolio manager judges it."""
 
     def __init__(self) -> None:
@@ -260,11 +262,12 @@ class RiskWorkflow:
     @workflow.query(name="progress")
     def progress(self) -> DebateProgress:
         """Each turn's state, the transcript so far and the tokens spent."""
-        return self.floor.progress()
+        return self.floor.progress(self.waiting_steps())
 
     @workflow.run
     async def run(self, raw: Any = None) -> RiskResult:
         """Validate, then debate ``rounds`` rounds of aggressive, conservative, neutral."""
+        self.open_gate()
         args = parse_input(RiskInput, raw)
         check_provider(args.llm)
         order = speaking_order(Debate.RISK, args.rounds)

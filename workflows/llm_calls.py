@@ -10,6 +10,7 @@ for tools when the rounds run out, one last call without tools makes it answer.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any
 
@@ -30,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         UsageReport,
     )
     from shared.llm.providers import PROVIDERS
+    from workflows.resume import current_gate
 
 # A vendor call rarely takes more than a minute; the heartbeat catches dead workers sooner.
 CHAT_START_TO_CLOSE = timedelta(minutes=5)
@@ -46,17 +48,24 @@ MAX_TOOL_ROUNDS = 5
 
 
 async def chat(request: ChatRequest, *, summary: str | None = None) -> ChatResponse:
-    """One ``chat`` activity on the queue of the request's provider."""
-    return await workflow.execute_activity(
-        "chat",
-        request,
-        result_type=ChatResponse,
-        task_queue=PROVIDERS[request.provider].task_queue,
-        start_to_close_timeout=CHAT_START_TO_CLOSE,
-        heartbeat_timeout=CHAT_HEARTBEAT,
-        retry_policy=CHAT_RETRY,
-        summary=summary or request.agent,
-    )
+    """One ``chat`` activity on the queue of the request's provider; in a resumable run, a
+    failure only a settings change can fix waits for ``resume`` instead of failing."""
+    label = summary or request.agent
+
+    def attempt() -> Awaitable[ChatResponse]:
+        return workflow.execute_activity(
+            "chat",
+            request,
+            result_type=ChatResponse,
+            task_queue=PROVIDERS[request.provider].task_queue,
+            start_to_close_timeout=CHAT_START_TO_CLOSE,
+            heartbeat_timeout=CHAT_HEARTBEAT,
+            retry_policy=CHAT_RETRY,
+            summary=label,
+        )
+
+    gate = current_gate()
+    return await (gate.guard(label, attempt) if gate is not None else attempt())
 
 
 async def run_tool(

@@ -89,8 +89,9 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.inputs import parse_input
     from workflows.llm_calls import chat, run_tool_loop
-    from workflows.progress import StepState, track
+    from workflows.progress import RunProgress, StepState, track
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
+    from workflows.resume import Resumable
 
 RESEARCH_START_TO_CLOSE = timedelta(minutes=1)
 RESEARCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
@@ -147,12 +148,8 @@ class PipelineInput(BaseModel):
         return [kind for kind in AnalystKind if kind in value]
 
 
-class PipelineProgress(BaseModel):
+class PipelineProgress(RunProgress):
     """The answer of the ``progress`` query."""
-
-    phase: str
-    steps: dict[str, StepState]
-    usage: UsageReport
 
 
 class PipelineState(BaseModel):
@@ -308,7 +305,7 @@ def _positive(value: float | None) -> float | None:
 
 
 @workflow.defn(name="Pipeline")
-class PipelineWorkflow:
+class PipelineWorkflow(Resumable):
     """Analysts ∥ → debate → trader → risk → portfolio manager, for one ticker."""
 
     def __init__(self) -> None:
@@ -320,7 +317,9 @@ class PipelineWorkflow:
     @workflow.query(name="progress")
     def progress(self) -> PipelineProgress:
         """The phase, each step's state and the tokens spent so far."""
-        return PipelineProgress(phase=self.phase, steps=self.steps, usage=self.usage)
+        return PipelineProgress.of(
+            self.steps, self.usage, phase=self.phase, waiting=self.waiting_steps()
+        )
 
     @workflow.query(name="state")
     def state(self) -> PipelineState | None:
@@ -351,6 +350,7 @@ class PipelineWorkflow:
     @workflow.run
     async def run(self, raw: Any = None) -> PipelineResult:
         """Validate, then walk the graph; a critical abort skips from the analysts to the PM."""
+        self.open_gate()
         args = parse_input(PipelineInput, raw)
         check_provider(args.llm)
         info = workflow.info()
@@ -522,6 +522,7 @@ class PipelineWorkflow:
         wf_id = workflow.info().workflow_id
 
         self.phase = DEBATE
+        self.child_started(f"{wf_id}-debate")
         debate: DebateResult = await self._step(
             DEBATE,
             workflow.execute_child_workflow(
@@ -552,6 +553,7 @@ class PipelineWorkflow:
         )
 
         self.phase = RISK
+        self.child_started(f"{wf_id}-risk")
         risk: RiskResult = await self._step(
             RISK,
             workflow.execute_child_workflow(

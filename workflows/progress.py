@@ -1,14 +1,23 @@
-"""Step states for the ``progress`` queries, and tracking one step's state while it runs.
+"""What every ``progress`` query answers, step states, and tracking one step while it runs.
 
-Every workflow reports its graph the same way, so the CLI and the Web UI read
-all of them alike.
+Every workflow reports its graph the same way (``RunProgress``, which some extend
+with their own fields), so ``quantdesk watch``, the CLI's live views and the Web
+UI's query tab read all of them alike: the phase, each step's state, how many
+are done, what waits for a fix, tokens and cost so far, elapsed time and an
+estimate of what is left.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, MutableMapping
+from collections.abc import Awaitable, Mapping, MutableMapping
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
+
+from pydantic import BaseModel, Field
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from shared.llm.contracts import UsageReport
 
 
 class StepState(StrEnum):
@@ -20,6 +29,53 @@ class StepState(StrEnum):
     DONE = "done"
     FAILED = "failed"
     SKIPPED = "skipped"
+
+
+FINISHED: frozenset[StepState] = frozenset({StepState.DONE, StepState.SKIPPED})
+
+
+class RunProgress(BaseModel):
+    """A run's progress: the common answer of every workflow's ``progress`` query."""
+
+    phase: str = Field("", description="what the run is doing now")
+    steps: dict[str, StepState]
+    done: int = Field(description="steps done or skipped")
+    total: int = Field(description="steps known so far")
+    waiting: dict[str, str] = Field(
+        default_factory=dict, description="calls waiting for `resume`, with the reason"
+    )
+    usage: UsageReport
+    elapsed_seconds: float
+    estimate_seconds: float | None = Field(
+        None, description="time left at the pace so far; None before the first step is done"
+    )
+
+    @classmethod
+    def of(
+        cls,
+        steps: Mapping[str, StepState],
+        usage: UsageReport,
+        *,
+        phase: str = "",
+        waiting: Mapping[str, str] | None = None,
+        **extra: Any,
+    ) -> Self:
+        """The progress of the running workflow (call from its query handler)."""
+        done = sum(1 for state in steps.values() if state in FINISHED)
+        elapsed = (workflow.now() - workflow.info().start_time).total_seconds()
+        left = len(steps) - done
+        estimate = elapsed / done * left if done else None
+        return cls(
+            phase=phase,
+            steps=dict(steps),
+            done=done,
+            total=len(steps),
+            waiting=dict(waiting or {}),
+            usage=usage,
+            elapsed_seconds=round(elapsed, 1),
+            estimate_seconds=round(estimate, 1) if estimate is not None else None,
+            **extra,
+        )
 
 
 async def track(steps: MutableMapping[str, StepState], name: str, work: Awaitable[Any]) -> Any:

@@ -43,7 +43,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.concurrency import gather_all
     from workflows.inputs import parse_input
     from workflows.llm_calls import chat, run_tool_loop
-    from workflows.progress import StepState, track
+    from workflows.progress import RunProgress, StepState, track
+    from workflows.resume import Resumable
 
 DATA_START_TO_CLOSE = timedelta(minutes=1)
 CHART_START_TO_CLOSE = timedelta(minutes=2)
@@ -85,11 +86,8 @@ STEPS = (
 )
 
 
-class QuantAgentProgress(BaseModel):
+class QuantAgentProgress(RunProgress):
     """The answer of the ``progress`` query."""
-
-    steps: dict[str, StepState]
-    usage: UsageReport
 
 
 class QuantAgentResult(BaseModel):
@@ -113,7 +111,7 @@ class QuantAgentResult(BaseModel):
 
 
 @workflow.defn(name="QuantAgent")
-class QuantAgentWorkflow:
+class QuantAgentWorkflow(Resumable):
     """QuantAgent's four agents as one durable run."""
 
     def __init__(self) -> None:
@@ -123,7 +121,7 @@ class QuantAgentWorkflow:
     @workflow.query(name="progress")
     def progress(self) -> QuantAgentProgress:
         """Each step's state and the tokens spent so far."""
-        return QuantAgentProgress(steps=self.steps, usage=self.usage)
+        return QuantAgentProgress.of(self.steps, self.usage, waiting=self.waiting_steps())
 
     async def _step(self, name: str, work: Any) -> Any:
         """Await ``work`` while the progress query shows ``name`` running, then done or failed."""
@@ -148,6 +146,7 @@ class QuantAgentWorkflow:
     @workflow.run
     async def run(self, raw: Any = None) -> QuantAgentResult:
         """Validate, load the window, run the three branches, then decide."""
+        self.open_gate()
         args = parse_input(QuantAgentInput, raw)
         with as_temporal_failures():
             spec = provider_spec(args.llm.provider)

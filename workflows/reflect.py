@@ -41,7 +41,8 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.objects import ObjectRef
     from workflows.inputs import parse_input
     from workflows.llm_calls import chat
-    from workflows.progress import StepState, track
+    from workflows.progress import RunProgress, StepState, track
+    from workflows.resume import Resumable
 
 DATA_START_TO_CLOSE = timedelta(minutes=1)
 MEMORY_START_TO_CLOSE = timedelta(minutes=1)
@@ -88,14 +89,12 @@ class ReflectInput(BaseModel):
         return value
 
 
-class ReflectProgress(BaseModel):
-    """The answer of the ``progress`` query."""
+class ReflectProgress(RunProgress):
+    """The answer of the ``progress`` query, with the waits for the horizon."""
 
-    steps: dict[str, StepState]
     waits: int
     earliest_at: AwareDatetime | None = Field(None, description="while waiting: when it wakes")
     reason: str = Field("", description="while waiting: why the outcome is not ready")
-    usage: UsageReport
 
 
 class RoleReflection(BaseModel):
@@ -122,7 +121,7 @@ class ReflectResult(BaseModel):
 
 
 @workflow.defn(name="Reflect")
-class ReflectWorkflow:
+class ReflectWorkflow(Resumable):
     """Grade a past decision and teach each role a lesson, as one durable run."""
 
     def __init__(self) -> None:
@@ -135,12 +134,13 @@ class ReflectWorkflow:
     @workflow.query(name="progress")
     def progress(self) -> ReflectProgress:
         """Each step's state, the waits so far and the tokens spent."""
-        return ReflectProgress(
-            steps=self.steps,
+        return ReflectProgress.of(
+            self.steps,
+            self.usage,
+            waiting=self.waiting_steps(),
             waits=self.waits,
             earliest_at=self.earliest_at,
             reason=self.reason,
-            usage=self.usage,
         )
 
     async def _step(self, name: str, work: Any) -> Any:
@@ -150,6 +150,7 @@ class ReflectWorkflow:
     @workflow.run
     async def run(self, raw: Any = None) -> ReflectResult:
         """Validate, wait for the outcome, reflect per role, record the lessons."""
+        self.open_gate()
         args = parse_input(ReflectInput, raw)
         stances = self._stances(args)
         for role in args.decisions:

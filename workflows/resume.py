@@ -1,0 +1,115 @@
+"""Waiting for a person instead of failing: LLM calls that a fix outside the run can unblock.
+
+A bad key, an unknown model or an exhausted quota fails every retry, yet it is
+fixed in minutes by someone editing a worker's settings. Failing the run would
+throw away everything it finished; so a workflow that mixes in ``Resumable``
+parks the failed call instead: the step shows as waiting with the reason in the
+run's details (the Web UI's summary), and the call is tried again when the
+``resume`` signal arrives (``quantdesk resume ID``, or the Web UI's signal
+button). Calls that had finished are never repeated: they are in the history.
+
+The gate travels in a context variable set at the start of ``run``, so every
+``chat`` the run makes, however deep in tool loops and debates, finds it without
+threading it through each signature. A run without a gate fails as before.
+``resume`` is forwarded to the run's children, so resuming an AutoRun resumes
+the Pipeline that is actually waiting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import TypeVar
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+T = TypeVar("T")
+
+RESUMABLE_FAILURES: frozenset[str] = frozenset({"ProviderError", "ConfigError"})
+"""Failure types of the ``chat`` activity that only a change of settings can fix."""
+
+
+def fixable_by_user(error: ActivityError) -> str | None:
+    """The reason, if ``error`` is a non-retryable failure a settings change can fix."""
+    cause = error.cause
+    if isinstance(cause, ApplicationError) and cause.type in RESUMABLE_FAILURES:
+        return cause.message
+    return None
+
+
+class ResumeGate:
+    """The calls waiting for ``resume``, and how many resumes have come."""
+
+    def __init__(self) -> None:
+        self.resumes = 0
+        self.waiting: dict[str, str] = {}
+        self.children: list[str] = []
+
+    def _show(self) -> None:
+        if self.waiting:
+            steps = "; ".join(f"{step}: {reason}" for step, reason in self.waiting.items())
+            workflow.set_current_details(
+                f"**Waiting for a fix.** {steps}\n\nFix the setting, then send the `resume` "
+                f"signal (`quantdesk resume {workflow.info().workflow_id}`)."
+            )
+        else:
+            workflow.set_current_details("")
+
+    async def guard(self, step: str, attempt: Callable[[], Awaitable[T]]) -> T:
+        """``attempt()``; after a user-fixable failure, wait for ``resume`` and try again."""
+        while True:
+            try:
+                return await attempt()
+            except ActivityError as error:
+                reason = fixable_by_user(error)
+                if reason is None:
+                    raise
+            seen = self.resumes
+            self.waiting[step] = reason
+            self._show()
+            workflow.logger.warning("%s waits for resume: %s", step, reason)
+            await workflow.wait_condition(lambda seen=seen: self.resumes > seen)
+            self.waiting.pop(step, None)
+            self._show()
+
+
+_GATE: ContextVar[ResumeGate | None] = ContextVar("quantdesk_resume_gate", default=None)
+
+
+def current_gate() -> ResumeGate | None:
+    """The running workflow's gate, if it is resumable."""
+    return _GATE.get()
+
+
+class Resumable:
+    """Mixin for workflow classes: a ``resume`` signal, and ``open_gate()`` for ``run``."""
+
+    gate: ResumeGate
+
+    def open_gate(self) -> ResumeGate:
+        """Make this run's LLM calls wait on failures a person can fix; call it first in run."""
+        self.gate = ResumeGate()
+        _GATE.set(self.gate)
+        return self.gate
+
+    def waiting_steps(self) -> dict[str, str]:
+        """The calls waiting for ``resume`` and why, for the progress queries."""
+        gate: ResumeGate | None = getattr(self, "gate", None)
+        return dict(gate.waiting) if gate is not None else {}
+
+    def child_started(self, workflow_id: str) -> None:
+        """Remember a child so that ``resume`` reaches it too."""
+        self.gate.children.append(workflow_id)
+
+    @workflow.signal(name="resume")
+    async def resume(self) -> None:
+        """Try the waiting calls again, here and in every child started so far."""
+        if getattr(self, "gate", None) is None:
+            return  # not started yet: nothing can be waiting
+        self.gate.resumes += 1
+        for child in self.gate.children:
+            try:
+                await workflow.get_external_workflow_handle(child).signal("resume")
+            except Exception as error:  # a finished child cannot be signalled, nor needs to be
+                workflow.logger.debug("resume not forwarded to %s: %s", child, error)
