@@ -23,6 +23,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from shared.config import Settings
 from tests.servers import s3_for_tests
+from workers.client import register_search_attributes
 
 SCRIPTS = Path(sysconfig.get_path("scripts"))
 _EXIT_STATUS: list[int] = []
@@ -55,6 +56,7 @@ async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
         data_converter=pydantic_data_converter,
         test_server_existing_path=_binary("temporal-test-server"),
     )
+    await register_search_attributes(env.client)
     try:
         yield env
     finally:
@@ -69,6 +71,7 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
         dev_server_existing_path=_binary("temporal"),
         ui=False,
     )
+    await register_search_attributes(env.client)
     try:
         yield env
     finally:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from cli.stack.search_attributes import SEARCH_ATTRIBUTES
+from shared.search_attributes import SEARCH_ATTRIBUTES
 from shared.config import ENV_PREFIX, Settings, load_settings
 from workers.roles import ROLE_NAMES
 

@@ -34,6 +34,7 @@ from shared.market.sources import BundledSource
 from shared.memory import MemoryRole, MemoryStore
 from shared.queues import TOOLS_QUEUE
 from tests.servers import running_workers
+from workers.client import register_search_attributes
 from workers.main import WorkerPlan
 from workflows.reflect import ReflectProgress, ReflectResult, ReflectWorkflow
 
@@ -72,6 +73,7 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
     server = await WorkflowEnvironment.start_time_skipping(
         data_converter=pydantic_data_converter, test_server_existing_path=_test_server()
     )
+    await register_search_attributes(server.client)
     try:
         yield server
     finally:

@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.llm_calls import chat
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
+    from workflows.visibility import tag_run
 
 MAX_ROUNDS = 5
 """Each round adds 2 (research) or 3 (risk) calls and their transcript to every later prompt."""
@@ -223,6 +224,7 @@ class DebateWorkflow(Resumable):
         """Validate, debate ``rounds`` rounds, then let the research manager decide."""
         self.open_gate()
         args = parse_input(DebateInput, raw)
+        tag_run("Debate", symbol=args.symbol, as_of=args.as_of)
         check_provider(args.llm)
         order = speaking_order(Debate.RESEARCH, args.rounds)
         self.floor.plan(order, RESEARCH_MANAGER)
@@ -269,6 +271,7 @@ class RiskWorkflow(Resumable):
         """Validate, then debate ``rounds`` rounds of aggressive, conservative, neutral."""
         self.open_gate()
         args = parse_input(RiskInput, raw)
+        tag_run("Risk", symbol=args.symbol, as_of=args.as_of)
         check_provider(args.llm)
         order = speaking_order(Debate.RISK, args.rounds)
         self.floor.plan(order)

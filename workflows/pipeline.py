@@ -92,6 +92,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.progress import RunProgress, StepState, track
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
     from workflows.resume import Resumable
+    from workflows.visibility import tag_run
 
 RESEARCH_START_TO_CLOSE = timedelta(minutes=1)
 RESEARCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
@@ -373,6 +374,7 @@ class PipelineWorkflow(Resumable):
             RESOLVE_AS_OF, ResolveAsOfRequest(symbol=args.symbol, as_of=args.as_of), ResolvedAsOf
         )
         state.as_of = resolved.as_of
+        tag_run("Pipeline", symbol=state.symbol, as_of=state.as_of)
         if args.macro_context_key is not None:
             self.phase = LOAD_MACRO_CONTEXT
             loaded: LoadedText = await self._research(

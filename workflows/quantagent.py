@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.llm_calls import chat, run_tool_loop
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
+    from workflows.visibility import tag_run
 
 DATA_START_TO_CLOSE = timedelta(minutes=1)
 CHART_START_TO_CLOSE = timedelta(minutes=2)
@@ -176,6 +177,7 @@ class QuantAgentWorkflow(Resumable):
                 retry_policy=DATA_RETRY,
             ),
         )
+        tag_run("QuantAgent", symbol=args.symbol.upper(), as_of=loaded.bars[-1].time)
         (report, tool_payloads), pattern, trend = await gather_all(
             self._indicators(args, loaded), self._patterns(args, loaded), self._trend(args, loaded)
         )

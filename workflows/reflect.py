@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.llm_calls import chat
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
+    from workflows.visibility import tag_run
 
 DATA_START_TO_CLOSE = timedelta(minutes=1)
 MEMORY_START_TO_CLOSE = timedelta(minutes=1)
@@ -152,6 +153,7 @@ class ReflectWorkflow(Resumable):
         """Validate, wait for the outcome, reflect per role, record the lessons."""
         self.open_gate()
         args = parse_input(ReflectInput, raw)
+        tag_run("Reflect", symbol=args.symbol, as_of=args.as_of)
         stances = self._stances(args)
         for role in args.decisions:
             self.steps[f"reflect:{role.value}"] = StepState.PENDING

@@ -24,7 +24,7 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, Describe
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from cli.stack.search_attributes import SEARCH_ATTRIBUTES
+from shared.search_attributes import SEARCH_ATTRIBUTES
 from cli.stack.servers import LOOPBACK, ServerLaunch, http_answers, s3_server, temporal_dev_server
 from shared.config import ENV_PREFIX, Settings, TaskQueues
 from shared.errors import QuantdeskError
