@@ -24,6 +24,7 @@ from shared.config import Settings, load_settings
 from workflows.debates import DebateProgress, DebateResult, RiskResult
 from workflows.pipeline import PipelineProgress, PipelineResult, PipelineState
 from workflows.quantagent import QuantAgentProgress, QuantAgentResult
+from workflows.scan import ScanProgress, ScanResult
 
 run_app = typer.Typer(help="Run a flow on the stack and show its result.", no_args_is_help=True)
 console = Console()
@@ -389,4 +390,93 @@ def risk(
     """Re-run only the risk debate from a Pipeline's saved state."""
     with fail_on_quantdesk_errors():
         status = asyncio.run(_rerun(load_settings(), source, "Risk"))
+    finish(status)
+
+
+# --- the Scan ------------------------------------------------------------------------------
+
+CONVICTION_STYLE = {"high": "bold green", "medium": "yellow", "low": "dim"}
+
+
+def _scan_table(progress: ScanProgress) -> Table:
+    return _steps_table("Scan", progress.steps, progress.usage, f"phase {progress.phase}; ")
+
+
+def shortlist_table(result: ScanResult) -> Table:
+    """The shortlist, one stock a row, best first."""
+    table = Table(title=f"Stocks to investigate, scan as of {result.as_of:%Y-%m-%d}")
+    for column in ("ticker", "name", "sector", "angle", "conviction", "smart money", "catalyst"):
+        table.add_column(column)
+    for stock in result.summary.stocks_to_investigate:
+        style = CONVICTION_STYLE[stock.conviction.value]
+        table.add_row(
+            stock.ticker,
+            stock.name,
+            stock.sector.value,
+            stock.thesis_angle.value,
+            f"[{style}]{stock.conviction.value}[/]",
+            "yes" if stock.smart_money else "",
+            stock.key_catalysts[0] if stock.key_catalysts else "",
+        )
+    sectors = ", ".join(sector.value for sector in result.deep_dive_sectors)
+    table.caption = (
+        f"timeframe {result.summary.timeframe}; deep dive: {sectors}; LLM calls "
+        f"{result.usage.total.calls}, tokens {result.usage.total.total_tokens}"
+    )
+    return table
+
+
+async def _run_scan(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
+    from workers.client import connect
+
+    client: Client = await connect(settings)
+    result, ui_url = await _start_and_follow(
+        client,
+        settings,
+        "Scan",
+        payload,
+        workflow_id=workflow_id,
+        result_type=ScanResult,
+        summary=f"Scan as of {payload.get('as_of') or 'the latest data'}",
+        progress_type=ScanProgress,
+        table=_scan_table,
+    )
+    if result is None:
+        return 1
+    console.print()
+    console.print(Panel(result.summary.executive_summary, title="Market scan", expand=False))
+    console.print(shortlist_table(result))
+    for label, url in (
+        ("summary", result.summary_markdown.url),
+        ("summary JSON", result.summary_json.url),
+        ("Web UI", ui_url),
+    ):
+        console.print(f"{label}: {url}", soft_wrap=True, highlight=False)
+    return 0
+
+
+@run_app.command("scan")
+def scan(
+    as_of: datetime | None = typer.Option(None, help="scan time, UTC (default: latest bar)"),
+    max_tickers: int = typer.Option(10, help="most stocks to shortlist (1-25)"),
+    provider: str | None = typer.Option(None, help="LLM provider (default: settings, offline)"),
+    model: str | None = typer.Option(None, help="quick model (the four scanners)"),
+    deep_model: str | None = typer.Option(None, help="deep model (deep dive and synthesis)"),
+) -> None:
+    """Run the market Scan and print its shortlist of stocks to investigate."""
+    with fail_on_quantdesk_errors():
+        settings = load_settings()
+        payload: dict[str, Any] = {
+            "max_tickers": max_tickers,
+            "llm": {
+                "provider": provider or settings.default_provider,
+                "model": model,
+                "deep_model": deep_model,
+            },
+        }
+        if as_of is not None:
+            payload["as_of"] = (as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)).isoformat()
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        workflow_id = f"scan-{stamp}-{uuid.uuid4().hex[:6]}"
+        status = asyncio.run(_run_scan(settings, payload, workflow_id))
     finish(status)

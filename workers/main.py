@@ -63,6 +63,7 @@ def _plan_workflows(settings: Settings) -> WorkerPlan:
 def _plan_tools(settings: Settings) -> WorkerPlan:
     from activities.reflection import ReflectionActivities
     from activities.research import ResearchActivities
+    from activities.scan import SCAN_ACTIVITIES
 
     return WorkerPlan(
         queue=TOOLS_QUEUE,
@@ -71,6 +72,7 @@ def _plan_tools(settings: Settings) -> WorkerPlan:
             *MARKET_ACTIVITIES,
             *ResearchActivities(settings).activities(),
             *ReflectionActivities(settings).activities(),
+            *SCAN_ACTIVITIES,
         ],
         threads=True,
     )

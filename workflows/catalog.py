@@ -6,6 +6,7 @@ from workflows.debates import DebateWorkflow, RiskWorkflow
 from workflows.pipeline import PipelineWorkflow
 from workflows.quantagent import QuantAgentWorkflow
 from workflows.reflect import ReflectWorkflow
+from workflows.scan import ScanWorkflow
 
 WORKFLOWS: list[type] = [
     QuantAgentWorkflow,
@@ -13,4 +14,5 @@ WORKFLOWS: list[type] = [
     DebateWorkflow,
     RiskWorkflow,
     ReflectWorkflow,
+    ScanWorkflow,
 ]

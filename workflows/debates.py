@@ -39,10 +39,8 @@ with workflow.unsafe.imports_passed_through():
     from shared.llm.contracts import ChatRequest, LlmChoice, UsageReport
     from shared.llm.providers import provider_spec
     from shared.memory import MemoryRole
-    from shared.storage.buckets import PAYLOADS_BUCKET
-    from shared.storage.objects import ObjectRef
     from workflows.inputs import parse_input
-    from workflows.llm_calls import chat
+    from workflows.llm_calls import chat, request_for
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
     from workflows.visibility import tag_run
@@ -115,17 +113,8 @@ def agent_request(
     The raw reply goes to ``{prefix}/{step}.raw.txt``; the prefix comes from the
     workflow id and run id, so a retried call overwrites its own raw reply.
     """
-    row = AGENTS[agent]
     name = (step or agent).replace(" ", "-")
-    return ChatRequest(
-        agent=agent,
-        role=row.llm_role,
-        provider=llm.provider,
-        model=llm.model_for(row.llm_role),
-        response_schema=row.schema_name,
-        raw_reply_key=ObjectRef(bucket=PAYLOADS_BUCKET, key=f"{prefix}/{name}.raw.txt"),
-        **fields,
-    )
+    return request_for(llm, agent, AGENTS[agent], f"{prefix}/{name}.raw.txt", **fields)
 
 
 def run_key_prefix(flow: str) -> str:

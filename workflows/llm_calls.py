@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
@@ -24,13 +24,16 @@ with workflow.unsafe.imports_passed_through():
         ChatMessage,
         ChatRequest,
         ChatResponse,
+        LlmChoice,
         ToolCall,
         ToolRequest,
         ToolResult,
         Usage,
         UsageReport,
     )
-    from shared.llm.providers import PROVIDERS
+    from shared.llm.providers import PROVIDERS, LlmRole
+    from shared.storage.buckets import PAYLOADS_BUCKET
+    from shared.storage.objects import ObjectRef
     from workflows.resume import current_gate
 
 # A vendor call rarely takes more than a minute; the heartbeat catches dead workers sooner.
@@ -45,6 +48,32 @@ CHAT_RETRY = RetryPolicy(
 TOOL_START_TO_CLOSE = timedelta(minutes=2)
 TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 MAX_TOOL_ROUNDS = 5
+
+
+class AgentRow(Protocol):
+    """What an agent table's row says about its calls (Pipeline's, Scan's, ...)."""
+
+    @property
+    def llm_role(self) -> LlmRole: ...
+
+    @property
+    def schema_name(self) -> str | None: ...
+
+
+def request_for(
+    llm: LlmChoice, agent: str, row: AgentRow, raw_key: str, **fields: Any
+) -> ChatRequest:
+    """A chat request for ``agent`` with its row's model role and schema; a reply that
+    will not validate is kept at ``raw_key`` in the payloads bucket (a retry overwrites it)."""
+    return ChatRequest(
+        agent=agent,
+        role=row.llm_role,
+        provider=llm.provider,
+        model=llm.model_for(row.llm_role),
+        response_schema=row.schema_name,
+        raw_reply_key=ObjectRef(bucket=PAYLOADS_BUCKET, key=raw_key),
+        **fields,
+    )
 
 
 async def chat(request: ChatRequest, *, summary: str | None = None) -> ChatResponse:

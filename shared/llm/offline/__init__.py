@@ -3,6 +3,7 @@
 from shared.llm.offline import pipeline as _pipeline  # noqa: F401  (registers its analysts)
 from shared.llm.offline import quantagent as _quantagent  # noqa: F401  (registers its analysts)
 from shared.llm.offline import reflection as _reflection  # noqa: F401  (registers its analyst)
+from shared.llm.offline import scan as _scan  # noqa: F401  (registers its analysts)
 from shared.llm.offline.engine import answer_offline, register_analyst
 
 __all__ = ["answer_offline", "register_analyst"]

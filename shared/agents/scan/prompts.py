@@ -1,0 +1,281 @@
+"""The Scan's prompts: one pure builder per kind of agent, and the Markdown of its outputs.
+
+The four scanners share one builder parameterised by their row of
+``SCANNER_BRIEFS`` (title and focus; the tools come from the roles table); the
+smart-money scanner also reads the sector scanner's report and numbers. The deep
+dive is told which sectors to dig into (chosen in code) and what smart money
+flagged; the synthesis reads every report and every candidate with its numbers,
+and is told the shortlist's rules the workflow will check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from shared.agents.scan.facts import Candidate
+from shared.agents.scan.inputs import (
+    SCANNER_PREFETCH,
+    DeepDiveInputs,
+    ScannerInputs,
+    SynthesisInputs,
+)
+from shared.agents.scan.roles import AGENTS, INDUSTRY_DEEP_DIVE, SCANNER_AGENTS, ScannerKind
+from shared.agents.scan.schemas import ScannerReport, ScanSummary
+from shared.data.contracts import IndexLevel, SectorPerformance
+from shared.llm.contracts import ChatMessage, ToolCall, ToolResult
+
+NOT_GIVEN = "not given"
+
+
+@dataclass(frozen=True)
+class ScannerBrief:
+    """One scanner's row: who it is and what it looks for."""
+
+    title: str
+    focus: str
+
+
+SCANNER_BRIEFS: dict[ScannerKind, ScannerBrief] = {
+    ScannerKind.GEOPOLITICAL: ScannerBrief(
+        "the geopolitical scanner",
+        "Read the geopolitical and world news of the last week (topics such as geopolitics, "
+        "energy, central-bank, macro): conflicts, sanctions, trade, elections, commodity "
+        "shocks. Count the articles, quote the tone, and list the risks that could move "
+        "markets, worst first.",
+    ),
+    ScannerKind.MARKET_MOVERS: ScannerBrief(
+        "the market-movers scanner",
+        "Read the last session's top gainers, losers and most active stocks and the major "
+        "indices (S&P 500, Dow, NASDAQ, VIX, Russell 2000): breadth, leadership, volatility, "
+        "and who moved on unusual volume.",
+    ),
+    ScannerKind.SECTOR: ScannerBrief(
+        "the sector-rotation scanner",
+        "Read the 11 SPDR sector ETFs' 1-day, 5-day, 21-day and year-to-date returns: which "
+        "sectors lead and lag, and whether money rotates into defensives (utilities, staples, "
+        "health care, real estate) or into cyclicals.",
+    ),
+    ScannerKind.SMART_MONEY: ScannerBrief(
+        "the smart-money scanner",
+        "Run the smart-money screens (unusual volume, insider buying, 52-week-high "
+        "breakouts) and say which flagged stocks sit in the sectors the sector scanner found "
+        "leading: there informed money agrees with the trend.",
+    ),
+}
+
+REPORT_TASK = (
+    "Then give a one-sentence headline, the findings (each fact with its number and date), "
+    "the tickers worth a closer look (best first), the risks (worst first) and a full "
+    "Markdown report."
+)
+
+
+def _system(title: str, as_of: datetime) -> ChatMessage:
+    return ChatMessage(
+        role="system",
+        content=f"You are {title} on a macro research desk, scanning the whole market as of "
+        f"{as_of:%Y-%m-%d}. Base every statement on the data you are given; never invent "
+        "values, and say so wherever the data is marked simulated.",
+    )
+
+
+def _section(heading: str, body: str) -> str:
+    return f"## {heading}\n{body.strip() or NOT_GIVEN}"
+
+
+def _user(sections: Iterable[str | None]) -> ChatMessage:
+    return ChatMessage(role="user", content="\n\n".join(s for s in sections if s))
+
+
+def _pct(fraction: float | None) -> str:
+    return NOT_GIVEN if fraction is None else f"{fraction:+.1%}"
+
+
+def render_sector_moves(moves: Sequence[SectorPerformance]) -> str:
+    """One line per sector ETF: its returns over 1, 5 and 21 sessions and the year."""
+    return "\n".join(
+        f"- {m.sector.value} ({m.etf}): 1d {_pct(m.return_1d)}, 5d {_pct(m.return_5d)}, "
+        f"21d {_pct(m.return_21d)}, YTD {_pct(m.return_ytd)}"
+        for m in moves
+    )
+
+
+def render_indices(levels: Sequence[IndexLevel]) -> str:
+    """One line per index: level, 1-day and 21-day change."""
+
+    def change(value: float | None) -> str:
+        return NOT_GIVEN if value is None else f"{value:+.2f}%"
+
+    return "\n".join(
+        f"- {i.name} ({i.symbol}): {i.level:.6g}, 1d {change(i.change_1d_pct)}, "
+        f"21d {change(i.change_21d_pct)}"
+        for i in levels
+    )
+
+
+def render_candidate(candidate: Candidate) -> str:
+    """A candidate on one line: who, why it was named, and its numbers."""
+    facts = [
+        f"last {candidate.last:.6g}" if candidate.last is not None else None,
+        f"1d {candidate.change_pct:+.2f}%" if candidate.change_pct is not None else None,
+        f"volume {candidate.relative_volume:.2f}x average"
+        if candidate.relative_volume is not None
+        else None,
+        f"21d {_pct(candidate.return_21d)}" if candidate.return_21d is not None else None,
+        f"market cap {candidate.market_cap:.3g}" if candidate.market_cap is not None else None,
+        f"insiders bought ${candidate.insider_buy_value:,.0f}"
+        if candidate.insider_buy_value is not None
+        else None,
+        f"{candidate.breakout_pct:.2f}% above its 52-week high"
+        if candidate.breakout_pct is not None
+        else None,
+    ]
+    sector = candidate.sector.value if candidate.sector else "sector unknown"
+    signals = ", ".join(signal.value for signal in candidate.signals)
+    numbers = "; ".join(fact for fact in facts if fact)
+    return f"- {candidate.ticker} {candidate.name} ({sector}): {signals}; {numbers}"
+
+
+def render_scanner_report(report: ScannerReport) -> str:
+    """A report as later agents read it: headline, findings, names, risks, then the text."""
+    lines = [f"**{report.headline}**", *(f"- {finding}" for finding in report.findings)]
+    if report.tickers:
+        lines.append(f"Names worth a look: {', '.join(report.tickers)}")
+    if report.risks:
+        lines += ["Risks:", *(f"- {risk}" for risk in report.risks)]
+    return "\n".join(lines) + f"\n\n{report.report_markdown}"
+
+
+def scanner_messages(kind: ScannerKind, inputs: ScannerInputs) -> list[ChatMessage]:
+    """A scanner's opening turns: its focus, its tools and (smart money) the sector picture."""
+    brief = SCANNER_BRIEFS[kind]
+    tools = ", ".join(AGENTS[SCANNER_AGENTS[kind]].tools)
+    fetched = SCANNER_PREFETCH.get(kind)
+    gather = (
+        f"The answers of {', '.join(fetched)} are read for you first; call your tools again "
+        "only with other arguments."
+        if fetched
+        else f"Call your tools ({tools}) to gather the data first."
+    )
+    task = f"Scan the market as of {inputs.as_of.isoformat()}. {brief.focus} {gather} {REPORT_TASK}"
+    prior = inputs.sector_report if kind is ScannerKind.SMART_MONEY else None
+    return [
+        _system(brief.title, inputs.as_of),
+        _user(
+            [
+                _section("Task", task),
+                _section("Sector scanner report", render_scanner_report(prior)) if prior else None,
+                _section("Sector moves", render_sector_moves(inputs.sectors))
+                if prior and inputs.sectors
+                else None,
+            ]
+        ),
+    ]
+
+
+def deep_dive_messages(inputs: DeepDiveInputs) -> list[ChatMessage]:
+    """The deep dive's opening turns: the sectors chosen for it and the smart-money findings."""
+    names = ", ".join(sector.value for sector in inputs.sector_names)
+    tools = ", ".join(AGENTS[INDUSTRY_DEEP_DIVE].tools)
+    task = (
+        f"Dig into the industries of {names}: the sectors that moved most over 21 sessions up to "
+        f"{inputs.as_of.isoformat()}. Their leading companies are read for you first; call your "
+        f"tools ({tools}) for anything else you need. Say which companies lead or lag their "
+        "sector and by how much, and where the smart-money screens agree. " + REPORT_TASK
+    )
+    flagged = "\n".join(render_candidate(candidate) for candidate in inputs.smart_money)
+    return [
+        _system("the industry deep-dive analyst", inputs.as_of),
+        _user(
+            [
+                _section("Task", task),
+                _section("The sectors to dig into", render_sector_moves(inputs.sectors)),
+                _section(
+                    "Smart-money scanner report", render_scanner_report(inputs.smart_money_report)
+                ),
+                _section("Stocks the smart-money screens flagged", flagged),
+            ]
+        ),
+    ]
+
+
+def synthesis_messages(inputs: SynthesisInputs) -> list[ChatMessage]:
+    """The synthesis' turns: every report, the sector and index picture, every candidate."""
+    task = (
+        f"Write the macro synthesis as of {inputs.as_of.isoformat()}: the timeframe of your "
+        "view, an executive summary, the macro context (economic cycle, central bank stance, "
+        "geopolitical risks), the key themes with their conviction and timeframe, then at most "
+        f"{inputs.max_tickers} stocks to investigate, best first. Each stock needs its GICS "
+        "sector exactly as the data spells it, a rationale with numbers, a thesis angle "
+        "(growth, value, catalyst, turnaround, defensive or momentum), a conviction (high, "
+        "medium or low), catalysts and risks. Choose only among the candidates below, which "
+        "exist in the data as of the scan; set smart_money to true only for a stock a "
+        "smart-money screen flagged that fits your macro thesis. End with the risk factors. "
+        f"The macro series {', '.join(inputs.series)} are read for you first; your tools can "
+        "read more."
+    )
+    reports = "\n\n".join(
+        f"### {name}\n{render_scanner_report(report)}"
+        for name, report in inputs.reports.given().items()
+    )
+    return [
+        _system("the chief macro strategist", inputs.as_of),
+        _user(
+            [
+                _section("Scanner reports", reports),
+                _section("Sector moves", render_sector_moves(inputs.sectors)),
+                _section("Deep-dive sectors", ", ".join(s.value for s in inputs.deep_dive_sectors)),
+                _section("Indices", render_indices(inputs.indices)),
+                _section("Candidates", "\n".join(map(render_candidate, inputs.candidates))),
+                _section("Task", task),
+            ]
+        ),
+    ]
+
+
+def prefetched_turns(calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> list[ChatMessage]:
+    """The turns of a conversation in which the workflow already made ``calls``: the assistant
+    turn asking for them and one tool turn per result, as a tool loop would append them."""
+    return [
+        ChatMessage(role="assistant", tool_calls=list(calls)),
+        *(
+            ChatMessage(role="tool", content=r.content, tool_call_id=r.call_id, name=r.name)
+            for r in results
+        ),
+    ]
+
+
+def render_summary(summary: ScanSummary, as_of: datetime, workflow_id: str) -> str:
+    """The summary as Markdown: view, macro context, themes, the shortlist table, risks."""
+    macro = summary.macro_context
+    parts = [
+        f"# Market scan, {as_of:%Y-%m-%d}",
+        f"Scan as of {as_of.isoformat()} · run `{workflow_id}` · timeframe {summary.timeframe}",
+        f"## Executive summary\n{summary.executive_summary}",
+        "## Macro context\n"
+        f"- Economic cycle: {macro.economic_cycle}\n"
+        f"- Central bank: {macro.central_bank_stance}\n"
+        + "".join(f"- Geopolitical risk: {risk}\n" for risk in macro.geopolitical_risks),
+        "## Key themes\n"
+        + "\n".join(
+            f"- **{t.theme}** ({t.conviction.value} conviction, {t.timeframe}): {t.description}"
+            for t in summary.key_themes
+        ),
+        "## Stocks to investigate\n| ticker | name | sector | angle | conviction | smart money |\n"
+        "|---|---|---|---|---|---|\n"
+        + "\n".join(
+            f"| {s.ticker} | {s.name} | {s.sector.value} | {s.thesis_angle.value} | "
+            f"{s.conviction.value} | {'yes' if s.smart_money else ''} |"
+            for s in summary.stocks_to_investigate
+        ),
+    ]
+    for stock in summary.stocks_to_investigate:
+        detail = [f"### {stock.ticker}: {stock.name}", stock.rationale]
+        detail += [f"- catalyst: {c}" for c in stock.key_catalysts]
+        detail += [f"- risk: {r}" for r in stock.risks]
+        parts.append("\n".join(detail))
+    if summary.risk_factors:
+        parts.append("## Risk factors\n" + "\n".join(f"- {r}" for r in summary.risk_factors))
+    return "\n\n".join(parts) + "\n"

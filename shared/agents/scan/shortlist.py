@@ -1,0 +1,66 @@
+"""Checking a shortlist against the data: what a schema cannot know.
+
+``ScanSummary`` validates its own shape; whether each ticker is a stock of the
+data universe as of the scan, in the sector the summary gives it, whether the
+list respects ``max_tickers``, and whether a ``smart_money`` mark stands on a
+screen that really flagged the stock, only the data can say. Each problem is a
+sentence naming the field, the value and the fix, so one repair turn can correct
+them all (the peers passed whatever tickers the model wrote downstream).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+
+from shared.agents.scan.schemas import ScanSummary
+from shared.data.contracts import Listing
+
+EQUITY = "equity"
+
+
+def shortlist_problems(
+    summary: ScanSummary,
+    universe: Sequence[Listing],
+    as_of: datetime,
+    *,
+    max_tickers: int,
+    flagged: Collection[str],
+) -> list[str]:
+    """Every way ``summary``'s shortlist disagrees with the universe as of ``as_of`` or the
+    rules; empty when it is sound."""
+    listings = {listing.symbol.upper(): listing for listing in universe}
+    stocks = summary.stocks_to_investigate
+    problems = []
+    if len(stocks) > max_tickers:
+        problems.append(
+            f"stocks_to_investigate lists {len(stocks)} stocks but at most {max_tickers} are "
+            f"allowed: keep the {max_tickers} strongest"
+        )
+    for index, stock in enumerate(stocks):
+        where = f"stocks_to_investigate[{index}]"
+        listing = listings.get(stock.ticker)
+        if listing is None:
+            problems.append(
+                f"{where}.ticker: {stock.ticker} is not in the data universe as of "
+                f"{as_of:%Y-%m-%d}: choose among the candidates the scanners reported"
+            )
+            continue
+        if listing.asset_type != EQUITY:
+            problems.append(
+                f"{where}.ticker: {stock.ticker} is an {listing.asset_type}, not a stock: "
+                "shortlist stocks only"
+            )
+            continue
+        if listing.sector is not None and listing.sector is not stock.sector:
+            problems.append(
+                f"{where}.sector: {stock.ticker} is in {listing.sector.value}, not "
+                f"{stock.sector.value}"
+            )
+        if stock.smart_money and stock.ticker not in flagged:
+            shown = ", ".join(sorted(flagged)) or "none"
+            problems.append(
+                f"{where}.smart_money: no smart-money screen flagged {stock.ticker} (flagged: "
+                f"{shown}): set it to false"
+            )
+    return problems

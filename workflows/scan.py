@@ -1,0 +1,466 @@
+"""The ``Scan`` workflow: the fork's macro scanner with a correct fan-in and a checked shortlist.
+
+resolve the scan time → geopolitical ∥ market movers ∥ (sector → smart money), each its
+own tool loop → the industry deep dive, once, on the three sectors with the largest
+absolute 21-day move (picked here from the sector scanner's tool results) → the
+macro synthesis (a ``ScanSummary``) → the shortlist checked against the data
+universe as of the scan, one repair turn if it fails, then a clear failure → the
+summary stored as JSON and Markdown.
+
+The fork started the deep dive from each branch's edge and so ran it twice; here
+it is one awaited step after ``gather_all`` of the three branches. What the graph
+depends on (the sector moves, the smart-money screens, the chosen sectors'
+leaders, the macro series) is read through calls the workflow makes before the
+agent's first turn (``prefetch``), so no routing rests on whether a model chose
+to call a tool; a model may ask for more through its tools. Each report is stored under the run's
+keys as soon as its agent finishes, so a failed synthesis still leaves them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, Field, ValidationError
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.failures import as_temporal_failures
+    from activities.research import (
+        ResolveAsOfRequest,
+        ResolvedAsOf,
+        StoredReport,
+        StoreReportRequest,
+    )
+    from activities.scan import ShortlistCheck, ShortlistVerdict, StoreJsonRequest
+    from shared.agents.scan.facts import (
+        Candidate,
+        answers_of_results,
+        candidates,
+        flagged,
+        index_levels,
+        sector_moves,
+        top_sectors,
+    )
+    from shared.agents.scan.inputs import (
+        MAX_TICKERS,
+        DeepDiveInputs,
+        ScannerInputs,
+        ScanReports,
+        SynthesisInputs,
+        scanner_prefetch,
+    )
+    from shared.agents.scan.prompts import (
+        deep_dive_messages,
+        prefetched_turns,
+        render_summary,
+        scanner_messages,
+        synthesis_messages,
+    )
+    from shared.agents.scan.roles import (
+        AGENTS,
+        INDUSTRY_DEEP_DIVE,
+        MACRO_SYNTHESIS,
+        SCANNER_AGENTS,
+        ScannerKind,
+    )
+    from shared.agents.scan.schemas import ScannerReport, ScanSummary
+    from shared.data.contracts import SECTOR_ETFS, Sector, SectorPerformance
+    from shared.llm.contracts import (
+        ChatMessage,
+        ChatRequest,
+        ChatResponse,
+        LlmChoice,
+        ToolCall,
+        ToolResult,
+        UsageReport,
+    )
+    from shared.llm.structured import repair_messages
+    from shared.queues import TOOLS_QUEUE
+    from shared.storage.buckets import REPORTS_BUCKET
+    from shared.storage.objects import ObjectRef
+    from shared.tools.registry import tool_specs
+    from workflows.concurrency import gather_all
+    from workflows.debates import check_provider, run_key_prefix
+    from workflows.inputs import parse_input
+    from workflows.llm_calls import ToolLoopResult, chat, request_for, run_tool, run_tool_loop
+    from workflows.progress import RunProgress, StepState, track
+    from workflows.resume import Resumable
+    from workflows.visibility import tag_run
+
+SCAN_START_TO_CLOSE = timedelta(minutes=1)
+SCAN_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
+
+CLOCK_SYMBOL = SECTOR_ETFS[Sector.INFORMATION_TECHNOLOGY]
+"""Without ``as_of`` the scan runs as of this sector ETF's latest daily bar: the sector
+scanner's data decide how recent a scan the data allow."""
+
+RESOLVE_AS_OF = "resolve_as_of"
+CHECK_SHORTLIST = "check_shortlist"
+SHORTLIST_REPAIR = "shortlist_repair"
+STORE_SUMMARY = "store_summary"
+FLOW = "scan"
+
+
+class ScanInput(BaseModel):
+    """What to scan. ``{}`` is enough: the latest data, ten stocks, offline."""
+
+    as_of: AwareDatetime | None = Field(
+        None, description="scan time (UTC offset required); default: the latest daily bar"
+    )
+    max_tickers: int = Field(10, ge=1, le=MAX_TICKERS, description="most stocks to shortlist")
+    llm: LlmChoice = Field(
+        default_factory=LlmChoice,
+        description="model: the scanners' (quick); deep_model: the deep dive's and synthesis'",
+    )
+
+
+class ScanProgress(RunProgress):
+    """The answer of the ``progress`` query: the common progress of every workflow."""
+
+
+class ScanResult(BaseModel):
+    """The validated summary, where everything was stored, and what it cost per agent."""
+
+    workflow_id: str
+    as_of: datetime
+    max_tickers: int
+    deep_dive_sectors: list[Sector] = Field(description="chosen by absolute 21-day move")
+    summary: ScanSummary
+    reports: dict[str, StoredReport] = Field(description="agent -> its stored Markdown report")
+    summary_json: StoredReport
+    summary_markdown: StoredReport
+    repaired: bool = Field(description="whether the shortlist needed the repair turn")
+    usage: UsageReport
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    """One agent's outcome: its tool loop, every tool result (prefetched ones first)."""
+
+    loop: ToolLoopResult
+    results: list[ToolResult]
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """A scanner's (or the deep dive's) report, the tool answers behind it, where it is stored."""
+
+    report: ScannerReport
+    answers: list[tuple[str, Any]]
+    stored: StoredReport
+
+
+def scan_request(
+    llm: LlmChoice, agent: str, prefix: str, *, step: str | None = None, **fields: Any
+) -> ChatRequest:
+    """A chat request for a Scan agent with its table row's model and schema; the raw reply
+    goes to ``{prefix}/{step}.raw.txt``."""
+    return request_for(llm, agent, AGENTS[agent], f"{prefix}/{step or agent}.raw.txt", **fields)
+
+
+def _invalid_reply(agent: str, problem: str) -> ApplicationError:
+    return ApplicationError(f"{agent} {problem}", type="InvalidReply", non_retryable=True)
+
+
+@workflow.defn(name="Scan")
+class ScanWorkflow(Resumable):
+    """Three scanners ∥ (smart money after sector) → deep dive once → synthesis → checked list."""
+
+    def __init__(self) -> None:
+        self.phase = "starting"
+        self.steps: dict[str, StepState] = {}
+        self.usage = UsageReport()
+
+    @workflow.query(name="progress")
+    def progress(self) -> ScanProgress:
+        """The phase, each step's state and the tokens spent so far."""
+        return ScanProgress.of(
+            self.steps, self.usage, phase=self.phase, waiting=self.waiting_steps()
+        )
+
+    async def _step(self, name: str, work: Any) -> Any:
+        """Await ``work`` while ``name`` shows running, then done or failed."""
+        return await track(self.steps, name, work)
+
+    async def _tools(self, activity: str, request: BaseModel, result_type: type) -> Any:
+        """One deterministic activity on the tools queue."""
+        return await workflow.execute_activity(
+            activity,
+            request,
+            result_type=result_type,
+            task_queue=TOOLS_QUEUE,
+            start_to_close_timeout=SCAN_START_TO_CLOSE,
+            retry_policy=SCAN_RETRY,
+            summary=activity,
+        )
+
+    @workflow.run
+    async def run(self, raw: Any = None) -> ScanResult:
+        """Validate, scan in two phases, dig in once, synthesise, check, store."""
+        self.open_gate()
+        args = parse_input(ScanInput, raw)
+        check_provider(args.llm)
+        self.steps = {
+            name: StepState.PENDING
+            for name in [RESOLVE_AS_OF, *AGENTS, CHECK_SHORTLIST, SHORTLIST_REPAIR, STORE_SUMMARY]
+        }
+        self.phase = RESOLVE_AS_OF
+        resolved: ResolvedAsOf = await self._step(
+            RESOLVE_AS_OF,
+            self._tools(
+                RESOLVE_AS_OF,
+                ResolveAsOfRequest(symbol=CLOCK_SYMBOL, as_of=args.as_of),
+                ResolvedAsOf,
+            ),
+        )
+        as_of = resolved.as_of
+        tag_run("Scan", as_of=as_of)
+        self.phase = "scanners"
+        opening = ScannerInputs(as_of=as_of)
+        geopolitical, movers, (sector, smart_money) = await gather_all(
+            self._scanner(args, ScannerKind.GEOPOLITICAL, opening),
+            self._scanner(args, ScannerKind.MARKET_MOVERS, opening),
+            self._sector_then_smart_money(args, opening),
+        )
+        self.phase = INDUSTRY_DEEP_DIVE
+        moves = sector_moves(sector.answers)
+        chosen = top_sectors(moves)
+        deep = await self._deep_dive(args, as_of, chosen, smart_money)
+        self.phase = MACRO_SYNTHESIS
+        pool = candidates([*movers.answers, *smart_money.answers, *deep.answers])
+        inputs = SynthesisInputs(
+            as_of=as_of,
+            max_tickers=args.max_tickers,
+            reports=ScanReports(
+                geopolitical=geopolitical.report,
+                market_movers=movers.report,
+                sector=sector.report,
+                smart_money=smart_money.report,
+                industry_deep_dive=deep.report,
+            ),
+            sectors=moves,
+            deep_dive_sectors=[move.sector for move in chosen],
+            indices=index_levels(movers.answers),
+            candidates=pool,
+        )
+        summary, repaired = await self._synthesis(args, inputs, flagged(pool))
+        self.phase = STORE_SUMMARY
+        summary_json, summary_markdown = await self._step(
+            STORE_SUMMARY, self._store_summary(summary, as_of)
+        )
+        self.phase = "done"
+        return ScanResult(
+            workflow_id=workflow.info().workflow_id,
+            as_of=as_of,
+            max_tickers=args.max_tickers,
+            deep_dive_sectors=inputs.deep_dive_sectors,
+            summary=summary,
+            reports={
+                SCANNER_AGENTS[ScannerKind.GEOPOLITICAL]: geopolitical.stored,
+                SCANNER_AGENTS[ScannerKind.MARKET_MOVERS]: movers.stored,
+                SCANNER_AGENTS[ScannerKind.SECTOR]: sector.stored,
+                SCANNER_AGENTS[ScannerKind.SMART_MONEY]: smart_money.stored,
+                INDUSTRY_DEEP_DIVE: deep.stored,
+            },
+            summary_json=summary_json,
+            summary_markdown=summary_markdown,
+            repaired=repaired,
+            usage=self.usage,
+        )
+
+    async def _run_agent(
+        self,
+        args: ScanInput,
+        agent: str,
+        messages: list[ChatMessage],
+        inputs: ScannerInputs | DeepDiveInputs | SynthesisInputs,
+        prefetch: Sequence[ToolCall] = (),
+    ) -> AgentRun:
+        """The workflow's own calls first (if any), then the agent's tool loop, as one step.
+
+        The tool context fixes the scan time, so no tool reads past it whatever the
+        model asks for; the request context is the agent's typed inputs.
+        """
+        prefix = run_key_prefix(FLOW)
+        context = {"as_of": inputs.as_of.isoformat(), "result_key_prefix": f"{prefix}/{agent}"}
+
+        async def work() -> AgentRun:
+            fetched = list(
+                await asyncio.gather(
+                    *(run_tool(call, context, queue=TOOLS_QUEUE, agent=agent) for call in prefetch)
+                )
+            )
+            turns = prefetched_turns(prefetch, fetched) if prefetch else []
+            request = scan_request(
+                args.llm,
+                agent,
+                prefix,
+                messages=[*messages, *turns],
+                tools=tool_specs(AGENTS[agent].tools),
+                context=inputs.model_dump(mode="json"),
+            )
+            loop = await run_tool_loop(
+                request, tools_queue=TOOLS_QUEUE, tool_context=context, usage=self.usage
+            )
+            return AgentRun(loop, [*fetched, *loop.tool_results])
+
+        return await self._step(agent, work())
+
+    async def _reported(self, agent: str, run: AgentRun) -> Scanned:
+        """The agent's validated report, stored under the run's keys."""
+        try:
+            report = ScannerReport.model_validate(run.loop.response.structured)
+        except ValidationError:
+            raise _invalid_reply(agent, "ended without a valid ScannerReport") from None
+        stored: StoredReport = await self._tools(
+            "store_report",
+            StoreReportRequest(
+                markdown=report.report_markdown,
+                target=ObjectRef(
+                    bucket=REPORTS_BUCKET, key=f"{run_key_prefix(FLOW)}/reports/{agent}.md"
+                ),
+            ),
+            StoredReport,
+        )
+        return Scanned(report, answers_of_results(run.results), stored)
+
+    async def _scanner(self, args: ScanInput, kind: ScannerKind, inputs: ScannerInputs) -> Scanned:
+        """One scanner's tool loop and its stored report."""
+        agent = SCANNER_AGENTS[kind]
+        with as_temporal_failures():
+            messages = scanner_messages(kind, inputs)
+        run = await self._run_agent(args, agent, messages, inputs, scanner_prefetch(kind))
+        return await self._reported(agent, run)
+
+    async def _sector_then_smart_money(
+        self, args: ScanInput, opening: ScannerInputs
+    ) -> tuple[Scanned, Scanned]:
+        """The sector scanner, then the smart-money scanner with its report and numbers."""
+        sector = await self._scanner(args, ScannerKind.SECTOR, opening)
+        inputs = opening.model_copy(
+            update={"sector_report": sector.report, "sectors": sector_moves(sector.answers)}
+        )
+        return sector, await self._scanner(args, ScannerKind.SMART_MONEY, inputs)
+
+    async def _deep_dive(
+        self,
+        args: ScanInput,
+        as_of: datetime,
+        chosen: list[SectorPerformance],
+        smart_money: Scanned,
+    ) -> Scanned:
+        """The deep dive, once, on the sectors that moved most (chosen in code, not by a model)."""
+        if not chosen:
+            raise ApplicationError(
+                f"the sector scanner read no 21-day sector returns as of {as_of.isoformat()}, so "
+                "the deep dive has no sectors: check the sector data for that date",
+                type="NoData",
+                non_retryable=True,
+            )
+        pool: list[Candidate] = candidates(smart_money.answers)
+        inputs = DeepDiveInputs(
+            as_of=as_of,
+            sectors=chosen,
+            smart_money_report=smart_money.report,
+            smart_money=[c for c in pool if c.smart_money],
+        )
+        with as_temporal_failures():
+            messages = deep_dive_messages(inputs)
+        run = await self._run_agent(args, INDUSTRY_DEEP_DIVE, messages, inputs, inputs.prefetch())
+        return await self._reported(INDUSTRY_DEEP_DIVE, run)
+
+    def _summary(self, response: ChatResponse) -> ScanSummary:
+        try:
+            return ScanSummary.model_validate(response.structured)
+        except ValidationError:
+            raise _invalid_reply(MACRO_SYNTHESIS, "ended without a valid ScanSummary") from None
+
+    async def _check(
+        self, inputs: SynthesisInputs, summary: ScanSummary, smart: list[str]
+    ) -> list[str]:
+        verdict: ShortlistVerdict = await self._step(
+            CHECK_SHORTLIST,
+            self._tools(
+                CHECK_SHORTLIST,
+                ShortlistCheck(
+                    as_of=inputs.as_of,
+                    summary=summary,
+                    max_tickers=inputs.max_tickers,
+                    flagged=smart,
+                ),
+                ShortlistVerdict,
+            ),
+        )
+        return verdict.problems
+
+    async def _synthesis(
+        self, args: ScanInput, inputs: SynthesisInputs, smart: list[str]
+    ) -> tuple[ScanSummary, bool]:
+        """The summary, its shortlist checked; one repair turn quoting the problems, then a
+        non-retryable failure naming what is still wrong."""
+        with as_temporal_failures():
+            messages = synthesis_messages(inputs)
+        run = await self._run_agent(args, MACRO_SYNTHESIS, messages, inputs, inputs.prefetch())
+        summary = self._summary(run.loop.response)
+        self.phase = CHECK_SHORTLIST
+        problems = await self._check(inputs, summary, smart)
+        if not problems:
+            self.steps[SHORTLIST_REPAIR] = StepState.SKIPPED
+            return summary, False
+        self.phase = SHORTLIST_REPAIR
+        workflow.logger.warning("shortlist needs a repair: %s", "; ".join(problems))
+        request = scan_request(
+            args.llm,
+            MACRO_SYNTHESIS,
+            run_key_prefix(FLOW),
+            step=SHORTLIST_REPAIR,
+            messages=[
+                *run.loop.messages,
+                *repair_messages(run.loop.response.text, "; ".join(problems)),
+            ],
+            context=inputs.model_dump(mode="json"),
+        )
+        response = await self._step(SHORTLIST_REPAIR, chat(request, summary=SHORTLIST_REPAIR))
+        self.usage.add(MACRO_SYNTHESIS, response.usage)
+        summary = self._summary(response)
+        problems = await self._check(inputs, summary, smart)
+        if problems:
+            raise ApplicationError(
+                f"{MACRO_SYNTHESIS}'s shortlist is still invalid after one repair: "
+                + "; ".join(problems),
+                type="InvalidShortlist",
+                non_retryable=True,
+            )
+        return summary, True
+
+    async def _store_summary(
+        self, summary: ScanSummary, as_of: datetime
+    ) -> tuple[StoredReport, StoredReport]:
+        """The summary as JSON (what other flows read back) and as Markdown (for people)."""
+        prefix = run_key_prefix(FLOW)
+        markdown = render_summary(summary, as_of, workflow.info().workflow_id)
+        stored = await gather_all(
+            self._tools(
+                "store_json",
+                StoreJsonRequest(
+                    value=summary.model_dump(mode="json"),
+                    target=ObjectRef(bucket=REPORTS_BUCKET, key=f"{prefix}/summary.json"),
+                ),
+                StoredReport,
+            ),
+            self._tools(
+                "store_report",
+                StoreReportRequest(
+                    markdown=markdown,
+                    target=ObjectRef(bucket=REPORTS_BUCKET, key=f"{prefix}/summary.md"),
+                ),
+                StoredReport,
+            ),
+        )
+        return stored[0], stored[1]
