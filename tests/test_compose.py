@@ -16,8 +16,8 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from shared.search_attributes import SEARCH_ATTRIBUTES
 from shared.config import ENV_PREFIX, Settings, load_settings
+from shared.search_attributes import SEARCH_ATTRIBUTES
 from workers.roles import ROLE_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,11 +24,11 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, Describe
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from shared.search_attributes import SEARCH_ATTRIBUTES
 from cli.stack.servers import LOOPBACK, ServerLaunch, http_answers, s3_server, temporal_dev_server
 from shared.config import ENV_PREFIX, Settings, TaskQueues
 from shared.errors import QuantdeskError
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+from shared.search_attributes import SEARCH_ATTRIBUTES
 from shared.storage.objects import ObjectStore
 from workers.client import connect
 from workers.roles import WorkerRole
