@@ -11,55 +11,30 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
-from temporalio.exceptions import FailureError
 from temporalio.service import RPCError
 
 from cli.exit import fail_on_quantdesk_errors, finish
+from cli.views import console, print_failure, print_links, titled, web_ui_url
 from shared.config import Settings, load_settings
-from workflows.debates import DebateProgress, DebateResult, RiskResult
-from workflows.pipeline import PipelineProgress, PipelineResult, PipelineState
-from workflows.quantagent import QuantAgentProgress, QuantAgentResult
-from workflows.scan import ScanProgress, ScanResult
+from shared.llm.contracts import UsageReport
+from workflows.debates import DebateResult, RiskResult
+from workflows.pipeline import PipelineResult, PipelineState
+from workflows.progress import RunProgress
+from workflows.quantagent import QuantAgentResult
+from workflows.scan import ScanResult
 
 run_app = typer.Typer(help="Run a flow on the stack and show its result.", no_args_is_help=True)
-console = Console()
 PROGRESS_POLL_SECONDS = 0.5
-STATE_STYLE = {
-    "pending": "dim",
-    "running": "yellow",
-    "done": "green",
-    "failed": "bold red",
-    "skipped": "dim strike",
-}
 
 
-def web_ui_url(settings: Settings, workflow_id: str, run_id: str | None) -> str:
-    """The run's page in the Temporal Web UI of the embedded stack."""
-    base = f"http://127.0.0.1:{settings.temporal.ui_port}/namespaces/{settings.temporal.namespace}"
-    return f"{base}/workflows/{workflow_id}/{run_id or ''}/history".replace("//history", "/history")
-
-
-def _progress_table(progress: QuantAgentProgress) -> Table:
-    table = Table(title="QuantAgent", show_edge=False)
-    table.add_column("step")
-    table.add_column("state")
-    for step, state in progress.steps.items():
-        table.add_row(step, f"[{STATE_STYLE[state.value]}]{state.value}[/]")
-    table.caption = (
-        f"LLM calls {progress.usage.total.calls}, tokens {progress.usage.total.total_tokens}"
-    )
-    return table
-
-
-async def _follow(
+async def follow(
     handle: WorkflowHandle[Any, Any],
-    progress_type: type[Any] = QuantAgentProgress,
-    table: Callable[[Any], Table] = _progress_table,
+    table: Callable[[Any], Table],
+    progress_type: type[Any] = RunProgress,
 ) -> Any:
     """Show the progress query live until the run ends, then return its result."""
     result_task = asyncio.create_task(handle.result())
@@ -83,8 +58,8 @@ async def _start_and_follow(
     workflow_id: str,
     result_type: type[Any],
     summary: str,
-    progress_type: type[Any] = QuantAgentProgress,
-    table: Callable[[Any], Table] = _progress_table,
+    progress_type: type[Any] = RunProgress,
+    table: Callable[[Any], Table] | None = None,
 ) -> tuple[Any | None, str]:
     """Start a run, show its progress live; its result (None if it failed) and Web UI link."""
     handle = await client.start_workflow(
@@ -98,9 +73,9 @@ async def _start_and_follow(
     ui_url = web_ui_url(settings, handle.id, handle.result_run_id)
     console.print(f"started [bold]{handle.id}[/]  {ui_url}")
     try:
-        return await _follow(handle, progress_type, table), ui_url
+        return await follow(handle, table or titled(workflow_type), progress_type), ui_url
     except WorkflowFailureError as error:
-        _failure(error)
+        print_failure(error)
         return None, ui_url
 
 
@@ -126,19 +101,15 @@ def _summary(result: QuantAgentResult, ui_url: str) -> Panel:
             for k, v in values.items()
             if v is not None
         ),
-        f"usage: {result.usage.total.calls} LLM calls, {result.usage.total.total_tokens} tokens",
+        usage_line(result.usage),
     ]
     return Panel("\n".join(lines), title="QuantAgent decision", expand=False)
 
 
-def _links(result: QuantAgentResult, ui_url: str) -> None:
-    """Links unwrapped, on lines of their own, so they can be copied or clicked."""
-    for label, url in (
-        ("pattern chart", result.pattern_chart.url),
-        ("trend chart", result.trend_chart.url),
-        ("Web UI", ui_url),
-    ):
-        console.print(f"{label}: {url}", soft_wrap=True, highlight=False)
+def usage_line(usage: UsageReport) -> str:
+    """Calls, tokens and cost of a finished run."""
+    total = usage.total
+    return f"usage: {total.calls} LLM calls, {total.total_tokens} tokens, ${total.cost_usd:.4f}"
 
 
 async def _run_quantagent(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
@@ -158,7 +129,11 @@ async def _run_quantagent(settings: Settings, payload: dict[str, Any], workflow_
         return 1
     console.print()
     console.print(_summary(result, ui_url))
-    _links(result, ui_url)
+    print_links(
+        ("pattern chart", result.pattern_chart.url),
+        ("trend chart", result.trend_chart.url),
+        ("Web UI", ui_url),
+    )
     return 0
 
 
@@ -203,32 +178,6 @@ def quantagent(
 # --- the per-ticker Pipeline and its debates ----------------------------------------------
 
 
-def _steps_table(title: str, steps: dict[str, Any], usage: Any, caption: str = "") -> Table:
-    table = Table(title=title, show_edge=False)
-    table.add_column("step")
-    table.add_column("state")
-    for step, state in steps.items():
-        table.add_row(step, f"[{STATE_STYLE[state.value]}]{state.value}[/]")
-    table.caption = f"{caption}LLM calls {usage.total.calls}, tokens {usage.total.total_tokens}"
-    return table
-
-
-def _pipeline_table(progress: PipelineProgress) -> Table:
-    return _steps_table("Pipeline", progress.steps, progress.usage, f"phase {progress.phase}; ")
-
-
-def _debate_table(progress: DebateProgress) -> Table:
-    return _steps_table("Debate", progress.steps, progress.usage)
-
-
-def _failure(error: WorkflowFailureError) -> None:
-    """Print the innermost cause of a failed run (the one that names the field)."""
-    cause: BaseException = error
-    while isinstance(cause, WorkflowFailureError | FailureError) and cause.cause is not None:
-        cause = cause.cause
-    console.print(f"[bold red]run failed:[/] {cause or error}", highlight=False)
-
-
 def _pipeline_summary(result: PipelineResult) -> Panel:
     decision = result.decision
     colour = {"BUY": "green", "SELL": "red"}.get(decision.signal.value, "yellow")
@@ -249,9 +198,7 @@ def _pipeline_summary(result: PipelineResult) -> Panel:
             f"[bold]trader:[/] {result.proposal.action.value}, "
             f"{result.proposal.position_sizing:.1%} of the portfolio"
         )
-    lines.append(
-        f"usage: {result.usage.total.calls} LLM calls, {result.usage.total.total_tokens} tokens"
-    )
+    lines.append(usage_line(result.usage))
     return Panel("\n".join(lines), title="Pipeline decision", expand=False)
 
 
@@ -267,15 +214,12 @@ async def _run_pipeline(settings: Settings, payload: dict[str, Any], workflow_id
         workflow_id=workflow_id,
         result_type=PipelineResult,
         summary=f"Pipeline {payload['symbol']}",
-        progress_type=PipelineProgress,
-        table=_pipeline_table,
     )
     if result is None:
         return 1
     console.print()
     console.print(_pipeline_summary(result))
-    for label, url in (("report", result.report.url), ("Web UI", ui_url)):
-        console.print(f"{label}: {url}", soft_wrap=True, highlight=False)
+    print_links(("report", result.report.url), ("Web UI", ui_url))
     return 0
 
 
@@ -359,8 +303,6 @@ async def _rerun(settings: Settings, source_id: str, part: str) -> int:
         workflow_id=f"{source_id}-{part.lower()}-rerun-{stamp}",
         result_type=DebateResult if part == "Debate" else RiskResult,
         summary=f"{part} {state.symbol}, re-run from {source_id}",
-        progress_type=DebateProgress,
-        table=_debate_table,
     )
     if result is None:
         return 1
@@ -369,7 +311,7 @@ async def _rerun(settings: Settings, source_id: str, part: str) -> int:
         plan = result.research_plan
         lines.append(f"research plan: {plan.recommendation.value}: {plan.rationale}")
     console.print(Panel("\n".join(lines), title=f"{part} re-run", expand=False), highlight=False)
-    console.print(f"Web UI: {ui_url}", soft_wrap=True, highlight=False)
+    print_links(("Web UI", ui_url))
     return 0
 
 
@@ -396,10 +338,6 @@ def risk(
 # --- the Scan ------------------------------------------------------------------------------
 
 CONVICTION_STYLE = {"high": "bold green", "medium": "yellow", "low": "dim"}
-
-
-def _scan_table(progress: ScanProgress) -> Table:
-    return _steps_table("Scan", progress.steps, progress.usage, f"phase {progress.phase}; ")
 
 
 def shortlist_table(result: ScanResult) -> Table:
@@ -438,20 +376,17 @@ async def _run_scan(settings: Settings, payload: dict[str, Any], workflow_id: st
         workflow_id=workflow_id,
         result_type=ScanResult,
         summary=f"Scan as of {payload.get('as_of') or 'the latest data'}",
-        progress_type=ScanProgress,
-        table=_scan_table,
     )
     if result is None:
         return 1
     console.print()
     console.print(Panel(result.summary.executive_summary, title="Market scan", expand=False))
     console.print(shortlist_table(result))
-    for label, url in (
+    print_links(
         ("summary", result.summary_markdown.url),
         ("summary JSON", result.summary_json.url),
         ("Web UI", ui_url),
-    ):
-        console.print(f"{label}: {url}", soft_wrap=True, highlight=False)
+    )
     return 0
 
 

@@ -30,6 +30,7 @@ from temporalio.testing import WorkflowEnvironment
 
 import activities.tools as tool_activities
 import cli.run as cli_run
+import cli.views as cli_views
 from activities.llm import LlmActivities
 from activities.research import ResearchActivities
 from activities.scan import SCAN_ACTIVITIES
@@ -298,6 +299,7 @@ async def test_quantdesk_run_scan_follows_the_run_and_prints_the_shortlist(
 ) -> None:
     shown = Console(record=True, width=240)
     monkeypatch.setattr(cli_run, "console", shown)
+    monkeypatch.setattr(cli_views, "console", shown)
     settings = load_settings(
         temporal={"address": ts_env.client.service_client.config.target_host},
         queues={"workflows": QUEUE},

@@ -15,11 +15,15 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from rich.console import Console
 from temporalio.testing import WorkflowEnvironment
 
+import cli.runs as cli_runs
+import cli.views as cli_views
 from activities.llm import LlmActivities
 from activities.reflection import ReflectionActivities
-from shared.config import Settings
+from cli.runs import visibility_query
+from shared.config import Settings, load_settings
 from shared.llm.providers import QUEUE_OFFLINE
 from shared.queues import TOOLS_QUEUE
 from tests.servers import running_workers
@@ -78,3 +82,50 @@ async def test_a_run_is_found_by_flow_and_symbol(dev_env: WorkflowEnvironment, w
     assert attributes.get(AS_OF) == AS_OF_TIME
     other = f'Symbol = "MSFT" AND WorkflowId = "{workflow_id}"'
     assert [r async for r in dev_env.client.list_workflows(other)] == []
+
+
+async def test_the_runs_filter_quotes_what_it_is_given() -> None:
+    assert visibility_query("Pipeline", "goog", None, running=True) == (
+        'QuantdeskFlow = "Pipeline" AND Symbol = "GOOG" AND ExecutionStatus = \'Running\''
+    )
+    assert visibility_query(None, None, 'my "book"', running=False) == (
+        'Portfolio = "my \\"book\\""'
+    )
+    assert visibility_query(None, None, None, running=False) == ""
+
+
+async def test_runs_watch_and_resume_commands_read_the_server(
+    dev_env: WorkflowEnvironment, workers: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shown = Console(record=True, width=200)
+    monkeypatch.setattr(cli_views, "console", shown)
+    monkeypatch.setattr(cli_runs, "console", shown)
+    settings = load_settings(temporal={"address": dev_env.client.service_client.config.target_host})
+    workflow_id = f"visible-{uuid.uuid4()}"
+    await dev_env.client.execute_workflow(
+        "Reflect",
+        {
+            "source": {"workflow_id": "pipeline-GOOG-older", "run_id": "r2"},
+            "symbol": "GOOG",
+            "as_of": AS_OF_TIME.isoformat(),
+            "situation": "GOOG rallied through its 50-day average on heavy volume.",
+            "decisions": {"trader": {"text": "Sell the rally.", "direction": "Sell"}},
+        },
+        id=workflow_id,
+        task_queue=QUEUE,
+        result_type=ReflectResult,
+    )
+
+    assert await cli_runs.watch_run(settings, workflow_id) == 0
+    text = shown.export_text()
+    assert "measure_outcome" in text and "completed" in text
+    listed = ""
+    for _ in range(100):  # the visibility store is eventually consistent
+        shown.print(await cli_runs.list_runs(settings, 'QuantdeskFlow = "Reflect"', 50))
+        listed = shown.export_text()
+        if workflow_id in listed:
+            break
+        await asyncio.sleep(0.1)
+    assert workflow_id in listed and "GOOG" in listed
+    assert await cli_runs.resume_run(settings, workflow_id) == 1  # a closed run has no waits
+    assert await cli_runs.watch_run(settings, "no-such-run") == 1

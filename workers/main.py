@@ -61,6 +61,7 @@ def _plan_workflows(settings: Settings) -> WorkerPlan:
 
 
 def _plan_tools(settings: Settings) -> WorkerPlan:
+    from activities.evaluation import EvaluationActivities
     from activities.reflection import ReflectionActivities
     from activities.research import ResearchActivities
     from activities.scan import SCAN_ACTIVITIES
@@ -72,6 +73,7 @@ def _plan_tools(settings: Settings) -> WorkerPlan:
             *MARKET_ACTIVITIES,
             *ResearchActivities(settings).activities(),
             *ReflectionActivities(settings).activities(),
+            *EvaluationActivities(settings).tools_activities(),
             *SCAN_ACTIVITIES,
         ],
         threads=True,
@@ -80,9 +82,15 @@ def _plan_tools(settings: Settings) -> WorkerPlan:
 
 def _plan_charts(settings: Settings) -> WorkerPlan:
     from activities.charts import ChartActivities
+    from activities.evaluation import EvaluationActivities
 
     return WorkerPlan(
-        queue=CHARTS_QUEUE, activities=ChartActivities(settings).activities(), threads=True
+        queue=CHARTS_QUEUE,
+        activities=[
+            *ChartActivities(settings).activities(),
+            *EvaluationActivities(settings).charts_activities(),
+        ],
+        threads=True,
     )
 
 

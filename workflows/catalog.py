@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from workflows.debates import DebateWorkflow, RiskWorkflow
+from workflows.evaluate import EvaluateWorkflow
 from workflows.pipeline import PipelineWorkflow
 from workflows.quantagent import QuantAgentWorkflow
 from workflows.reflect import ReflectWorkflow
@@ -15,4 +16,5 @@ WORKFLOWS: list[type] = [
     RiskWorkflow,
     ReflectWorkflow,
     ScanWorkflow,
+    EvaluateWorkflow,
 ]

@@ -535,6 +535,7 @@ class PipelineWorkflow(Resumable):
                 static_summary=f"Debate {state.symbol}, {args.debate_rounds} round(s)",
             ),
         )
+        self.child_finished(f"{wf_id}-debate")
         self._count(debate.usage)
         state.research_transcript = debate.transcript
         state.research_plan = debate.research_plan
@@ -566,6 +567,7 @@ class PipelineWorkflow(Resumable):
                 static_summary=f"Risk {state.symbol}, {args.risk_rounds} round(s)",
             ),
         )
+        self.child_finished(f"{wf_id}-risk")
         self._count(risk.usage)
         state.risk_transcript = risk.transcript
 

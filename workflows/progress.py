@@ -39,8 +39,8 @@ class RunProgress(BaseModel):
 
     phase: str = Field("", description="what the run is doing now")
     steps: dict[str, StepState]
-    done: int = Field(description="steps done or skipped")
-    total: int = Field(description="steps known so far")
+    done: int = Field(description="steps done or skipped (or the flow's own units done)")
+    total: int = Field(description="steps known so far (or the flow's own units)")
     waiting: dict[str, str] = Field(
         default_factory=dict, description="calls waiting for `resume`, with the reason"
     )
@@ -58,18 +58,22 @@ class RunProgress(BaseModel):
         *,
         phase: str = "",
         waiting: Mapping[str, str] | None = None,
+        done: int | None = None,
+        total: int | None = None,
         **extra: Any,
     ) -> Self:
-        """The progress of the running workflow (call from its query handler)."""
-        done = sum(1 for state in steps.values() if state in FINISHED)
+        """The progress of the running workflow (call from its query handler). ``done`` and
+        ``total`` count steps unless given in other units (windows, tickers)."""
+        if done is None or total is None:
+            done = sum(1 for state in steps.values() if state in FINISHED)
+            total = len(steps)
         elapsed = (workflow.now() - workflow.info().start_time).total_seconds()
-        left = len(steps) - done
-        estimate = elapsed / done * left if done else None
+        estimate = elapsed / done * (total - done) if done else None
         return cls(
             phase=phase,
             steps=dict(steps),
             done=done,
-            total=len(steps),
+            total=total,
             waiting=dict(waiting or {}),
             usage=usage,
             elapsed_seconds=round(elapsed, 1),

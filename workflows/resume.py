@@ -44,7 +44,7 @@ class ResumeGate:
     def __init__(self) -> None:
         self.resumes = 0
         self.waiting: dict[str, str] = {}
-        self.children: list[str] = []
+        self.children: set[str] = set()
 
     def _show(self) -> None:
         if self.waiting:
@@ -99,8 +99,12 @@ class Resumable:
         return dict(gate.waiting) if gate is not None else {}
 
     def child_started(self, workflow_id: str) -> None:
-        """Remember a child so that ``resume`` reaches it too."""
-        self.gate.children.append(workflow_id)
+        """Remember a running child so that ``resume`` reaches it too."""
+        self.gate.children.add(workflow_id)
+
+    def child_finished(self, workflow_id: str) -> None:
+        """A closed child needs no more signals."""
+        self.gate.children.discard(workflow_id)
 
     @workflow.signal(name="resume")
     async def resume(self) -> None:
@@ -108,7 +112,7 @@ class Resumable:
         if getattr(self, "gate", None) is None:
             return  # not started yet: nothing can be waiting
         self.gate.resumes += 1
-        for child in self.gate.children:
+        for child in sorted(self.gate.children):
             try:
                 await workflow.get_external_workflow_handle(child).signal("resume")
             except Exception as error:  # a finished child cannot be signalled, nor needs to be

@@ -1,0 +1,230 @@
+"""The ``Evaluate`` workflow's activities: load windows, hand out their visible bars, score, plot.
+
+Windows are snapshotted into S3 once (``load_eval_windows``, tools queue), in
+pages of at most ``PAGE_BARS`` bars, so the benchmark's 1,600 windows never
+cross Temporal in one payload, and the scorer later reads exactly the bars the
+agents were given, even if the directory changed meanwhile.
+``read_visible_windows`` returns one page *without its held-out bars*: the
+held-out bars leave S3 only inside ``score_evaluation``. The plot is rendered
+on the charts queue, where matplotlib already runs. Object keys come from the
+workflow, so a retried activity overwrites its own objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+from temporalio import activity
+
+from activities.failures import as_temporal_failures
+from activities.research import StoredReport
+from shared.agents.quantagent import Direction
+from shared.config import Settings, load_settings
+from shared.evaluation.report import render_csv, render_json, render_markdown
+from shared.evaluation.scoring import AgentCall, EvaluationSummary, score_windows
+from shared.evaluation.sources import WindowSpec, load_windows
+from shared.evaluation.windows import VisibleWindow, Window
+from shared.market.bars import Timeframe
+from shared.storage.buckets import PAYLOADS_BUCKET, REPORTS_BUCKET
+from shared.storage.objects import ObjectRef, ObjectStore
+
+PAGE_BARS = 2500
+"""Bars per stored page: a page of visible bars is ~330 KB, under the SDK's 512 KiB warning."""
+
+JSON = "application/json"
+CONTENT_TYPES = {
+    "md": "text/markdown; charset=utf-8",
+    "csv": "text/csv; charset=utf-8",
+    "json": JSON,
+    "png": "image/png",
+}
+
+
+class LoadWindowsRequest(BaseModel):
+    """Which windows to evaluate and under which key prefix to snapshot them."""
+
+    windows: WindowSpec
+    prefix: str = Field(min_length=1, description="object keys of this evaluation start with it")
+
+
+class WindowInfo(BaseModel):
+    """One window as the workflow tracks it: no bars, just where they are."""
+
+    window_id: str
+    asset: str
+    timeframe: Timeframe
+    bars: int
+    page: int = Field(description="index into the manifest's pages")
+
+
+class WindowPage(BaseModel):
+    """One stored page of whole windows (held-out bars included): the scorer's copy."""
+
+    windows: list[Window]
+
+
+class WindowManifest(BaseModel):
+    """Every window of the evaluation, in order, and the pages that hold their bars."""
+
+    windows: list[WindowInfo]
+    pages: list[ObjectRef]
+
+
+class VisiblePage(BaseModel):
+    """One page as the agents may see it, and each window's truth for the progress count."""
+
+    windows: list[VisibleWindow]
+    truths: dict[str, Direction] = Field(
+        description="window id -> the direction that would have been right; never sent to agents"
+    )
+
+
+class ScoreRequest(BaseModel):
+    """The agent's calls to score against the stored windows, and where the tables go."""
+
+    pages: list[ObjectRef] = Field(min_length=1)
+    calls: list[AgentCall]
+    seed: int
+    label: str
+    prefix: str
+
+
+class ScoredEvaluation(BaseModel):
+    """The table and where its three renderings are stored."""
+
+    summary: EvaluationSummary
+    markdown: StoredReport
+    csv: StoredReport
+    json_table: StoredReport = Field(description="the table and every window behind it")
+
+
+class PlotRequest(BaseModel):
+    """The table to plot and where the PNG goes."""
+
+    summary: EvaluationSummary
+    prefix: str
+
+
+def paginate(windows: Sequence[Window], page_bars: int = PAGE_BARS) -> Iterator[list[Window]]:
+    """Consecutive runs of windows holding at most ``page_bars`` bars (at least one window)."""
+    page: list[Window] = []
+    held = 0
+    for window in windows:
+        if page and held + len(window.bars) > page_bars:
+            yield page
+            page, held = [], 0
+        page.append(window)
+        held += len(window.bars)
+    if page:
+        yield page
+
+
+def report_key(prefix: str, suffix: str) -> ObjectRef:
+    """Where the ``suffix`` rendering of the evaluation under ``prefix`` is stored."""
+    return ObjectRef(
+        bucket=REPORTS_BUCKET,
+        key=f"{prefix}/evaluation.{suffix}",
+        content_type=CONTENT_TYPES[suffix],
+    )
+
+
+class EvaluationActivities:
+    """The evaluation's I/O steps over an object store connected on first use."""
+
+    def __init__(self, settings: Settings | None = None, store: ObjectStore | None = None) -> None:
+        self._settings = settings
+        self._store = store
+
+    @property
+    def store(self) -> ObjectStore:
+        """The object store; two threads racing here build two equal clients, which is harmless."""
+        if self._store is None:
+            self._store = ObjectStore.from_settings(self._settings or load_settings())
+        return self._store
+
+    def _stored(self, ref: ObjectRef, data: bytes) -> StoredReport:
+        ref = self.store.put_bytes(ref, data)
+        return StoredReport(report=ref, url=self.store.presigned_url(ref), size_bytes=len(data))
+
+    def _page(self, ref: ObjectRef) -> WindowPage:
+        return WindowPage.model_validate_json(self.store.get_bytes(ref))
+
+    @activity.defn(name="load_eval_windows")
+    def load_eval_windows(self, request: LoadWindowsRequest) -> WindowManifest:
+        """Read and validate every window, store them in pages, return the manifest."""
+        with as_temporal_failures():
+            windows = load_windows(request.windows)
+            infos: list[WindowInfo] = []
+            pages: list[ObjectRef] = []
+            for number, page in enumerate(paginate(windows)):
+                ref = ObjectRef(
+                    bucket=PAYLOADS_BUCKET,
+                    key=f"{request.prefix}/windows/page-{number:04d}.json",
+                    content_type=JSON,
+                )
+                pages.append(
+                    self.store.put_bytes(ref, WindowPage(windows=page).model_dump_json().encode())
+                )
+                infos += [
+                    WindowInfo(
+                        window_id=w.window_id,
+                        asset=w.asset,
+                        timeframe=w.timeframe,
+                        bars=len(w.bars),
+                        page=number,
+                    )
+                    for w in page
+                ]
+            return WindowManifest(windows=infos, pages=pages)
+
+    @activity.defn(name="read_visible_windows")
+    def read_visible_windows(self, page: ObjectRef) -> VisiblePage:
+        """One stored page with the held-out bars cut off, and each window's truth."""
+        with as_temporal_failures():
+            windows = self._page(page).windows
+            return VisiblePage(
+                windows=[VisibleWindow.of(w) for w in windows],
+                truths={w.window_id: w.truth for w in windows},
+            )
+
+    @activity.defn(name="score_evaluation")
+    def score_evaluation(self, request: ScoreRequest) -> ScoredEvaluation:
+        """Score the calls on the stored windows; store the Markdown, CSV and JSON tables."""
+        with as_temporal_failures():
+            windows = [w for ref in request.pages for w in self._page(ref).windows]
+            calls = {call.window_id: call for call in request.calls}
+            evaluation = score_windows(windows, calls, seed=request.seed, label=request.label)
+            return ScoredEvaluation(
+                summary=evaluation.summary,
+                markdown=self._stored(
+                    report_key(request.prefix, "md"), render_markdown(evaluation).encode()
+                ),
+                csv=self._stored(
+                    report_key(request.prefix, "csv"), render_csv(evaluation.summary).encode()
+                ),
+                json_table=self._stored(
+                    report_key(request.prefix, "json"), render_json(evaluation).encode()
+                ),
+            )
+
+    @activity.defn(name="render_evaluation_plot")
+    def render_evaluation_plot(self, request: PlotRequest) -> StoredReport:
+        """The accuracy plot as a PNG in the reports bucket."""
+        # matplotlib loads only in the process that draws (the charts worker), not in every
+        # process that imports these models.
+        from shared.evaluation.plot import render_accuracy_plot
+
+        with as_temporal_failures():
+            return self._stored(
+                report_key(request.prefix, "png"), render_accuracy_plot(request.summary)
+            )
+
+    def tools_activities(self) -> list[Callable[[Any], Any]]:
+        """What a tools worker registers."""
+        return [self.load_eval_windows, self.read_visible_windows, self.score_evaluation]
+
+    def charts_activities(self) -> list[Callable[[Any], Any]]:
+        """What a charts worker registers."""
+        return [self.render_evaluation_plot]

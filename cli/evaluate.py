@@ -1,0 +1,215 @@
+"""`quantdesk eval quantagent`: run the benchmark protocol, follow it with a progress bar,
+print the table and write the four reports next to you.
+
+The reports are stored in S3 by the workflow; this command downloads them into
+``--out/<workflow id>/`` so they can be opened, diffed and committed like any file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from temporalio.client import Client
+
+from cli.exit import fail_on_quantdesk_errors, finish
+from cli.run import _start_and_follow, console
+from shared.config import Settings, load_settings
+from shared.evaluation.baselines import BASELINE_TITLES, BASELINES
+from shared.evaluation.scoring import EvaluationSummary, ScoreRow
+from shared.storage.objects import ObjectStore
+from workflows.evaluate import DEFAULT_CONCURRENCY, EvaluateProgress, EvaluateResult
+
+eval_app = typer.Typer(help="Score a flow on benchmark windows.", no_args_is_help=True)
+REPORT_FILES = {
+    "markdown": "evaluation.md",
+    "csv": "evaluation.csv",
+    "json_table": "evaluation.json",
+    "plot": "evaluation.png",
+}
+"""Field of ``EvaluationReports`` -> the local file it is written to."""
+
+
+def progress_view(progress: EvaluateProgress) -> Table:
+    """A bar of windows done, with failures, windows in flight and the accuracy so far."""
+    view = Table.grid(padding=(0, 2))
+    accuracy = "–" if progress.accuracy is None else f"{progress.accuracy:.1%}"
+    view.add_row(
+        f"[bold]{progress.phase}[/]",
+        ProgressBar(total=max(progress.total, 1), completed=progress.done, width=40),
+        f"{progress.done}/{progress.total or '?'} windows",
+        f"[red]{progress.failed} failed[/]" if progress.failed else "0 failed",
+        f"{progress.running} running",
+        f"accuracy so far {accuracy}",
+    )
+    return view
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def summary_table(summary: EvaluationSummary) -> Table:
+    """The evaluation table as the terminal shows it."""
+    table = Table(title=f"Evaluation: {summary.label}", show_edge=False)
+    for heading in ("asset", "n", "failed", "accuracy", "95% CI"):
+        table.add_column(heading, justify="left" if heading == "asset" else "right")
+    for name in BASELINES:
+        table.add_column(BASELINE_TITLES[name], justify="right")
+    table.add_column("mean R/R", justify="right")
+
+    def add(row: ScoreRow, style: str = "") -> None:
+        interval = (
+            "–"
+            if row.ci_low is None or row.ci_high is None
+            else f"{row.ci_low:.1%}–{row.ci_high:.1%}"
+        )
+        ratio = "–" if row.mean_risk_reward is None else f"{row.mean_risk_reward:.2f}"
+        table.add_row(
+            row.label,
+            str(row.n),
+            str(row.failed),
+            _percent(row.accuracy),
+            interval,
+            *(_percent(row.baselines[name]) for name in BASELINES),
+            ratio,
+            style=style,
+        )
+
+    for row in summary.rows:
+        add(row)
+    add(summary.overall, "bold")
+    table.caption = (
+        f"{summary.windows} windows, last {summary.held_out} bars held out; "
+        f"random baseline seed {summary.seed}"
+    )
+    return table
+
+
+def write_reports(settings: Settings, result: EvaluateResult, folder: Path) -> list[Path]:
+    """Download the stored reports into ``folder``; the paths written."""
+    store = ObjectStore.from_settings(settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for field, name in REPORT_FILES.items():
+        stored = getattr(result.reports, field)
+        path = folder / name
+        path.write_bytes(store.get_bytes(stored.report))
+        written.append(path)
+    return written
+
+
+async def _evaluate(
+    settings: Settings, payload: dict[str, Any], workflow_id: str, out: Path
+) -> int:
+    from workers.client import connect
+
+    client: Client = await connect(settings)
+    result, ui_url = await _start_and_follow(
+        client,
+        settings,
+        "Evaluate",
+        payload,
+        workflow_id=workflow_id,
+        result_type=EvaluateResult,
+        summary=f"Evaluate QuantAgent, {payload['llm']['provider']}",
+        progress_type=EvaluateProgress,
+        table=progress_view,
+    )
+    if result is None:
+        return 1
+    console.print()
+    console.print(summary_table(result.summary))
+    for path in write_reports(settings, result, out / workflow_id):
+        console.print(f"wrote {path}", soft_wrap=True, highlight=False)
+    stored = result.reports.markdown.report
+    folder = stored.key.rsplit("/", 1)[0]
+    console.print(f"stored in s3://{stored.bucket}/{folder}/", soft_wrap=True, highlight=False)
+    console.print(f"Web UI: {ui_url}", soft_wrap=True, highlight=False)
+    return 0
+
+
+def windows_spec(
+    data: Path | None,
+    symbols: list[str],
+    *,
+    timeframe: str,
+    count: int,
+    seed: int,
+    bars: int,
+    source: str,
+    csv: Path | None,
+) -> dict[str, Any]:
+    """The workflow's ``windows`` input: a benchmark directory, or cuts from a source."""
+    if (data is None) == (not symbols):
+        raise typer.BadParameter("give exactly one of --data DIR and --symbol SYMBOL")
+    if data is not None:
+        return {"kind": "directory", "path": str(data.resolve())}
+    spec: dict[str, Any] = {
+        "kind": "cut",
+        "symbols": [s.strip() for value in symbols for s in value.split(",") if s.strip()],
+        "timeframe": timeframe,
+        "count": count,
+        "seed": seed,
+        "bars": bars,
+        "source": source,
+    }
+    if csv is not None:
+        spec |= {"source": "csv", "csv_path": str(csv.resolve())}
+    return spec
+
+
+@eval_app.command("quantagent")
+def quantagent(
+    data: Path | None = typer.Option(
+        None, help="benchmark directory: <asset>/<ASSET>_<tf>_<n>.csv, 100 bars each"
+    ),
+    symbol: list[str] = typer.Option(
+        [], help="cut windows from a source instead (repeat, or comma-separated)"
+    ),
+    timeframe: str = typer.Option("1d", help="bar length of cut windows"),
+    count: int = typer.Option(20, help="cut windows per symbol"),
+    seed: int = typer.Option(0, help="where cut windows fall, and the random baseline's seed"),
+    bars: int = typer.Option(100, help="bars per cut window (the agent sees all but 3)"),
+    source: str = typer.Option("bundled", help="bars of cut windows from: bundled, csv, yfinance"),
+    csv: Path | None = typer.Option(None, help="cut windows from this CSV file (implies csv)"),
+    provider: str | None = typer.Option(None, help="LLM provider (default: settings, offline)"),
+    model: str | None = typer.Option(None, help="model for the indicator agent"),
+    vision_model: str | None = typer.Option(None, help="model for the chart agents"),
+    deep_model: str | None = typer.Option(None, help="model for the decision agent"),
+    concurrency: int = typer.Option(DEFAULT_CONCURRENCY, help="windows analysed at once"),
+    out: Path = typer.Option(Path("evaluations"), help="reports go to OUT/<workflow id>/"),
+) -> None:
+    """Run QuantAgent on every window, then print accuracy with intervals against baselines."""
+    with fail_on_quantdesk_errors():
+        settings = load_settings()
+        payload: dict[str, Any] = {
+            "windows": windows_spec(
+                data,
+                symbol,
+                timeframe=timeframe,
+                count=count,
+                seed=seed,
+                bars=bars,
+                source=source,
+                csv=csv,
+            ),
+            "llm": {
+                "provider": provider or settings.default_provider,
+                "model": model,
+                "vision_model": vision_model,
+                "deep_model": deep_model,
+            },
+            "concurrency": concurrency,
+            "seed": seed,
+        }
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        workflow_id = f"evaluate-quantagent-{stamp}-{uuid.uuid4().hex[:6]}"
+        status = asyncio.run(_evaluate(settings, payload, workflow_id, out))
+    finish(status)

@@ -1,0 +1,164 @@
+"""`quantdesk runs / watch / resume`: find runs, follow one live, unblock a waiting one.
+
+These read what every quantdesk workflow offers: the search attributes it tags
+itself with (flow, symbol, portfolio, as_of), the common ``progress`` query, and
+the ``resume`` signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import typer
+from rich.live import Live
+from rich.table import Table
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError
+
+from cli.exit import fail_on_quantdesk_errors, finish
+from cli.views import console, progress_table, web_ui_url
+from shared import search_attributes as names
+from shared.config import Settings, load_settings
+from workflows.progress import RunProgress
+from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
+
+WATCH_POLL_SECONDS = 1.0
+STATUS_STYLE = {
+    WorkflowExecutionStatus.RUNNING: "yellow",
+    WorkflowExecutionStatus.COMPLETED: "green",
+    WorkflowExecutionStatus.FAILED: "bold red",
+    WorkflowExecutionStatus.TIMED_OUT: "red",
+    WorkflowExecutionStatus.TERMINATED: "red",
+    WorkflowExecutionStatus.CANCELED: "dim",
+    WorkflowExecutionStatus.CONTINUED_AS_NEW: "dim",
+}
+
+
+def visibility_query(
+    flow: str | None, symbol: str | None, portfolio: str | None, running: bool
+) -> str:
+    """The list filter the Web UI would use for these options (values quoted safely)."""
+
+    def quoted(value: str) -> str:
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    clauses = []
+    if flow:
+        clauses.append(f"{names.FLOW} = {quoted(flow)}")
+    if symbol:
+        clauses.append(f"{names.SYMBOL} = {quoted(symbol.upper())}")
+    if portfolio:
+        clauses.append(f"{names.PORTFOLIO} = {quoted(portfolio)}")
+    if running:
+        clauses.append("ExecutionStatus = 'Running'")
+    return " AND ".join(clauses)
+
+
+async def _client(settings: Settings) -> Client:
+    from workers.client import connect
+
+    return await connect(settings)
+
+
+async def list_runs(settings: Settings, query: str, limit: int) -> Table:
+    """The most recent runs matching ``query``, newest first."""
+    client = await _client(settings)
+    table = Table(title="quantdesk runs", show_edge=False)
+    for column in ("workflow id", "flow", "symbol", "portfolio", "as of", "status", "started"):
+        table.add_column(column)
+    shown = 0
+    async for run in client.list_workflows(query or None, limit=limit):
+        attributes = run.typed_search_attributes
+        as_of = attributes.get(AS_OF)
+        status = run.status
+        style = STATUS_STYLE.get(status, "") if status else ""
+        table.add_row(
+            run.id,
+            attributes.get(FLOW) or run.workflow_type,
+            attributes.get(SYMBOL) or "",
+            attributes.get(PORTFOLIO) or "",
+            as_of.date().isoformat() if as_of else "",
+            f"[{style}]{status.name.lower() if status else '?'}[/]",
+            run.start_time.strftime("%Y-%m-%d %H:%M:%S"),
+        )
+        shown += 1
+    table.caption = f"{shown} run(s)" + (f" where {query}" if query else "")
+    return table
+
+
+async def watch_run(settings: Settings, workflow_id: str) -> int:
+    """Show the run's progress live until it closes; 0 if it completed."""
+    client = await _client(settings)
+    handle = client.get_workflow_handle(workflow_id)
+    try:
+        description = await handle.describe()
+    except RPCError as error:
+        console.print(f"[bold red]no run {workflow_id}:[/] {error}", highlight=False)
+        return 1
+    title = f"{description.workflow_type} {workflow_id}"
+    console.print(web_ui_url(settings, workflow_id, description.run_id), highlight=False)
+    with Live(console=console, refresh_per_second=4) as live:
+        while True:
+            with contextlib.suppress(RPCError):  # no handler before the first task ran
+                progress = await handle.query("progress", result_type=RunProgress)
+                live.update(progress_table(title, progress))
+            description = await handle.describe()
+            if description.status != WorkflowExecutionStatus.RUNNING:
+                break
+            await asyncio.sleep(WATCH_POLL_SECONDS)
+    status = description.status
+    console.print(f"{workflow_id}: {status.name.lower() if status else 'unknown'}")
+    return 0 if status == WorkflowExecutionStatus.COMPLETED else 1
+
+
+async def resume_run(settings: Settings, workflow_id: str) -> int:
+    """Send ``resume``; the run (and its children) retry the calls that wait."""
+    client = await _client(settings)
+    handle = client.get_workflow_handle(workflow_id)
+    try:
+        waiting: dict[str, Any] = {}
+        with contextlib.suppress(RPCError):
+            waiting = (await handle.query("progress", result_type=RunProgress)).waiting
+        await handle.signal("resume")
+    except RPCError as error:
+        console.print(f"[bold red]cannot resume {workflow_id}:[/] {error}", highlight=False)
+        return 1
+    if waiting:
+        console.print(f"resumed {workflow_id}; retrying: {', '.join(waiting)}", highlight=False)
+    else:
+        console.print(f"resumed {workflow_id} (nothing waited here; children were told too)")
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``runs``, ``watch`` and ``resume`` to the ``quantdesk`` command."""
+
+    @app.command("runs")
+    def runs(
+        flow: str | None = typer.Option(None, help="e.g. AutoRun, Pipeline, Scan"),
+        symbol: str | None = typer.Option(None, help="only runs about this ticker"),
+        portfolio: str | None = typer.Option(None, help="only runs about this portfolio"),
+        running: bool = typer.Option(False, help="only runs still going"),
+        limit: int = typer.Option(20, min=1, max=1000),
+    ) -> None:
+        """List recent runs, newest first (the Web UI's list, filtered the same way)."""
+        with fail_on_quantdesk_errors():
+            query = visibility_query(flow, symbol, portfolio, running)
+            console.print(asyncio.run(list_runs(load_settings(), query, limit)))
+        finish(0)
+
+    @app.command("watch")
+    def watch(workflow_id: str = typer.Argument(..., help="the run to follow")) -> None:
+        """Follow a run's progress live: steps, waits, tokens, cost, time left."""
+        with fail_on_quantdesk_errors():
+            status = asyncio.run(watch_run(load_settings(), workflow_id))
+        finish(status)
+
+    @app.command("resume")
+    def resume(workflow_id: str = typer.Argument(..., help="the run waiting for a fix")) -> None:
+        """Retry the calls a run parked after a failure only a fix could cure (bad key...)."""
+        with fail_on_quantdesk_errors():
+            status = asyncio.run(resume_run(load_settings(), workflow_id))
+        finish(status)

@@ -1,0 +1,116 @@
+"""The evaluation table as Markdown (for people), CSV (for spreadsheets) and JSON (everything).
+
+Accuracies are fractions in CSV and JSON and percentages in Markdown; a number
+that cannot exist (no window scored) is empty in CSV, ``null`` in JSON and a
+dash in Markdown, never a zero.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+
+from shared.evaluation.baselines import BASELINE_TITLES, BASELINES, SLOPE_BARS
+from shared.evaluation.scoring import Evaluation, EvaluationSummary, ScoreRow
+
+MAX_LISTED_FAILURES = 50
+"""Failed windows listed in the Markdown report; the JSON lists all of them."""
+
+CSV_COLUMNS = (
+    "asset",
+    "timeframe",
+    "n",
+    "failed",
+    "correct",
+    "accuracy",
+    "ci_low",
+    "ci_high",
+    *BASELINES,
+    "mean_risk_reward",
+)
+
+
+def _rows(summary: EvaluationSummary) -> Iterator[ScoreRow]:
+    yield from summary.rows
+    yield summary.overall
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def _interval(row: ScoreRow) -> str:
+    if row.ci_low is None or row.ci_high is None:
+        return "–"
+    return f"{row.ci_low:.1%}–{row.ci_high:.1%}"
+
+
+def _failed(count: int) -> str:
+    if count == 0:
+        return "No analysis failed."
+    windows = (
+        "1 window whose analysis failed is"
+        if count == 1
+        else f"{count} windows whose analysis failed are"
+    )
+    return f"{windows} left out of every number of its row."
+
+
+def render_markdown(evaluation: Evaluation) -> str:
+    """The table with the protocol and the baselines explained, then the failed windows."""
+    summary = evaluation.summary
+    headings = ["asset", "n", "failed", "accuracy", "95% CI"]
+    headings += [BASELINE_TITLES[name] for name in BASELINES] + ["mean R/R"]
+    lines = [
+        f"# Evaluation: {summary.label}",
+        "",
+        f"{summary.windows} windows; the agent saw all but the last {summary.held_out} bars "
+        f"of each. A LONG call is right when the close {summary.held_out} bars later is above "
+        f"the last close it saw, a SHORT call when it is not. {_failed(summary.failed)}",
+        "",
+        "| " + " | ".join(headings) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(headings) - 1)) + "|",
+    ]
+    for row in _rows(summary):
+        name = f"**{row.label}**" if row is summary.overall else row.label
+        ratio = "–" if row.mean_risk_reward is None else f"{row.mean_risk_reward:.2f}"
+        cells = [name, str(row.n), str(row.failed), _percent(row.accuracy), _interval(row)]
+        cells += [_percent(row.baselines[name]) for name in BASELINES] + [ratio]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"Baselines, on the same windows and visible bars: random is a fair coin seeded by "
+        f"{summary.seed} and the window id; linreg slope calls LONG when the least-squares "
+        f"slope of the last {SLOPE_BARS} visible closes is positive; always long calls LONG.",
+    ]
+    failures = [w for w in evaluation.windows if w.error is not None]
+    if failures:
+        lines += ["", "## Failed windows", ""]
+        lines += [f"- `{w.window_id}`: {w.error}" for w in failures[:MAX_LISTED_FAILURES]]
+        if len(failures) > MAX_LISTED_FAILURES:
+            lines.append(f"- … and {len(failures) - MAX_LISTED_FAILURES} more (see the JSON)")
+    return "\n".join(lines) + "\n"
+
+
+def _csv_value(value: object) -> object:
+    if value is None:
+        return ""
+    return round(value, 6) if isinstance(value, float) else value
+
+
+def render_csv(summary: EvaluationSummary) -> str:
+    """One line per row of the table, the overall row last."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in _rows(summary):
+        values = row.model_dump()
+        values.update(row.baselines)
+        writer.writerow([_csv_value(values[column]) for column in CSV_COLUMNS])
+    return buffer.getvalue()
+
+
+def render_json(evaluation: Evaluation) -> str:
+    """The table and every window behind it."""
+    return evaluation.model_dump_json(indent=2) + "\n"

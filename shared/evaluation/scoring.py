@@ -1,0 +1,172 @@
+"""Scoring an agent's calls on benchmark windows: accuracy, Wilson intervals, baselines.
+
+One row per (asset, timeframe) and one overall. A window whose analysis failed
+is excluded from every number of its row, baselines included, so the agent and
+the baselines are always compared on exactly the same windows; the failures are
+counted and listed instead. The Wilson interval is used because accuracies near
+50% on a few hundred windows are what the benchmark produces, and it stays
+inside [0, 1] where the normal approximation does not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+from pydantic import BaseModel, Field
+
+from shared.agents.quantagent import Direction
+from shared.evaluation.baselines import BASELINES
+from shared.evaluation.windows import HELD_OUT, Window
+
+Z_95 = 1.959963984540054
+"""The two-sided 95% quantile of the standard normal distribution."""
+
+OVERALL = "overall"
+
+
+def wilson_interval(correct: int, n: int, z: float = Z_95) -> tuple[float, float] | None:
+    """The Wilson score interval of ``correct`` successes in ``n`` trials (None when n is 0)."""
+    if n == 0:
+        return None
+    if not 0 <= correct <= n:
+        raise ValueError(f"correct must be between 0 and n={n}, got {correct}")
+    p = correct / n
+    z2 = z * z
+    denominator = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+class AgentCall(BaseModel):
+    """What the agent answered for one window, or why it could not."""
+
+    window_id: str
+    decision: Direction | None = None
+    risk_reward: float | None = None
+    error: str | None = Field(None, description="why the analysis failed; then no decision")
+
+
+class WindowScore(BaseModel):
+    """One window's outcome, the agent's call and every baseline's call."""
+
+    window_id: str
+    asset: str
+    timeframe: str
+    last_seen_close: float
+    future_close: float
+    truth: Direction
+    decision: Direction | None
+    correct: bool | None = Field(description="None when the analysis failed")
+    risk_reward: float | None
+    baselines: dict[str, Direction]
+    error: str | None
+
+
+class ScoreRow(BaseModel):
+    """Accuracy of one asset (or of all) against the baselines, on the same windows."""
+
+    asset: str
+    timeframe: str = Field(description="the bar length, or 'all' on the overall row")
+    n: int = Field(description="windows scored: the analysis succeeded")
+    failed: int = Field(description="windows whose analysis failed, excluded from n")
+    correct: int
+    accuracy: float | None
+    ci_low: float | None = Field(description="95% Wilson interval, lower end")
+    ci_high: float | None
+    baselines: dict[str, float | None] = Field(description="each baseline's accuracy")
+    mean_risk_reward: float | None
+
+    @property
+    def label(self) -> str:
+        """How the row is named in tables and plots."""
+        return self.asset if self.asset == OVERALL else f"{self.asset} {self.timeframe}"
+
+
+class EvaluationSummary(BaseModel):
+    """The table: one row per asset and timeframe, then the overall row."""
+
+    label: str = Field(description="what was evaluated, e.g. 'QuantAgent, offline'")
+    held_out: int = HELD_OUT
+    seed: int = Field(description="the random baseline's seed")
+    windows: int = Field(description="windows evaluated, failed ones included")
+    failed: int
+    rows: list[ScoreRow]
+    overall: ScoreRow
+
+
+class Evaluation(BaseModel):
+    """The table and every window behind it."""
+
+    summary: EvaluationSummary
+    windows: list[WindowScore]
+
+
+def score_window(window: Window, call: AgentCall | None, seed: int) -> WindowScore:
+    """The truth, the agent's call and each baseline's call on ``window``'s visible bars."""
+    call = call or AgentCall(window_id=window.window_id, error="no result was recorded")
+    truth = window.truth
+    failed = call.error is not None or call.decision is None
+    visible = window.visible
+    return WindowScore(
+        window_id=window.window_id,
+        asset=window.asset,
+        timeframe=window.timeframe.value,
+        last_seen_close=window.last_seen_close,
+        future_close=window.future_close,
+        truth=truth,
+        decision=None if failed else call.decision,
+        correct=None if failed else call.decision == truth,
+        risk_reward=None if failed else call.risk_reward,
+        baselines={name: rule(visible, window.window_id, seed) for name, rule in BASELINES.items()},
+        error=(call.error or "no decision") if failed else None,
+    )
+
+
+def _share(hits: Iterable[bool], n: int) -> float | None:
+    return sum(hits) / n if n else None
+
+
+def score_row(asset: str, timeframe: str, scores: Sequence[WindowScore]) -> ScoreRow:
+    """The row of ``scores``: failed windows counted, then left out of every number."""
+    scored = [s for s in scores if s.correct is not None]
+    n = len(scored)
+    correct = sum(1 for s in scored if s.correct)
+    interval = wilson_interval(correct, n)
+    ratios = [s.risk_reward for s in scored if s.risk_reward is not None]
+    return ScoreRow(
+        asset=asset,
+        timeframe=timeframe,
+        n=n,
+        failed=len(scores) - n,
+        correct=correct,
+        accuracy=_share((bool(s.correct) for s in scored), n),
+        ci_low=interval[0] if interval else None,
+        ci_high=interval[1] if interval else None,
+        baselines={
+            name: _share((s.baselines[name] == s.truth for s in scored), n) for name in BASELINES
+        },
+        mean_risk_reward=sum(ratios) / len(ratios) if ratios else None,
+    )
+
+
+def score_windows(
+    windows: Sequence[Window], calls: Mapping[str, AgentCall], *, seed: int, label: str
+) -> Evaluation:
+    """Score every window (a window without a call counts as failed) and build the table."""
+    scores = [score_window(w, calls.get(w.window_id), seed) for w in windows]
+    groups: dict[tuple[str, str], list[WindowScore]] = {}
+    for score in scores:
+        groups.setdefault((score.asset, score.timeframe), []).append(score)
+    rows = [score_row(asset, timeframe, groups[asset, timeframe]) for asset, timeframe in groups]
+    overall = score_row(OVERALL, "all", scores)
+    summary = EvaluationSummary(
+        label=label,
+        seed=seed,
+        windows=len(scores),
+        failed=overall.failed,
+        rows=sorted(rows, key=lambda row: (row.asset, row.timeframe)),
+        overall=overall,
+    )
+    return Evaluation(summary=summary, windows=scores)

@@ -1,0 +1,345 @@
+"""The ``Evaluate`` workflow offline: time-skipping server, real S3, real QuantAgent children.
+
+Six windows in QuantAgent's benchmark layout (three GOOG daily, three EURUSD hourly,
+cut from the bundled data with gaps between them, so no held-out bar of one window
+is a visible bar of another) are evaluated once per module; the tests then read
+the table, the children's histories and the stored reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import csv
+import io
+import json
+import os
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
+
+from activities.charts import ChartActivities
+from activities.evaluation import EvaluationActivities
+from activities.llm import LlmActivities
+from activities.market import MARKET_ACTIVITIES
+from activities.tools import run_tool_activity
+from shared.config import Settings
+from shared.evaluation.windows import HELD_OUT
+from shared.llm.providers import QUEUE_OFFLINE
+from shared.market.bars import Bar
+from shared.market.sources import BundledSource
+from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+from shared.storage.objects import ObjectStore
+from tests.servers import running_workers
+from tests.test_evaluation import write_benchmark_file
+from workers.main import WorkerPlan
+from workflows.evaluate import EvaluateProgress, EvaluateResult, EvaluateWorkflow
+from workflows.quantagent import QuantAgentResult, QuantAgentWorkflow
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+QUEUE = "test-evaluate"
+ROOT = Path(__file__).resolve().parent.parent
+WINDOW_BARS = 100
+SLICES = {"GOOG": ("1d", (300, 700, 1500)), "EURUSD": ("1h", (0, 1000, 4000))}
+"""Where each window starts in the bundled series: far apart, so windows share no bar."""
+
+
+@dataclass(frozen=True)
+class BenchmarkWindow:
+    """A window as written to disk, for the test's own bookkeeping."""
+
+    window_id: str
+    asset: str
+    bars: list[Bar]
+
+    @property
+    def rose(self) -> bool:
+        return self.bars[-1].close > self.bars[-HELD_OUT - 1].close
+
+
+@pytest.fixture(scope="module")
+def benchmark(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[BenchmarkWindow]]:
+    root = tmp_path_factory.mktemp("benchmark")
+    written = []
+    for asset, (timeframe, starts) in SLICES.items():
+        series = BundledSource().read(asset, timeframe)
+        for n, start in enumerate(starts, 1):
+            bars = series[start : start + WINDOW_BARS]
+            write_benchmark_file(root / asset / f"{asset}_{timeframe}_{n}.csv", bars)
+            written.append(BenchmarkWindow(f"{asset}_{timeframe}_{n}", asset, bars))
+    return root, written
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def workers(ts_env: WorkflowEnvironment, s3_settings: Settings) -> AsyncIterator[None]:
+    evaluation = EvaluationActivities(settings=s3_settings)
+    plans = [
+        WorkerPlan(queue=QUEUE, workflows=[EvaluateWorkflow, QuantAgentWorkflow]),
+        WorkerPlan(
+            queue=TOOLS_QUEUE,
+            activities=[run_tool_activity, *MARKET_ACTIVITIES, *evaluation.tools_activities()],
+            threads=True,
+        ),
+        WorkerPlan(
+            queue=CHARTS_QUEUE,
+            activities=[
+                *ChartActivities(settings=s3_settings).activities(),
+                *evaluation.charts_activities(),
+            ],
+            threads=True,
+        ),
+        WorkerPlan(
+            queue=QUEUE_OFFLINE, activities=[LlmActivities(s3_settings, QUEUE_OFFLINE).chat]
+        ),
+    ]
+    async with running_workers(ts_env.client, plans):
+        yield
+
+
+async def _start(env: WorkflowEnvironment, payload: dict[str, Any]) -> WorkflowHandle[Any, Any]:
+    return await env.client.start_workflow(
+        "Evaluate",
+        payload,
+        id=f"eval-{uuid.uuid4().hex[:8]}",
+        task_queue=QUEUE,
+        result_type=EvaluateResult,
+    )
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    handle: WorkflowHandle[Any, Any]
+    result: EvaluateResult
+    windows: list[BenchmarkWindow]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def evaluated(
+    ts_env: WorkflowEnvironment, workers: None, benchmark: tuple[Path, list[BenchmarkWindow]]
+) -> Evaluated:
+    root, windows = benchmark
+    handle = await _start(
+        ts_env, {"windows": {"kind": "directory", "path": str(root)}, "concurrency": 3}
+    )
+    return Evaluated(handle, await handle.result(), windows)
+
+
+def _payload_texts(node: Any) -> Iterator[str]:
+    """Every payload of a history (inputs, results) decoded to its JSON text."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "payloads" and isinstance(value, list):
+                yield from (base64.b64decode(p.get("data", "")).decode() for p in value)
+            else:
+                yield from _payload_texts(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _payload_texts(item)
+
+
+def _json_time(bar: Bar) -> str:
+    return bar.model_dump(mode="json")["time"]
+
+
+async def _child_input(env: WorkflowEnvironment, workflow_id: str) -> dict[str, Any]:
+    history = await env.client.get_workflow_handle(workflow_id).fetch_history()
+    started = history.events[0].workflow_execution_started_event_attributes
+    return json.loads(started.input.payloads[0].data)
+
+
+async def test_the_table_scores_the_childrens_calls_against_the_held_out_closes(
+    ts_env: WorkflowEnvironment, evaluated: Evaluated
+) -> None:
+    hits: dict[str, list[bool]] = {"GOOG": [], "EURUSD": []}
+    for window in evaluated.windows:
+        child = ts_env.client.get_workflow_handle(
+            child_id_of(evaluated, window), result_type=QuantAgentResult
+        )
+        decision = (await child.result()).decision.decision
+        hits[window.asset].append((decision == "LONG") == window.rose)
+
+    summary = evaluated.result.summary
+
+    assert [(row.asset, row.timeframe, row.n, row.failed) for row in summary.rows] == [
+        ("EURUSD", "1h", 3, 0),
+        ("GOOG", "1d", 3, 0),
+    ]
+    for row in summary.rows:
+        assert row.correct == sum(hits[row.asset])
+        rose = [w.rose for w in evaluated.windows if w.asset == row.asset]
+        assert row.baselines["always_long"] == pytest.approx(sum(rose) / 3)
+        assert row.ci_low is not None and row.ci_high is not None
+        assert row.ci_low <= row.accuracy <= row.ci_high  # type: ignore[operator]
+        assert row.mean_risk_reward is not None and 1.2 <= row.mean_risk_reward <= 1.8
+    assert summary.overall.n == 6 and summary.overall.correct == sum(map(sum, hits.values()))
+    assert evaluated.result.runs == 1
+    assert evaluated.result.usage.total.calls == 6 * 5
+
+
+def child_id_of(evaluated: Evaluated, window: BenchmarkWindow) -> str:
+    return f"{evaluated.handle.id}-{window.window_id}"
+
+
+async def test_children_get_only_the_visible_bars_and_are_named_after_the_evaluation(
+    ts_env: WorkflowEnvironment, evaluated: Evaluated
+) -> None:
+    for window in evaluated.windows:
+        given = await _child_input(ts_env, child_id_of(evaluated, window))
+
+        visible = [bar.model_dump(mode="json") for bar in window.bars[:-HELD_OUT]]
+        assert given["bars"] == visible
+        assert given["symbol"] == window.asset
+
+
+async def test_no_held_out_bar_appears_in_any_history_of_the_evaluation(
+    ts_env: WorkflowEnvironment, evaluated: Evaluated
+) -> None:
+    ids = [evaluated.handle.id, *(child_id_of(evaluated, w) for w in evaluated.windows)]
+    texts = []
+    for workflow_id in ids:
+        history = await ts_env.client.get_workflow_handle(workflow_id).fetch_history()
+        texts += list(_payload_texts(history.to_json_dict()))
+    everything = "\n".join(texts)
+
+    for window in evaluated.windows:
+        assert _json_time(window.bars[-HELD_OUT - 1]) in everything  # the last visible bar is
+        for bar in window.bars[-HELD_OUT:]:
+            assert _json_time(bar) not in everything
+
+
+async def test_the_four_reports_are_stored_and_the_progress_query_agrees(
+    evaluated: Evaluated, s3_settings: Settings
+) -> None:
+    store = ObjectStore.from_settings(s3_settings)
+    reports = evaluated.result.reports
+
+    markdown = store.get_bytes(reports.markdown.report).decode()
+    table = list(csv.DictReader(io.StringIO(store.get_bytes(reports.csv.report).decode())))
+    stored = json.loads(store.get_bytes(reports.json_table.report))
+    png = store.get_bytes(reports.plot.report)
+    progress = await evaluated.handle.query("progress", result_type=EvaluateProgress)
+
+    assert "| **overall** | 6 | 0 |" in markdown
+    assert [row["asset"] for row in table] == ["EURUSD", "GOOG", "overall"]
+    assert {w["window_id"] for w in stored["windows"]} == {w.window_id for w in evaluated.windows}
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert reports.plot.report.key.startswith(f"evaluate/{evaluated.handle.id}/")
+    assert (progress.phase, progress.total, progress.done, progress.failed) == ("done", 6, 6, 0)
+    assert progress.accuracy == pytest.approx(evaluated.result.summary.overall.accuracy)
+
+
+async def test_the_history_replays_deterministically(evaluated: Evaluated) -> None:
+    history = await evaluated.handle.fetch_history()
+    replayer = Replayer(workflows=[EvaluateWorkflow], data_converter=pydantic_data_converter)
+
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+
+    assert replayed.replay_failure is None
+
+
+async def test_a_long_evaluation_continues_as_new_and_scores_every_window(
+    ts_env: WorkflowEnvironment, workers: None
+) -> None:
+    windows = {"kind": "cut", "symbols": ["GOOG"], "timeframe": "1d", "count": 4, "bars": 60}
+    handle = await _start(ts_env, {"windows": windows, "windows_per_run": 2, "concurrency": 2})
+
+    result: EvaluateResult = await handle.result()
+
+    latest = await handle.describe()
+    assert result.runs == 2
+    assert latest.run_id != handle.first_execution_run_id
+    assert result.summary.overall.n == 4
+
+
+async def test_windows_that_all_fail_stop_the_evaluation_after_the_first_three(
+    ts_env: WorkflowEnvironment, workers: None, benchmark: tuple[Path, list[BenchmarkWindow]]
+) -> None:
+    root, _ = benchmark
+    handle = await _start(
+        ts_env,
+        {
+            "windows": {"kind": "directory", "path": str(root)},
+            "llm": {"provider": "deepseek"},  # cannot read charts: every child fails at once
+            "concurrency": 1,
+        },
+    )
+
+    with pytest.raises(WorkflowFailureError) as caught:
+        await handle.result()
+
+    message = str(caught.value.cause)
+    assert "the first 3 windows all failed" in message
+    assert "cannot read charts" in message
+    progress = await handle.query("progress", result_type=EvaluateProgress)
+    assert (progress.done, progress.failed, progress.total) == (3, 3, 6)
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"windows": {"kind": "directory", "path": "/nonexistent/benchmark"}}, "windows.path"),
+        (
+            {"windows": {"kind": "cut", "symbols": ["NOPE"], "timeframe": "1d", "count": 1}},
+            "symbol",
+        ),
+        ({"windows": {"kind": "tape"}}, "windows"),
+        ({"windows": {"kind": "directory", "path": "x"}, "concurrency": 0}, "concurrency"),
+        (
+            {"windows": {"kind": "directory", "path": "x"}, "llm": {"provider": "skynet"}},
+            "llm.provider",
+        ),
+    ],
+)
+async def test_bad_input_fails_the_evaluation_naming_the_field(
+    ts_env: WorkflowEnvironment, workers: None, payload: dict[str, Any], field: str
+) -> None:
+    handle = await _start(ts_env, payload)
+
+    with pytest.raises(WorkflowFailureError) as caught:
+        await handle.result()
+
+    cause: BaseException | None = caught.value.cause
+    while cause is not None and cause.__cause__ is not None:
+        cause = cause.__cause__
+    assert f"`{field}" in str(cause)
+
+
+async def test_the_cli_follows_an_evaluation_prints_the_table_and_writes_the_reports(
+    ts_env: WorkflowEnvironment, workers: None, s3_settings: Settings, tmp_path: Path
+) -> None:
+    env = {
+        **os.environ,
+        "QUANTDESK_DATA_DIR": str(s3_settings.data_dir),
+        "QUANTDESK_S3__ENDPOINT": s3_settings.s3.endpoint,
+        "QUANTDESK_TEMPORAL__ADDRESS": ts_env.client.service_client.config.target_host,
+        "QUANTDESK_QUEUES__WORKFLOWS": QUEUE,
+        "COLUMNS": "160",
+    }
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "cli.main", "eval", "quantagent", "--symbol", "GOOG,^GSPC"),
+        *("--count", "1", "--bars", "60", "--seed", "4", "--out", str(tmp_path)),
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    output = (await process.communicate())[0].decode()
+
+    assert process.returncode == 0, output
+    assert "Evaluation: QuantAgent, offline" in output
+    assert "GOOG 1d" in output and "^GSPC 1d" in output and "overall" in output
+    written = sorted(path.name for path in tmp_path.glob("evaluate-quantagent-*/*"))
+    assert written == ["evaluation.csv", "evaluation.json", "evaluation.md", "evaluation.png"]
+    assert f"wrote {tmp_path}" in output
+    table = next(tmp_path.glob("*/evaluation.csv")).read_text()
+    assert table.splitlines()[-1].startswith("overall,all,2,0,")

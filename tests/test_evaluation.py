@@ -1,0 +1,372 @@
+"""The evaluation's pure parts: the protocol split, windows from files and sources, the scorer,
+the Wilson interval, the baselines and the four renderings of the table."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from activities.evaluation import paginate
+from shared.agents.quantagent import Direction
+from shared.errors import InvalidInput
+from shared.evaluation.baselines import (
+    BASELINES,
+    SLOPE_BARS,
+    least_squares_slope,
+    random_call,
+    slope_call,
+)
+from shared.evaluation.plot import render_accuracy_plot
+from shared.evaluation.report import CSV_COLUMNS, render_csv, render_json, render_markdown
+from shared.evaluation.scoring import AgentCall, Evaluation, score_windows, wilson_interval
+from shared.evaluation.sources import (
+    BENCHMARK_HEADER,
+    BenchmarkDirectory,
+    CutWindows,
+    cut_windows,
+    load_benchmark_directory,
+    load_windows,
+)
+from shared.evaluation.windows import HELD_OUT, MIN_WINDOW_BARS, VisibleWindow, Window
+from shared.market.bars import Bar, Timeframe
+from shared.market.sources import BundledSource
+
+START = datetime(2020, 1, 1, tzinfo=UTC)
+
+
+def bars_from_closes(closes: Sequence[float], step: timedelta = timedelta(days=1)) -> list[Bar]:
+    """Bars whose open is the previous close, so the closes alone decide the window."""
+    bars = []
+    for i, close in enumerate(closes):
+        open_ = closes[i - 1] if i else close
+        bars.append(
+            Bar(
+                time=START + i * step,
+                open=open_,
+                high=max(open_, close) + 0.5,
+                low=min(open_, close) - 0.5,
+                close=close,
+                volume=1000 + i,
+            )
+        )
+    return bars
+
+
+def window(window_id: str, closes: Sequence[float], asset: str = "TEST") -> Window:
+    return Window(
+        window_id=window_id, asset=asset, timeframe=Timeframe.D1, bars=bars_from_closes(closes)
+    )
+
+
+def flat_then(last_seen: float, future: float, n: int = 100) -> list[float]:
+    """``n`` closes: flat at 100, then ``last_seen`` as the last visible and ``future`` last."""
+    return [100.0] * (n - HELD_OUT - 1) + [last_seen] + [100.0] * (HELD_OUT - 1) + [future]
+
+
+def write_benchmark_file(path: Path, bars: Sequence[Bar], header: str = BENCHMARK_HEADER) -> Path:
+    """A window file in QuantAgent's layout and column order."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [header]
+    for bar in bars:
+        stamp = bar.time.strftime("%Y-%m-%d %H:%M:%S")
+        lines.append(f"{stamp},{bar.close},{bar.high},{bar.low},{bar.open},{bar.volume}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# --- the protocol split ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("last_seen", "future", "truth"),
+    [(100.0, 101.0, Direction.LONG), (100.0, 99.0, Direction.SHORT), (100.0, 100.0, "SHORT")],
+)
+def test_truth_is_long_only_when_the_close_three_bars_later_is_above(
+    last_seen: float, future: float, truth: str
+) -> None:
+    w = window("w", flat_then(last_seen, future))
+
+    assert w.truth == truth
+    assert (w.last_seen_close, w.future_close) == (last_seen, future)
+
+
+def test_the_agent_sees_all_but_the_last_three_bars() -> None:
+    w = window("w", [100.0 + i for i in range(100)])
+
+    visible = VisibleWindow.of(w)
+
+    assert visible.bars == w.bars[:-3]
+    assert visible.bars[-1].close == w.last_seen_close
+    assert len(visible.bars) == 97
+
+
+# --- the Wilson interval -----------------------------------------------------------------
+
+
+def test_wilson_interval_matches_a_hand_computed_value() -> None:
+    # 7 of 10, z = 1.95996 (z² = 3.84146): centre (0.7 + 0.192073) / 1.384146 = 0.644494,
+    # half-width 1.95996 * sqrt(0.021 + 0.00960365) / 1.384146 = 0.247715.
+    low, high = wilson_interval(7, 10)  # type: ignore[misc]
+
+    assert low == pytest.approx(0.39678, abs=1e-5)
+    assert high == pytest.approx(0.89221, abs=1e-5)
+
+
+def test_wilson_interval_stays_in_range_at_the_edges_and_is_none_without_trials() -> None:
+    zero = wilson_interval(0, 20)
+    full = wilson_interval(20, 20)
+
+    assert zero is not None and zero[0] == 0.0 and 0 < zero[1] < 0.2
+    assert full is not None and full[1] == 1.0 and 0.8 < full[0] < 1
+    assert wilson_interval(0, 0) is None
+
+
+# --- the scorer --------------------------------------------------------------------------
+
+
+def known_windows() -> tuple[list[Window], dict[str, AgentCall]]:
+    """Asset A: up, up, down, called LONG, SHORT, SHORT (2 of 3 right). Asset B: a failed
+    window, and an up window called LONG (1 of 1)."""
+    windows = [
+        window("A1", flat_then(100, 105), "A"),
+        window("A2", flat_then(100, 102), "A"),
+        window("A3", flat_then(100, 97), "A"),
+        window("B1", flat_then(100, 90), "B"),
+        window("B2", flat_then(100, 110), "B"),
+    ]
+    calls = {
+        "A1": AgentCall(window_id="A1", decision=Direction.LONG, risk_reward=1.2),
+        "A2": AgentCall(window_id="A2", decision=Direction.SHORT, risk_reward=1.4),
+        "A3": AgentCall(window_id="A3", decision=Direction.SHORT, risk_reward=1.6),
+        "B1": AgentCall(window_id="B1", error="chat: model not found"),
+        "B2": AgentCall(window_id="B2", decision=Direction.LONG, risk_reward=1.8),
+    }
+    return windows, calls
+
+
+def test_scorer_counts_right_calls_per_asset_and_overall() -> None:
+    windows, calls = known_windows()
+
+    summary = score_windows(windows, calls, seed=0, label="t").summary
+
+    a, b = summary.rows
+    assert (a.asset, a.n, a.correct, a.failed) == ("A", 3, 2, 0)
+    assert a.accuracy == pytest.approx(2 / 3)
+    assert (b.asset, b.n, b.correct, b.failed, b.accuracy) == ("B", 1, 1, 1, 1.0)
+    overall = summary.overall
+    assert (overall.n, overall.correct, overall.failed) == (4, 3, 1)
+    assert (overall.ci_low, overall.ci_high) == wilson_interval(3, 4)
+    assert overall.mean_risk_reward == pytest.approx((1.2 + 1.4 + 1.6 + 1.8) / 4)
+    assert summary.windows == 5 and summary.failed == 1
+
+
+def test_failed_windows_are_left_out_of_the_baselines_too() -> None:
+    windows, calls = known_windows()
+
+    summary = score_windows(windows, calls, seed=0, label="t").summary
+
+    # B's scored window rose, its failed one fell: always-long is judged on the rise only.
+    assert summary.rows[1].baselines["always_long"] == 1.0
+    assert summary.rows[0].baselines["always_long"] == pytest.approx(2 / 3)
+    assert summary.overall.baselines["always_long"] == pytest.approx(3 / 4)
+
+
+def test_a_window_without_a_call_counts_as_failed() -> None:
+    windows, calls = known_windows()
+    del calls["A1"]
+
+    evaluation = score_windows(windows, calls, seed=0, label="t")
+
+    assert evaluation.summary.rows[0].failed == 1
+    assert evaluation.windows[0].error == "no result was recorded"
+
+
+# --- the baselines -----------------------------------------------------------------------
+
+
+def test_random_baseline_is_reproducible_with_a_seed_and_changes_with_it() -> None:
+    ids = [f"w{i}" for i in range(200)]
+    bars = bars_from_closes([100.0] * 60)
+
+    first = [random_call(bars, i, 7) for i in ids]
+    again = [random_call(bars, i, 7) for i in reversed(ids)][::-1]
+    other = [random_call(bars, i, 8) for i in ids]
+
+    assert first == again
+    assert first != other
+    assert 70 < first.count(Direction.LONG) < 130
+
+
+def test_slope_baseline_fits_the_last_40_visible_closes() -> None:
+    # Falling for 60 bars, then rising for the last 40: only the last 40 count.
+    closes = [200.0 - i for i in range(60)] + [140.0 + i for i in range(SLOPE_BARS)]
+    bars = bars_from_closes(closes)
+
+    assert slope_call(bars, "w", 0) == Direction.LONG
+    assert slope_call(bars[:60], "w", 0) == Direction.SHORT
+    assert least_squares_slope([1.0, 3.0, 5.0, 7.0]) == pytest.approx(2.0)
+    assert slope_call(bars_from_closes([100.0] * 50), "w", 0) == Direction.SHORT
+
+
+def test_baselines_never_read_the_held_out_bars() -> None:
+    rising = [100.0 + i for i in range(97)]
+    crash, boom = window("w", [*rising, 1.0, 1.0, 1.0]), window("w", [*rising, 900, 900, 900])
+
+    calls = {"w": AgentCall(window_id="w", decision=Direction.LONG, risk_reward=1.5)}
+    crashed = score_windows([crash], calls, seed=3, label="t").windows[0]
+    boomed = score_windows([boom], calls, seed=3, label="t").windows[0]
+
+    assert crashed.truth != boomed.truth
+    assert crashed.baselines == boomed.baselines
+    assert set(crashed.baselines) == set(BASELINES)
+
+
+# --- windows from QuantAgent's directory layout -------------------------------------------
+
+
+def benchmark_dir(root: Path) -> Path:
+    goog = BundledSource().read("GOOG", "1d")
+    eurusd = BundledSource().read("EURUSD", "1h")
+    for n in (1, 2, 10):
+        write_benchmark_file(root / "GOOG" / f"GOOG_1d_{n}.csv", goog[n * 100 : n * 100 + 100])
+    write_benchmark_file(root / "EURUSD" / "EURUSD_1h_1.csv", eurusd[:100])
+    return root
+
+
+def test_benchmark_layout_loads_each_file_as_one_window(tmp_path: Path) -> None:
+    goog = BundledSource().read("GOOG", "1d")
+
+    windows = load_windows(BenchmarkDirectory(path=str(benchmark_dir(tmp_path))))
+
+    assert [w.window_id for w in windows] == ["EURUSD_1h_1", "GOOG_1d_1", "GOOG_1d_2", "GOOG_1d_10"]
+    assert windows[1].asset == "GOOG" and windows[1].timeframe is Timeframe.D1
+    assert windows[0].timeframe is Timeframe.H1
+    assert windows[3].bars == goog[1000:1100]
+
+
+def _missing_volume(path: Path, bars: list[Bar]) -> None:
+    write_benchmark_file(path, bars, header="Datetime,Close,High,Low,Open")
+
+
+def _text_close(path: Path, bars: list[Bar]) -> None:
+    write_benchmark_file(path, bars)
+    lines = path.read_text().splitlines()
+    lines[5] = lines[5].replace(lines[5].split(",")[1], "abc", 1)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _too_short(path: Path, bars: list[Bar]) -> None:
+    write_benchmark_file(path, bars[: MIN_WINDOW_BARS - 1])
+
+
+def _high_below_close(path: Path, bars: list[Bar]) -> None:
+    write_benchmark_file(path, [*bars[:7], bars[7].model_copy(update={"high": 1.0}), *bars[8:]])
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "expected"),
+    [
+        ("GOOG_1d_1.csv", _missing_volume, "missing column Volume"),
+        ("GOOG_1d_1.csv", _text_close, "row 4: 'abc' is not a number in column close"),
+        ("GOOG_1d_1.csv", _too_short, f"has {MIN_WINDOW_BARS - 1} bars"),
+        ("GOOG_1d_1.csv", _high_below_close, "row 7"),
+        ("GOOG-1d-1.csv", write_benchmark_file, "file name is not <ASSET>_<tf>_<n>.csv"),
+        ("AAPL_1d_1.csv", write_benchmark_file, "says asset 'AAPL' but it is in folder 'GOOG'"),
+        ("GOOG_2d_1.csv", write_benchmark_file, "unknown timeframe '2d'"),
+    ],
+)
+def test_a_bad_benchmark_file_fails_naming_the_file_and_the_problem(
+    tmp_path: Path, name: str, make: object, expected: str
+) -> None:
+    bars = BundledSource().read("GOOG", "1d", lookback=100)
+    benchmark_dir(tmp_path)
+    bad = tmp_path / "GOOG" / name
+    make(bad, bars)  # type: ignore[operator]
+
+    with pytest.raises(InvalidInput) as caught:
+        load_benchmark_directory(tmp_path)
+
+    assert caught.value.field == str(bad)
+    assert expected in str(caught.value)
+
+
+def test_csv_files_directly_in_the_directory_are_refused_with_the_layout(tmp_path: Path) -> None:
+    write_benchmark_file(
+        tmp_path / "GOOG_1d_1.csv", BundledSource().read("GOOG", "1d", lookback=100)
+    )
+
+    with pytest.raises(InvalidInput, match="one folder down"):
+        load_benchmark_directory(tmp_path)
+
+
+def test_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        load_benchmark_directory(tmp_path / "nope")
+
+    assert caught.value.field == "windows.path"
+
+
+# --- windows cut from a source -----------------------------------------------------------
+
+
+def test_cut_windows_are_reproducible_with_a_seed_and_never_overlap() -> None:
+    spec = CutWindows(symbols=["GOOG", "^GSPC"], timeframe="1d", count=6, seed=11)
+
+    first, again = cut_windows(spec), cut_windows(spec)
+    other = cut_windows(spec.model_copy(update={"seed": 12}))
+
+    assert first == again
+    assert [w.window_id for w in first] != [w.window_id for w in other]
+    for asset in ("GOOG", "^GSPC"):
+        mine = [w for w in first if w.asset == asset]
+        assert len(mine) == 6 and all(len(w.bars) == 100 for w in mine)
+        assert all(a.bars[-1].time < b.bars[0].time for a, b in zip(mine, mine[1:], strict=False))
+    source = BundledSource().read("GOOG", "1d")
+    start = source.index(first[0].bars[0])
+    assert first[0].bars == source[start : start + 100]
+
+
+def test_cutting_more_windows_than_fit_names_the_count_and_the_room() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        cut_windows(CutWindows(symbols=["BTCUSD"], timeframe="1mo", count=3))
+
+    assert caught.value.field == "windows.count"
+    assert "room for 1 windows" in str(caught.value)
+
+
+# --- the renderings ----------------------------------------------------------------------
+
+
+def test_the_table_renders_as_markdown_csv_json_and_png() -> None:
+    windows, calls = known_windows()
+    evaluation = score_windows(windows, calls, seed=5, label="QuantAgent, offline")
+
+    markdown = render_markdown(evaluation)
+    table = list(csv.DictReader(io.StringIO(render_csv(evaluation.summary))))
+    restored = Evaluation.model_validate(json.loads(render_json(evaluation)))
+    png = render_accuracy_plot(evaluation.summary)
+
+    assert "| **overall** | 4 | 1 | 75.0% |" in markdown
+    assert "- `B1`: chat: model not found" in markdown
+    assert [row["asset"] for row in table] == ["A", "B", "overall"]
+    assert tuple(table[0]) == CSV_COLUMNS
+    assert float(table[0]["accuracy"]) == pytest.approx(2 / 3, abs=1e-6)
+    assert table[1]["failed"] == "1"
+    assert restored == evaluation
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert render_accuracy_plot(evaluation.summary) == png
+
+
+def test_pages_hold_whole_windows_within_the_bar_budget() -> None:
+    windows = [window(f"w{i}", [100.0 + i] * 100) for i in range(7)]
+
+    pages = list(paginate(windows, page_bars=250))
+
+    assert [len(page) for page in pages] == [2, 2, 2, 1]
+    assert [w for page in pages for w in page] == windows

@@ -1,0 +1,302 @@
+"""The ``Evaluate`` workflow: QuantAgent over many benchmark windows → accuracy vs baselines.
+
+load the windows (a snapshot in S3, a manifest back) → one ``QuantAgent`` child per
+window, at most ``concurrency`` at once → score the calls against the held-out bars
+and the baselines → Markdown, CSV, JSON and PNG in the reports bucket.
+
+No look-ahead by construction: a child's input is built from the window's
+*visible* bars only (``read_visible_windows`` cuts the held-out bars off before
+they reach this workflow), inline, so a child's history shows exactly what its
+agents saw. Only the window's truth comes back with them, for the running
+accuracy of the ``progress`` query; it never goes into a child. A window whose
+analysis fails is recorded with its error and left out of the scores; if the
+first windows all fail, the cause is systematic (a provider that cannot read
+charts, an unknown model) and the evaluation stops. Every ``windows_per_run`` windows the run
+continues as new, carrying the calls so far, so the benchmark's 1,600 windows
+never make one history too long.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, Field
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError, ChildWorkflowError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.evaluation import (
+        LoadWindowsRequest,
+        PlotRequest,
+        ScoredEvaluation,
+        ScoreRequest,
+        VisiblePage,
+        WindowInfo,
+        WindowManifest,
+    )
+    from activities.research import StoredReport
+    from shared.agents.quantagent import Direction
+    from shared.evaluation.scoring import AgentCall, EvaluationSummary
+    from shared.evaluation.sources import WindowSpec
+    from shared.llm.contracts import LlmChoice, UsageReport
+    from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+    from workflows.concurrency import gather_all
+    from workflows.debates import check_provider, run_key_prefix
+    from workflows.inputs import parse_input
+    from workflows.progress import RunProgress
+    from workflows.quantagent import QuantAgentInput, QuantAgentResult
+    from workflows.resume import Resumable
+    from workflows.visibility import tag_run
+
+LOAD_START_TO_CLOSE = timedelta(minutes=5)
+"""Reading and validating 1,600 window files and storing their pages takes well under this."""
+PAGE_START_TO_CLOSE = timedelta(minutes=1)
+SCORE_START_TO_CLOSE = timedelta(minutes=5)
+PLOT_START_TO_CLOSE = timedelta(minutes=2)
+EVALUATION_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
+FAIL_FAST_AFTER = 3
+"""This many failures before any success stop the evaluation: the cause is not the windows."""
+MAX_CONCURRENCY = 64
+DEFAULT_CONCURRENCY = 4
+DEFAULT_WINDOWS_PER_RUN = 200
+"""~30 KB of history a window (its bars, the child's input and result): ~6 MB a run."""
+
+LOADING, ANALYSING, SCORING, DONE = "loading", "analysing", "scoring", "done"
+
+
+class EvaluateCarry(BaseModel):
+    """What a run hands to the next when it continues as new."""
+
+    prefix: str = Field(description="object keys of this evaluation start with it")
+    manifest: WindowManifest
+    calls: list[AgentCall] = Field(default_factory=list, description="one per window done")
+    correct: int = 0
+    runs: int = 1
+    usage: UsageReport = Field(default_factory=UsageReport)
+
+
+class EvaluateInput(BaseModel):
+    """Which windows, which LLM, how many analyses at once."""
+
+    windows: WindowSpec
+    llm: LlmChoice = LlmChoice()
+    concurrency: int = Field(DEFAULT_CONCURRENCY, ge=1, le=MAX_CONCURRENCY)
+    seed: int = Field(0, description="the random baseline's seed")
+    windows_per_run: int = Field(DEFAULT_WINDOWS_PER_RUN, ge=1, le=1000)
+    carry: EvaluateCarry | None = Field(None, description="set by the workflow itself")
+
+
+class EvaluateProgress(RunProgress):
+    """The answer of the ``progress`` query: ``done``/``total`` count windows (failed ones
+    included; total is 0 until they are loaded)."""
+
+    failed: int
+    running: int
+    accuracy: float | None = Field(description="correct calls / successful analyses so far")
+
+
+class EvaluationReports(BaseModel):
+    """Where the four renderings of the table are stored."""
+
+    markdown: StoredReport
+    csv: StoredReport
+    json_table: StoredReport
+    plot: StoredReport
+
+
+class EvaluateResult(BaseModel):
+    """The table, its stored renderings and what the analyses cost."""
+
+    summary: EvaluationSummary
+    reports: EvaluationReports
+    usage: UsageReport
+    runs: int = Field(description="runs of this workflow id (it continues as new)")
+
+
+def root_message(error: BaseException) -> str:
+    """The innermost cause's message: the one that names the field or the setting."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return getattr(error, "message", None) or str(error)
+
+
+def child_id(window_id: str) -> str:
+    """The child's workflow id: the Evaluate id and the window, stable across runs."""
+    return f"{workflow.info().workflow_id}-{window_id}"
+
+
+@workflow.defn(name="Evaluate")
+class EvaluateWorkflow(Resumable):
+    """QuantAgent on benchmark windows, scored against baselines."""
+
+    def __init__(self) -> None:
+        self.phase = LOADING
+        self.total = 0
+        self.failed = 0
+        self.running = 0
+        self.carry: EvaluateCarry | None = None
+        self._pages: dict[int, asyncio.Future[VisiblePage]] = {}
+
+    @workflow.query(name="progress")
+    def progress(self) -> EvaluateProgress:
+        """Windows done, failed and running, and the accuracy so far."""
+        carry = self.carry
+        done = len(carry.calls) if carry else 0
+        scored = done - self.failed
+        return EvaluateProgress.of(
+            {},
+            carry.usage if carry else UsageReport(),
+            phase=self.phase,
+            waiting=self.waiting_steps(),
+            total=self.total,
+            done=done,
+            failed=self.failed,
+            running=self.running,
+            accuracy=carry.correct / scored if carry and scored else None,
+        )
+
+    @workflow.run
+    async def run(self, raw: Any = None) -> EvaluateResult:
+        """Load (first run only), analyse the next windows, then continue as new or score."""
+        self.open_gate()
+        args = parse_input(EvaluateInput, raw)
+        tag_run("Evaluate")
+        check_provider(args.llm)
+        carry = args.carry or await self._load(args)
+        self.carry = carry
+        self.total = len(carry.manifest.windows)
+        self.failed = sum(1 for call in carry.calls if call.error is not None)
+        start = len(carry.calls)
+        batch = carry.manifest.windows[start : start + args.windows_per_run]
+        self.phase = ANALYSING
+        pending = iter(batch)
+
+        async def lane() -> None:
+            for info in pending:  # the lanes share one iterator: each takes the next window
+                await self._analyse(args, carry, info)
+
+        await gather_all(*(lane() for _ in range(min(args.concurrency, len(batch)))))
+        if len(carry.calls) < self.total:
+            carry.runs += 1
+            workflow.continue_as_new(args.model_copy(update={"carry": carry}))
+        return await self._score(args, carry)
+
+    async def _load(self, args: EvaluateInput) -> EvaluateCarry:
+        prefix = run_key_prefix("evaluate")
+        manifest: WindowManifest = await workflow.execute_activity(
+            "load_eval_windows",
+            LoadWindowsRequest(windows=args.windows, prefix=prefix),
+            result_type=WindowManifest,
+            task_queue=TOOLS_QUEUE,
+            start_to_close_timeout=LOAD_START_TO_CLOSE,
+            retry_policy=EVALUATION_RETRY,
+        )
+        return EvaluateCarry(prefix=prefix, manifest=manifest)
+
+    def _visible_page(self, carry: EvaluateCarry, page: int) -> asyncio.Future[VisiblePage]:
+        """The page's visible bars, fetched once per run however many lanes ask."""
+        if page not in self._pages:
+            self._pages[page] = asyncio.ensure_future(
+                workflow.execute_activity(
+                    "read_visible_windows",
+                    carry.manifest.pages[page],
+                    result_type=VisiblePage,
+                    task_queue=TOOLS_QUEUE,
+                    start_to_close_timeout=PAGE_START_TO_CLOSE,
+                    retry_policy=EVALUATION_RETRY,
+                    summary=f"read_visible_windows page {page}",
+                )
+            )
+        return self._pages[page]
+
+    async def _analyse(self, args: EvaluateInput, carry: EvaluateCarry, info: WindowInfo) -> None:
+        """One QuantAgent child on the window's visible bars; its call (or error) is recorded."""
+        page = await self._visible_page(carry, info.page)
+        window = next(w for w in page.windows if w.window_id == info.window_id)
+        self.running += 1
+        self.child_started(child_id(window.window_id))
+        try:
+            result: QuantAgentResult = await workflow.execute_child_workflow(
+                "QuantAgent",
+                QuantAgentInput(
+                    symbol=window.asset,
+                    timeframe=window.timeframe,
+                    bars=window.bars,
+                    lookback=len(window.bars),
+                    llm=args.llm,
+                ),
+                id=child_id(window.window_id),
+                result_type=QuantAgentResult,
+                static_summary=f"QuantAgent on window {window.window_id}",
+            )
+        except ChildWorkflowError as error:
+            call = AgentCall(window_id=window.window_id, error=root_message(error))
+        else:
+            decision = result.decision
+            call = AgentCall(
+                window_id=window.window_id,
+                decision=decision.decision,
+                risk_reward=decision.risk_reward_ratio,
+            )
+            for agent, usage in result.usage.by_agent.items():
+                carry.usage.add(agent, usage)
+        finally:
+            self.running -= 1
+            self.child_finished(child_id(window.window_id))
+        self._record(carry, call, page.truths[window.window_id])
+
+    def _record(self, carry: EvaluateCarry, call: AgentCall, truth: Direction) -> None:
+        """Count the call; stop the evaluation if every window so far failed."""
+        carry.calls.append(call)
+        if call.error is None:
+            if call.decision == truth:
+                carry.correct += 1
+            return
+        self.failed += 1
+        if self.failed >= FAIL_FAST_AFTER and self.failed == len(carry.calls):
+            raise ApplicationError(
+                f"the first {self.failed} windows all failed, so the cause is not the windows; "
+                f"the last error: {call.error}",
+                type="EvaluationFailed",
+                non_retryable=True,
+            )
+
+    async def _score(self, args: EvaluateInput, carry: EvaluateCarry) -> EvaluateResult:
+        self.phase = SCORING
+        label = " ".join(
+            part for part in ("QuantAgent,", args.llm.provider, args.llm.model) if part
+        )
+        scored: ScoredEvaluation = await workflow.execute_activity(
+            "score_evaluation",
+            ScoreRequest(
+                pages=carry.manifest.pages,
+                calls=carry.calls,
+                seed=args.seed,
+                label=label,
+                prefix=carry.prefix,
+            ),
+            result_type=ScoredEvaluation,
+            task_queue=TOOLS_QUEUE,
+            start_to_close_timeout=SCORE_START_TO_CLOSE,
+            retry_policy=EVALUATION_RETRY,
+        )
+        plot: StoredReport = await workflow.execute_activity(
+            "render_evaluation_plot",
+            PlotRequest(summary=scored.summary, prefix=carry.prefix),
+            result_type=StoredReport,
+            task_queue=CHARTS_QUEUE,
+            start_to_close_timeout=PLOT_START_TO_CLOSE,
+            retry_policy=EVALUATION_RETRY,
+        )
+        self.phase = DONE
+        return EvaluateResult(
+            summary=scored.summary,
+            reports=EvaluationReports(
+                markdown=scored.markdown, csv=scored.csv, json_table=scored.json_table, plot=plot
+            ),
+            usage=carry.usage,
+            runs=carry.runs,
+        )
