@@ -37,6 +37,9 @@ class ResolveAsOfRequest(BaseModel):
 
     symbol: str = Field(min_length=1)
     as_of: datetime | None = Field(None, description="None: the time of the latest daily bar")
+    not_after: datetime | None = Field(
+        None, description="without as_of: the latest bar at or before this (a schedule's time)"
+    )
 
 
 class ResolvedAsOf(BaseModel):
@@ -165,31 +168,32 @@ class ResearchActivities:
             return None
         return routed.value[-1].time if routed.value else None
 
-    def _last_bar_of_fixed_data(self, symbol: str) -> datetime | None:
-        """The last bar of the data that ends in the past (bundled files, the sim world),
-        which "now" finds stale: the latest analysis time those data allow."""
+    def _last_bar_of_fixed_data(self, symbol: str, bound: datetime) -> datetime | None:
+        """The last bar up to ``bound`` of the data that ends in the past (bundled files,
+        the sim world), which "now" finds stale: the latest analysis time those data allow."""
         from shared.data.sim.world import DEFAULT_END
         from shared.market.sources import BundledSource
 
         try:
-            return BundledSource().read(symbol, Timeframe.D1, lookback=1)[-1].time
+            return BundledSource().read(symbol, Timeframe.D1, as_of=bound, lookback=1)[-1].time
         except QuantdeskError:
             pass
         sim_end = datetime.combine(DEFAULT_END, datetime.max.time(), tzinfo=UTC)
         try:
-            return self._latest_bar(symbol, sim_end)
+            return self._latest_bar(symbol, min(sim_end, bound))
         except QuantdeskError:
             return None
 
-    def _latest(self, symbol: str) -> datetime:
-        """The time of the symbol's latest daily bar anywhere we read."""
+    def _latest(self, symbol: str, not_after: datetime | None = None) -> datetime:
+        """The time of the symbol's latest daily bar anywhere we read (up to ``not_after``)."""
+        bound = not_after or datetime.now(UTC)
         try:
-            latest = self._latest_bar(symbol, datetime.now(UTC))
+            latest = self._latest_bar(symbol, bound)
         except InvalidInput as error:
             if error.field != "symbol":
                 raise
             latest = None
-        latest = latest or self._last_bar_of_fixed_data(symbol)
+        latest = latest or self._last_bar_of_fixed_data(symbol, bound)
         if latest is None:
             raise InvalidInput(
                 "symbol",
@@ -208,7 +212,8 @@ class ResearchActivities:
         with as_temporal_failures():
             symbol = request.symbol.strip().upper()
             if request.as_of is None:
-                latest = self._latest(symbol)
+                bound = _aware(request.not_after, "not_after") if request.not_after else None
+                latest = self._latest(symbol, bound)
                 return ResolvedAsOf(symbol=symbol, as_of=latest, latest_bar=latest)
             as_of = _aware(request.as_of)
             try:

@@ -10,6 +10,7 @@ from cli.evaluate import eval_app
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.run import run_app
 from cli.runs import register as register_run_commands
+from cli.schedule import schedule_app
 from cli.stack.commands import register as register_stack_commands
 from shared.config import load_settings
 from workers.roles import ROLE_NAMES, WorkerRole
@@ -22,6 +23,7 @@ app = typer.Typer(
 register_stack_commands(app)
 register_run_commands(app)
 app.add_typer(run_app, name="run")
+app.add_typer(schedule_app, name="schedule")
 app.add_typer(eval_app, name="eval")
 
 

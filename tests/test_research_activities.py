@@ -32,3 +32,20 @@ def test_an_unknown_symbol_fails_once_naming_it(research: ResearchActivities) ->
         research.resolve_as_of(ResolveAsOfRequest(symbol="NOPE"))
 
     assert caught.value.non_retryable and "`symbol`" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("symbol", "not_after", "latest"),
+    [
+        ("GOOG", datetime(2010, 6, 2, 19, 30, tzinfo=UTC), datetime(2010, 6, 2, tzinfo=UTC)),
+        ("GOOG", datetime(2010, 6, 5, 12, 0, tzinfo=UTC), datetime(2010, 6, 4, tzinfo=UTC)),
+        ("QBTX", datetime(2012, 6, 2, tzinfo=UTC), datetime(2012, 6, 1, tzinfo=UTC)),
+        ("GOOG", datetime(2030, 1, 1, tzinfo=UTC), datetime(2013, 3, 1, tzinfo=UTC)),
+    ],
+)
+def test_a_scheduled_time_bounds_the_latest_bar(
+    research: ResearchActivities, symbol: str, not_after: datetime, latest: datetime
+) -> None:
+    resolved = research.resolve_as_of(ResolveAsOfRequest(symbol=symbol, not_after=not_after))
+
+    assert resolved.as_of == latest

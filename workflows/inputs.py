@@ -9,12 +9,17 @@ non-retryable error that names the field.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from temporalio import workflow
+from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
 
 M = TypeVar("M", bound=BaseModel)
+SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
+"""Set by the server on every run a Schedule starts."""
 
 
 def _describe(error: ValidationError) -> str:
@@ -37,3 +42,13 @@ def parse_input(model: type[M], raw: Any) -> M:
             type="InvalidInput",
             non_retryable=True,
         ) from None
+
+
+def scheduled_time() -> datetime | None:
+    """The time a Temporal Schedule meant this run to start, if a Schedule started it.
+
+    A run without ``as_of`` reads "the latest data"; a scheduled one reads the latest
+    data *at its scheduled time*, so a run that starts late (a worker was down, a
+    catch-up after an outage) never sees what happened after the moment it stands for.
+    """
+    return workflow.info().typed_search_attributes.get(SCHEDULED_START_TIME)

@@ -87,7 +87,7 @@ with workflow.unsafe.imports_passed_through():
         check_provider,
         run_key_prefix,
     )
-    from workflows.inputs import parse_input
+    from workflows.inputs import parse_input, scheduled_time
     from workflows.llm_calls import chat, run_tool_loop
     from workflows.progress import RunProgress, StepState, track
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
@@ -371,7 +371,9 @@ class PipelineWorkflow(Resumable):
         )
         self.phase = RESOLVE_AS_OF
         resolved: ResolvedAsOf = await self._research(
-            RESOLVE_AS_OF, ResolveAsOfRequest(symbol=args.symbol, as_of=args.as_of), ResolvedAsOf
+            RESOLVE_AS_OF,
+            ResolveAsOfRequest(symbol=args.symbol, as_of=args.as_of, not_after=scheduled_time()),
+            ResolvedAsOf,
         )
         state.as_of = resolved.as_of
         tag_run("Pipeline", symbol=state.symbol, as_of=state.as_of)

@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
     from shared.tools.registry import tool_specs
     from workflows.concurrency import gather_all
-    from workflows.inputs import parse_input
+    from workflows.inputs import parse_input, scheduled_time
     from workflows.llm_calls import chat, run_tool_loop
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
@@ -164,7 +164,7 @@ class QuantAgentWorkflow(Resumable):
                 LoadBarsRequest(
                     symbol=args.symbol,
                     timeframe=args.timeframe,
-                    as_of=args.as_of,
+                    as_of=args.as_of or scheduled_time(),
                     lookback=args.lookback,
                     min_bars=MIN_BARS,
                     bars=args.bars,

@@ -87,7 +87,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.tools.registry import tool_specs
     from workflows.concurrency import gather_all
     from workflows.debates import check_provider, run_key_prefix
-    from workflows.inputs import parse_input
+    from workflows.inputs import parse_input, scheduled_time
     from workflows.llm_calls import ToolLoopResult, chat, request_for, run_tool, run_tool_loop
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
@@ -215,7 +215,9 @@ class ScanWorkflow(Resumable):
             RESOLVE_AS_OF,
             self._tools(
                 RESOLVE_AS_OF,
-                ResolveAsOfRequest(symbol=CLOCK_SYMBOL, as_of=args.as_of),
+                ResolveAsOfRequest(
+                    symbol=CLOCK_SYMBOL, as_of=args.as_of, not_after=scheduled_time()
+                ),
                 ResolvedAsOf,
             ),
         )
