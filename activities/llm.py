@@ -15,16 +15,18 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from pydantic import BaseModel
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
 from shared.agents.schemas import schema_named
 from shared.config import ENV_PREFIX, Settings
-from shared.errors import ConfigError, InvalidInput, StructuredOutputError
+from shared.errors import ConfigError, InvalidInput, QuantdeskError, StructuredOutputError
 from shared.llm import clients
 from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, Usage
 from shared.llm.offline import answer_offline
 from shared.llm.providers import ClientKind, ProviderSpec, provider_spec
+from shared.llm.reply_cache import ReplyCache, cache_key
 from shared.llm.structured import repair_messages, schema_instruction, validate_reply
 from shared.storage.buckets import PAYLOADS_BUCKET
 from shared.storage.objects import ObjectRef, ObjectStore
@@ -139,21 +141,54 @@ class LlmActivities:
             started = time.monotonic()
             spec, model = self._check(request)
             schema = schema_named(request.response_schema) if request.response_schema else None
+            images = await self._images(request)
+            key = self._cache_key(request, spec, model, images, schema)
+            if key is not None:
+                cached = await asyncio.to_thread(ReplyCache(self.store).get, key)
+                if cached is not None:
+                    activity.logger.info("%s: answered from the reply cache", request.agent)
+                    # Identical reply, tokens as first spent; this time they cost nothing.
+                    return cached.model_copy(
+                        update={"usage": cached.usage.model_copy(update={"cost_usd": 0.0})}
+                    )
             if schema is not None:
                 instruction = ChatMessage(role="system", content=schema_instruction(schema))
                 request = request.model_copy(update={"messages": [*request.messages, instruction]})
-            images = await self._images(request)
             response = await self._complete(request, spec, model, images)
             if schema is not None and not response.tool_calls:
                 response = await self._validated(request, response, spec, model, images)
             latency = (time.monotonic() - started) * 1000
-            return response.model_copy(
+            response = response.model_copy(
                 update={
                     "latency_ms": round(latency, 1),
                     "model": model,
                     "usage": self._priced(response.usage, model),
                 }
             )
+            if key is not None:
+                await self._remember(key, response)
+            return response
+
+    def _cache_key(
+        self,
+        request: ChatRequest,
+        spec: ProviderSpec,
+        model: str,
+        images: dict[str, bytes],
+        schema: type[BaseModel] | None,
+    ) -> str | None:
+        """The call's reply-cache key; None when the cache is off or the provider is offline."""
+        if not self.settings.llm_cache or spec.client is ClientKind.OFFLINE:
+            return None
+        return cache_key(request, model, images, schema.model_json_schema() if schema else None)
+
+    async def _remember(self, key: str, response: ChatResponse) -> None:
+        """Cache a paid-for reply. A failed write only loses the saving, so it never fails the
+        call: a retry would pay the vendor again."""
+        try:
+            await asyncio.to_thread(ReplyCache(self.store).put, key, response)
+        except QuantdeskError as error:
+            activity.logger.warning("reply cache: could not store a reply: %s", error)
 
     def _priced(self, usage: Usage, model: str) -> Usage:
         """The usage with its cost at this worker's price table (unpriced models counted)."""

@@ -6,6 +6,7 @@ import asyncio
 
 import typer
 
+from cli.backtest import register as register_backtest
 from cli.evaluate import eval_app
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.run import run_app
@@ -21,6 +22,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 register_stack_commands(app)
+register_backtest(app)
 register_run_commands(app)
 app.add_typer(run_app, name="run")
 app.add_typer(schedule_app, name="schedule")

@@ -133,6 +133,11 @@ class Settings(BaseSettings):
     )
     data_seed: int = Field(7, description="seed of the simulated market (the sim vendor)")
     data_cache: bool = Field(True, description="keep network vendors' answers in data_dir")
+    llm_cache: bool = Field(
+        False,
+        description="answer a repeated LLM request from the reply cache in S3 "
+        "(shared/llm/reply_cache.py); never the offline provider",
+    )
     prices: dict[str, ModelPrice] = Field(
         default_factory=lambda: dict(DEFAULT_PRICES),
         description='USD per million tokens per model, JSON like {"gpt-4.1": {"input": 2, '

@@ -61,6 +61,7 @@ def _plan_workflows(settings: Settings) -> WorkerPlan:
 
 
 def _plan_tools(settings: Settings) -> WorkerPlan:
+    from activities.backtest import BacktestActivities
     from activities.evaluation import EvaluationActivities
     from activities.reflection import ReflectionActivities
     from activities.research import ResearchActivities
@@ -74,6 +75,7 @@ def _plan_tools(settings: Settings) -> WorkerPlan:
             *ResearchActivities(settings).activities(),
             *ReflectionActivities(settings).activities(),
             *EvaluationActivities(settings).tools_activities(),
+            *BacktestActivities(settings).tools_activities(),
             *SCAN_ACTIVITIES,
         ],
         threads=True,
@@ -81,6 +83,7 @@ def _plan_tools(settings: Settings) -> WorkerPlan:
 
 
 def _plan_charts(settings: Settings) -> WorkerPlan:
+    from activities.backtest import BacktestActivities
     from activities.charts import ChartActivities
     from activities.evaluation import EvaluationActivities
 
@@ -89,6 +92,7 @@ def _plan_charts(settings: Settings) -> WorkerPlan:
         activities=[
             *ChartActivities(settings).activities(),
             *EvaluationActivities(settings).charts_activities(),
+            *BacktestActivities(settings).chart_activities(),
         ],
         threads=True,
     )

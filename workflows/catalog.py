@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from workflows.backtest import BacktestWorkflow
 from workflows.debates import DebateWorkflow, RiskWorkflow
 from workflows.evaluate import EvaluateWorkflow
 from workflows.pipeline import PipelineWorkflow
@@ -17,4 +18,5 @@ WORKFLOWS: list[type] = [
     ReflectWorkflow,
     ScanWorkflow,
     EvaluateWorkflow,
+    BacktestWorkflow,
 ]

@@ -1,0 +1,212 @@
+"""The ``Backtest`` workflow's activities: plan and score on ``tools``, the chart on ``charts``.
+
+``plan_backtest`` reads the symbol's daily closes over the whole range through
+the data router (the vendors the Pipeline's tools and ``Reflect`` read), to
+find the trading dates: the evaluator's view, never shown to an agent.
+``score_backtest`` computes the metrics and stores the Markdown report and the
+equity CSV; ``render_equity_chart`` stores the PNG. The workflow chooses every
+object key, so a retry overwrites its own file. All three are synchronous
+(router, S3 and matplotlib are); the workers run them in threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, date, datetime, time
+from typing import Any
+
+from pydantic import BaseModel, Field
+from temporalio import activity
+
+from activities.failures import as_temporal_failures
+from shared.backtest import Book, Performance, PricePoint, WalkForward, walk_forward
+from shared.backtest.report import equity_csv, render_report
+from shared.config import Settings, load_settings
+from shared.data.contracts import DataKind
+from shared.data.router import DataRouter
+from shared.errors import InvalidInput, NoData
+from shared.market.bars import Timeframe
+from shared.storage.objects import ObjectRef, ObjectStore
+
+MAX_RANGE_DAYS = 366 * 15
+"""Calendar days a backtest may span: its closes travel inline to the scoring activities."""
+MARKDOWN = "text/markdown; charset=utf-8"
+CSV = "text/csv; charset=utf-8"
+PNG = "image/png"
+
+
+class PlanRequest(BaseModel):
+    """Which symbol, which dates, how often."""
+
+    symbol: str = Field(min_length=1, max_length=32)
+    start: date
+    end: date
+    every: int = Field(ge=1)
+
+
+class BacktestPlan(BaseModel):
+    """The schedule, and the vendor whose closes it uses."""
+
+    symbol: str
+    vendor: str
+    schedule: WalkForward
+
+
+class ScoreRequest(BaseModel):
+    """A finished walk-forward and where its report and CSV go."""
+
+    book: Book
+    report: ObjectRef
+    csv: ObjectRef
+
+
+class StoredFile(BaseModel):
+    """Where one written file is, and a link for people."""
+
+    ref: ObjectRef
+    url: str = Field(description="presigned GET URL")
+    size_bytes: int
+
+
+class BacktestScore(BaseModel):
+    """The strategy's and buy-and-hold's performance, and the stored files."""
+
+    strategy: Performance
+    buy_and_hold: Performance
+    report: StoredFile
+    csv: StoredFile
+
+
+class EquityChartRequest(BaseModel):
+    """A finished walk-forward and where its PNG goes."""
+
+    book: Book
+    target: ObjectRef
+
+
+def _midnight(day: date) -> datetime:
+    """The label of ``day``'s daily bar: bars at or before it include that day's."""
+    return datetime.combine(day, time(), tzinfo=UTC)
+
+
+class BacktestActivities:
+    """Backtest I/O over a data router and an object store built on first use."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        router: DataRouter | None = None,
+        store: ObjectStore | None = None,
+    ) -> None:
+        self._settings = settings
+        self._router = router
+        self._store = store
+
+    @property
+    def settings(self) -> Settings:
+        """The injected settings, else the worker's own."""
+        if self._settings is None:
+            self._settings = load_settings()
+        return self._settings
+
+    @property
+    def router(self) -> DataRouter:
+        """The data router; two threads racing here build two equal routers, which is harmless."""
+        if self._router is None:
+            from shared.data.factory import build_router
+
+            self._router = build_router(self.settings)
+        return self._router
+
+    @property
+    def store(self) -> ObjectStore:
+        """The object store."""
+        if self._store is None:
+            self._store = ObjectStore.from_settings(self.settings)
+        return self._store
+
+    def _closes(self, symbol: str, as_of: date, lookback: int) -> tuple[list[PricePoint], str]:
+        routed = self.router.call(
+            DataKind.OHLCV,
+            lambda vendor: vendor.ohlcv(symbol, Timeframe.D1, _midnight(as_of), lookback),
+        )
+        return [PricePoint(time=bar.time, close=bar.close) for bar in routed.value], routed.vendor
+
+    def plan(self, request: PlanRequest) -> BacktestPlan:
+        """The schedule over the data's trading dates; errors name start, end or every."""
+        symbol = request.symbol.strip().upper()
+        span = (request.end - request.start).days
+        if span > MAX_RANGE_DAYS:
+            raise InvalidInput(
+                "end", f"{span} days from start to end", fix="Split it into ranges of 15 years."
+            )
+        # One calendar day more than the range holds: if the data goes back past start,
+        # the window reaches a bar before it, which is how the schedule knows it does.
+        lookback = max(span, 0) + 2
+        try:
+            bars, vendor = self._closes(symbol, request.end, lookback)
+        except (NoData, InvalidInput) as error:
+            if isinstance(error, InvalidInput) and error.field != "symbol":
+                raise
+            self._explain_missing_end(symbol, request)
+            raise
+        return BacktestPlan(
+            symbol=symbol,
+            vendor=vendor,
+            schedule=walk_forward(bars, request.start, request.end, request.every),
+        )
+
+    def _explain_missing_end(self, symbol: str, request: PlanRequest) -> None:
+        """When no vendor reaches ``end`` but one reaches ``start``, say the data ends between."""
+        if request.start > request.end:
+            return
+        try:
+            bars, vendor = self._closes(symbol, request.start, 1)
+        except (NoData, InvalidInput):
+            return
+        raise InvalidInput(
+            "end",
+            f"no vendor has {symbol} daily bars as of {request.end}, though {vendor} has them "
+            f"as of {bars[-1].time.date()}: the data ends between the two",
+            fix="End earlier, within the data.",
+        ) from None
+
+    @activity.defn(name="plan_backtest")
+    def plan_backtest(self, request: PlanRequest) -> BacktestPlan:
+        """The trading dates the flow runs at, and every close the positions are marked at."""
+        with as_temporal_failures():
+            return self.plan(request)
+
+    def _put(self, ref: ObjectRef, data: bytes, content_type: str) -> StoredFile:
+        stored = self.store.put_bytes(ref.model_copy(update={"content_type": content_type}), data)
+        return StoredFile(ref=stored, url=self.store.presigned_url(stored), size_bytes=len(data))
+
+    @activity.defn(name="score_backtest")
+    def score_backtest(self, request: ScoreRequest) -> BacktestScore:
+        """Metrics of the strategy and buy-and-hold; the Markdown report and the CSV, stored."""
+        with as_temporal_failures():
+            strategy, benchmark = request.book.scores()
+            markdown = render_report(request.book, strategy, benchmark)
+            return BacktestScore(
+                strategy=strategy,
+                buy_and_hold=benchmark,
+                report=self._put(request.report, markdown.encode(), MARKDOWN),
+                csv=self._put(request.csv, equity_csv(request.book).encode(), CSV),
+            )
+
+    @activity.defn(name="render_equity_chart")
+    def render_equity_chart(self, request: EquityChartRequest) -> StoredFile:
+        """The equity curves against buy-and-hold as a PNG, stored."""
+        from shared.backtest.chart import render_equity_chart
+
+        with as_temporal_failures():
+            return self._put(request.target, render_equity_chart(request.book), PNG)
+
+    def tools_activities(self) -> list[Callable[[Any], Any]]:
+        """What a tools worker registers."""
+        return [self.plan_backtest, self.score_backtest]
+
+    def chart_activities(self) -> list[Callable[[Any], Any]]:
+        """What a charts worker registers."""
+        return [self.render_equity_chart]
