@@ -19,14 +19,13 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.services import Services, StoredReport
 from shared.backtest import Book, Performance, PricePoint, WalkForward, walk_forward
 from shared.backtest.report import equity_csv, render_report
-from shared.config import Settings, load_settings
 from shared.data.contracts import DataKind
-from shared.data.router import DataRouter
 from shared.errors import InvalidInput, NoData
 from shared.market.bars import Timeframe
-from shared.storage.objects import ObjectRef, ObjectStore
+from shared.storage.objects import ObjectRef
 
 MAX_RANGE_DAYS = 366 * 15
 """Calendar days a backtest may span: its closes travel inline to the scoring activities."""
@@ -60,21 +59,13 @@ class ScoreRequest(BaseModel):
     csv: ObjectRef
 
 
-class StoredFile(BaseModel):
-    """Where one written file is, and a link for people."""
-
-    ref: ObjectRef
-    url: str = Field(description="presigned GET URL")
-    size_bytes: int
-
-
 class BacktestScore(BaseModel):
     """The strategy's and buy-and-hold's performance, and the stored files."""
 
     strategy: Performance
     buy_and_hold: Performance
-    report: StoredFile
-    csv: StoredFile
+    report: StoredReport
+    csv: StoredReport
 
 
 class EquityChartRequest(BaseModel):
@@ -89,42 +80,8 @@ def _midnight(day: date) -> datetime:
     return datetime.combine(day, time(), tzinfo=UTC)
 
 
-class BacktestActivities:
-    """Backtest I/O over a data router and an object store built on first use."""
-
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        router: DataRouter | None = None,
-        store: ObjectStore | None = None,
-    ) -> None:
-        self._settings = settings
-        self._router = router
-        self._store = store
-
-    @property
-    def settings(self) -> Settings:
-        """The injected settings, else the worker's own."""
-        if self._settings is None:
-            self._settings = load_settings()
-        return self._settings
-
-    @property
-    def router(self) -> DataRouter:
-        """The data router; two threads racing here build two equal routers, which is harmless."""
-        if self._router is None:
-            from shared.data.factory import build_router
-
-            self._router = build_router(self.settings)
-        return self._router
-
-    @property
-    def store(self) -> ObjectStore:
-        """The object store."""
-        if self._store is None:
-            self._store = ObjectStore.from_settings(self.settings)
-        return self._store
+class BacktestActivities(Services):
+    """Backtest I/O over the shared, lazily built clients."""
 
     def _closes(self, symbol: str, as_of: date, lookback: int) -> tuple[list[PricePoint], str]:
         routed = self.router.call(
@@ -178,9 +135,8 @@ class BacktestActivities:
         with as_temporal_failures():
             return self.plan(request)
 
-    def _put(self, ref: ObjectRef, data: bytes, content_type: str) -> StoredFile:
-        stored = self.store.put_bytes(ref.model_copy(update={"content_type": content_type}), data)
-        return StoredFile(ref=stored, url=self.store.presigned_url(stored), size_bytes=len(data))
+    def _put(self, ref: ObjectRef, data: bytes, content_type: str) -> StoredReport:
+        return self.put_report(ref.model_copy(update={"content_type": content_type}), data)
 
     @activity.defn(name="score_backtest")
     def score_backtest(self, request: ScoreRequest) -> BacktestScore:
@@ -196,7 +152,7 @@ class BacktestActivities:
             )
 
     @activity.defn(name="render_equity_chart")
-    def render_equity_chart(self, request: EquityChartRequest) -> StoredFile:
+    def render_equity_chart(self, request: EquityChartRequest) -> StoredReport:
         """The equity curves against buy-and-hold as a PNG, stored."""
         from shared.backtest.chart import render_equity_chart
 

@@ -15,11 +15,11 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.services import Services
 from shared.charts import render
 from shared.charts.candles import png_dimensions
-from shared.config import Settings, load_settings
 from shared.market.bars import Bar, Timeframe
-from shared.storage.objects import ObjectRef, ObjectStore
+from shared.storage.objects import ObjectRef
 from shared.ta.trend_summary import TrendLines
 
 PNG = "image/png"
@@ -52,23 +52,12 @@ class ChartResult(BaseModel):
     )
 
 
-class ChartActivities:
+class ChartActivities(Services):
     """Chart activities over an object store that is connected on first use.
 
     Connecting lazily lets the worker import and register these without a reachable
     S3 server or settings; tests inject ``settings`` or a ready ``store``.
     """
-
-    def __init__(self, settings: Settings | None = None, store: ObjectStore | None = None) -> None:
-        self._settings = settings
-        self._store = store
-
-    @property
-    def store(self) -> ObjectStore:
-        """The object store; two threads racing here build two equal clients, which is harmless."""
-        if self._store is None:
-            self._store = ObjectStore.from_settings(self._settings or load_settings())
-        return self._store
 
     def _stored(self, request: ChartRequest, png: bytes, lines: TrendLines | None) -> ChartResult:
         """Store ``png`` at the request's target and describe it."""

@@ -19,16 +19,15 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
-from activities.research import StoredReport
+from activities.services import Services, StoredReport
 from shared.agents.quantagent import Direction
-from shared.config import Settings, load_settings
 from shared.evaluation.report import render_csv, render_json, render_markdown
 from shared.evaluation.scoring import AgentCall, EvaluationSummary, score_windows
 from shared.evaluation.sources import WindowSpec, load_windows
 from shared.evaluation.windows import VisibleWindow, Window
 from shared.market.bars import Timeframe
 from shared.storage.buckets import PAYLOADS_BUCKET, REPORTS_BUCKET
-from shared.storage.objects import ObjectRef, ObjectStore
+from shared.storage.objects import ObjectRef
 
 PAGE_BARS = 2500
 """Bars per stored page: a page of visible bars is ~330 KB, under the SDK's 512 KiB warning."""
@@ -130,23 +129,8 @@ def report_key(prefix: str, suffix: str) -> ObjectRef:
     )
 
 
-class EvaluationActivities:
-    """The evaluation's I/O steps over an object store connected on first use."""
-
-    def __init__(self, settings: Settings | None = None, store: ObjectStore | None = None) -> None:
-        self._settings = settings
-        self._store = store
-
-    @property
-    def store(self) -> ObjectStore:
-        """The object store; two threads racing here build two equal clients, which is harmless."""
-        if self._store is None:
-            self._store = ObjectStore.from_settings(self._settings or load_settings())
-        return self._store
-
-    def _stored(self, ref: ObjectRef, data: bytes) -> StoredReport:
-        ref = self.store.put_bytes(ref, data)
-        return StoredReport(report=ref, url=self.store.presigned_url(ref), size_bytes=len(data))
+class EvaluationActivities(Services):
+    """The evaluation's I/O steps over the shared, lazily built clients."""
 
     def _page(self, ref: ObjectRef) -> WindowPage:
         return WindowPage.model_validate_json(self.store.get_bytes(ref))
@@ -198,13 +182,13 @@ class EvaluationActivities:
             evaluation = score_windows(windows, calls, seed=request.seed, label=request.label)
             return ScoredEvaluation(
                 summary=evaluation.summary,
-                markdown=self._stored(
+                markdown=self.put_report(
                     report_key(request.prefix, "md"), render_markdown(evaluation).encode()
                 ),
-                csv=self._stored(
+                csv=self.put_report(
                     report_key(request.prefix, "csv"), render_csv(evaluation.summary).encode()
                 ),
-                json_table=self._stored(
+                json_table=self.put_report(
                     report_key(request.prefix, "json"), render_json(evaluation).encode()
                 ),
             )
@@ -217,7 +201,7 @@ class EvaluationActivities:
         from shared.evaluation.plot import render_accuracy_plot
 
         with as_temporal_failures():
-            return self._stored(
+            return self.put_report(
                 report_key(request.prefix, "png"), render_accuracy_plot(request.summary)
             )
 

@@ -15,7 +15,6 @@ worker runs them in a thread pool.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,14 +23,12 @@ from pydantic import AwareDatetime, BaseModel, Field
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.services import Services
 from shared.agents.reflection import MarketOutcome
-from shared.config import Settings, load_settings
 from shared.data.contracts import DataKind
-from shared.data.factory import build_router
-from shared.data.router import DataRouter
 from shared.errors import NoData
 from shared.market.bars import Bar, Timeframe
-from shared.memory import Lesson, MemoryStore
+from shared.memory import Lesson
 
 DEFAULT_HORIZON_BARS = 5
 MAX_HORIZON_BARS = 60
@@ -110,44 +107,9 @@ def _last_at_or_before(bars: list[Bar], moment: datetime) -> Bar | None:
     return earlier[-1] if earlier else None
 
 
-class ReflectionActivities:
-    """Outcome and memory activities over a data router and a memory store built on first use.
-
-    Building lazily lets the worker import and register these without settings;
-    tests inject ``settings`` (a temp database) or a ready ``router``/``store``.
-    """
-
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        router: DataRouter | None = None,
-        store: MemoryStore | None = None,
-    ) -> None:
-        self._settings = settings
-        self._router = router
-        self._store = store
-        self._lock = threading.Lock()
-
-    @property
-    def settings(self) -> Settings:
-        if self._settings is None:
-            self._settings = load_settings()
-        return self._settings
-
-    @property
-    def router(self) -> DataRouter:
-        with self._lock:
-            if self._router is None:
-                self._router = build_router(self.settings)
-            return self._router
-
-    @property
-    def store(self) -> MemoryStore:
-        with self._lock:
-            if self._store is None:
-                self._store = MemoryStore.from_settings(self.settings)
-            return self._store
+class ReflectionActivities(Services):
+    """Outcome and memory activities over the shared, lazily built clients (the data
+    router to measure, the memory store to record)."""
 
     def _bars(self, symbol: str, cutoff: datetime, lookback: int) -> tuple[list[Bar], str]:
         routed = self.router.call(
@@ -252,7 +214,7 @@ class ReflectionActivities:
     def record_lessons(self, request: RecordLessonsRequest) -> RecordedLessons:
         """Store the lessons; a retried or rerun reflection inserts nothing twice."""
         with as_temporal_failures():
-            inserted = sum(self.store.record_lesson(lesson) for lesson in request.lessons)
+            inserted = sum(self.memory.record_lesson(lesson) for lesson in request.lessons)
             return RecordedLessons(inserted=inserted, already_known=len(request.lessons) - inserted)
 
     def activities(self) -> list[Callable[..., Any]]:

@@ -19,13 +19,12 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
-from shared.config import Settings, load_settings
+from activities.services import Services, StoredReport
 from shared.data.contracts import DataKind
-from shared.data.router import DataRouter
 from shared.errors import InvalidInput, NoData, NotConfigured, ObjectNotFound, QuantdeskError
 from shared.market.bars import Timeframe
-from shared.memory import MemoryRole, MemoryStore, render_recollections
-from shared.storage.objects import ObjectRef, ObjectStore
+from shared.memory import MemoryRole, render_recollections
+from shared.storage.objects import ObjectRef
 
 MARKDOWN = "text/markdown; charset=utf-8"
 RECALL_TOP_K = 2
@@ -90,69 +89,14 @@ class LoadedText(BaseModel):
     source: ObjectRef
 
 
-class StoredReport(BaseModel):
-    """Where the report is and a link for people."""
-
-    report: ObjectRef
-    url: str = Field(description="presigned GET URL")
-    size_bytes: int
-
-
 def _aware(as_of: datetime, field: str = "as_of") -> datetime:
     if as_of.utcoffset() is None:
         raise InvalidInput(field, f"{as_of.isoformat()} has no timezone", fix="Add e.g. Z.")
     return as_of.astimezone(UTC)
 
 
-class ResearchActivities:
-    """The Pipeline's I/O steps over services that are built on first use.
-
-    Building lazily lets a worker import and register these without reachable
-    vendors, database or S3; tests inject ``settings`` or ready services.
-    """
-
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        router: DataRouter | None = None,
-        memory: MemoryStore | None = None,
-        store: ObjectStore | None = None,
-    ) -> None:
-        self._settings = settings
-        self._router = router
-        self._memory = memory
-        self._store = store
-
-    @property
-    def settings(self) -> Settings:
-        """The injected settings, else the worker's own."""
-        if self._settings is None:
-            self._settings = load_settings()
-        return self._settings
-
-    @property
-    def router(self) -> DataRouter:
-        """The data router; two threads racing here build two equal routers, which is harmless."""
-        if self._router is None:
-            from shared.data.factory import build_router
-
-            self._router = build_router(self.settings)
-        return self._router
-
-    @property
-    def memory(self) -> MemoryStore:
-        """The memory store (creates its schema on first use)."""
-        if self._memory is None:
-            self._memory = MemoryStore.from_settings(self.settings)
-        return self._memory
-
-    @property
-    def store(self) -> ObjectStore:
-        """The object store."""
-        if self._store is None:
-            self._store = ObjectStore.from_settings(self.settings)
-        return self._store
+class ResearchActivities(Services):
+    """The Pipeline's I/O steps over the shared, lazily built clients."""
 
     def _latest_bar(self, symbol: str, as_of: datetime) -> datetime | None:
         """The last daily bar at or shortly before ``as_of`` in the routed vendors, if any.
@@ -254,11 +198,8 @@ class ResearchActivities:
     def store_report(self, request: StoreReportRequest) -> StoredReport:
         """Store the Markdown at the workflow's key and hand back a link."""
         with as_temporal_failures():
-            data = request.markdown.encode()
-            ref = self.store.put_bytes(
-                request.target.model_copy(update={"content_type": MARKDOWN}), data
-            )
-            return StoredReport(report=ref, url=self.store.presigned_url(ref), size_bytes=len(data))
+            target = request.target.model_copy(update={"content_type": MARKDOWN})
+            return self.put_report(target, request.markdown.encode())
 
     @activity.defn(name="load_text")
     def load_text(self, request: LoadTextRequest) -> LoadedText:

@@ -18,7 +18,7 @@ from temporalio import activity
 
 from activities import tools
 from activities.failures import as_temporal_failures
-from activities.research import StoredReport
+from activities.services import StoredReport
 from shared.agents.scan.inputs import MAX_TICKERS
 from shared.agents.scan.schemas import ScanSummary
 from shared.agents.scan.shortlist import shortlist_problems

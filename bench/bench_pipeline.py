@@ -20,24 +20,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
-import json
 import os
 import sys
 import sysconfig
 import tempfile
-import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from temporalio import activity  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
@@ -50,21 +46,12 @@ from activities.tools import run_tool_activity  # noqa: E402
 from shared.agents.pipeline.roles import ANALYST_AGENTS  # noqa: E402
 from shared.config import Settings, load_settings  # noqa: E402
 from shared.data.factory import build_router  # noqa: E402
-from shared.llm.contracts import ChatRequest, ChatResponse  # noqa: E402
+from shared.llm.contracts import ChatResponse  # noqa: E402
 from shared.llm.providers import QUEUE_OFFLINE, QUEUE_OPENAI  # noqa: E402
 from shared.queues import TOOLS_QUEUE  # noqa: E402
 from shared.storage.objects import ObjectStore  # noqa: E402
 from shared.tools.registry import ToolServices  # noqa: E402
-from tests.fakes.llm_server import (  # noqa: E402
-    WIRE_BY_PATH,
-    FakeLlmServer,
-    FakeToolCall,
-    RecordedRequest,
-    Scripted,
-    Wire,
-    _Answer,
-    _render,
-)
+from tests.fakes.replay import ReplayVendor, recording_chat  # noqa: E402
 from tests.servers import running_workers, s3_for_tests  # noqa: E402
 from workers.client import register_search_attributes  # noqa: E402
 from workers.main import WorkerPlan  # noqa: E402
@@ -73,60 +60,6 @@ from workflows.pipeline import PipelineResult, PipelineWorkflow  # noqa: E402
 
 QUEUE = "bench-pipeline"
 KEY = "sk-bench-not-a-real-key"
-
-
-def conversation_key(messages: Iterable[tuple[str, str]]) -> str:
-    """Which turn of which agent a conversation is: its system prompt, its opening user
-    prompt (each agent's and each debate turn's differ) and how many tool results it holds."""
-    pairs = list(messages)
-    system = next((content for role, content in pairs if role == "system"), "")
-    user = next((content for role, content in pairs if role == "user"), "")
-    tools = sum(1 for role, _ in pairs if role == "tool")
-    return hashlib.sha256(json.dumps([system, user, tools]).encode()).hexdigest()
-
-
-class ReplayVendor(FakeLlmServer):
-    """The fake vendor answering each conversation with its recorded reply, after ``latency``."""
-
-    def __init__(self, replies: dict[str, ChatResponse], latency: float) -> None:
-        super().__init__()
-        self.replies = replies
-        self.latency = latency
-        self.in_flight = 0
-        self.most_in_flight = 0
-        self._count = threading.Lock()
-
-    def answer(self, request: RecordedRequest) -> _Answer:
-        wire = WIRE_BY_PATH.get(request.path, Wire.OPENAI)
-        body = request.body or {}
-        key = conversation_key((m["role"], m.get("content") or "") for m in body["messages"])
-        with self._count:
-            self.requests.append(request)
-            self.in_flight += 1
-            self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        try:
-            self._stopping.wait(self.latency)
-            recorded = self.replies.get(key)
-            if recorded is None:
-                return _render(Scripted(status=400, message="no recorded reply"), wire, request)
-            calls = tuple(FakeToolCall(c.name, c.arguments, c.id) for c in recorded.tool_calls)
-            usage = (recorded.usage.input_tokens, recorded.usage.output_tokens)
-            return _render(
-                Scripted(text=recorded.text, tool_calls=calls, usage=usage), wire, request
-            )
-        finally:
-            with self._count:
-                self.in_flight -= 1
-
-
-def _recording_chat(inner: LlmActivities, replies: dict[str, ChatResponse]) -> object:
-    @activity.defn(name="chat")
-    async def chat(request: ChatRequest) -> ChatResponse:
-        response = await inner.chat(request)
-        replies[conversation_key((m.role, m.content) for m in request.messages)] = response
-        return response
-
-    return chat
 
 
 @asynccontextmanager
@@ -176,7 +109,7 @@ async def main(latency: float, rounds: int, symbol: str, as_of: str) -> None:
         try:
             offline = WorkerPlan(
                 queue=QUEUE_OFFLINE,
-                activities=[_recording_chat(LlmActivities(s3, QUEUE_OFFLINE), replies)],
+                activities=[recording_chat(LlmActivities(s3, QUEUE_OFFLINE), replies)],
             )
             async with _workers(env.client, s3, offline):
                 recorded = await _pipeline(env.client, payload)

@@ -28,8 +28,10 @@ SYMBOLS = (("GOOG", "1d"), ("EURUSD", "1h"), ("EURUSD", "4h"), ("BTCUSD", "1mo")
 async def _one(client: object, queue: str, symbol: str, timeframe: str) -> float:
     started = time.perf_counter()
     await client.execute_workflow(  # type: ignore[attr-defined]
-        "QuantAgent", {"symbol": symbol, "timeframe": timeframe},
-        id=f"bench-{symbol}-{uuid.uuid4().hex[:8]}", task_queue=queue,
+        "QuantAgent",
+        {"symbol": symbol, "timeframe": timeframe},
+        id=f"bench-{symbol}-{uuid.uuid4().hex[:8]}",
+        task_queue=queue,
     )
     return time.perf_counter() - started
 
@@ -40,14 +42,19 @@ async def main(runs: int, concurrent: int) -> None:
     queue = settings.queues.workflows
     await _one(client, queue, "GOOG", "1d")  # warm the workers' imports and caches
     latencies = [await _one(client, queue, *SYMBOLS[i % len(SYMBOLS)]) for i in range(runs)]
-    print(f"sequential: {runs} runs, median {statistics.median(latencies):.2f} s, "
-          f"min {min(latencies):.2f} s, max {max(latencies):.2f} s")
+    print(
+        f"sequential: {runs} runs, median {statistics.median(latencies):.2f} s, "
+        f"min {min(latencies):.2f} s, max {max(latencies):.2f} s"
+    )
     started = time.perf_counter()
-    await asyncio.gather(*(_one(client, queue, *SYMBOLS[i % len(SYMBOLS)])
-                           for i in range(concurrent)))
+    await asyncio.gather(
+        *(_one(client, queue, *SYMBOLS[i % len(SYMBOLS)]) for i in range(concurrent))
+    )
     elapsed = time.perf_counter() - started
-    print(f"concurrent: {concurrent} runs in {elapsed:.2f} s "
-          f"({concurrent / elapsed:.2f} runs/s, {elapsed / concurrent:.2f} s per run)")
+    print(
+        f"concurrent: {concurrent} runs in {elapsed:.2f} s "
+        f"({concurrent / elapsed:.2f} runs/s, {elapsed / concurrent:.2f} s per run)"
+    )
 
 
 if __name__ == "__main__":

@@ -89,8 +89,8 @@ def save_files(settings: Settings, result: BacktestResult, folder: Path) -> list
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for stored in (result.report, result.csv, result.chart):
-        path = folder / Path(stored.ref.key).name
-        path.write_bytes(store.get_bytes(stored.ref))
+        path = folder / Path(stored.report.key).name
+        path.write_bytes(store.get_bytes(stored.report))
         written.append(path)
     return written
 

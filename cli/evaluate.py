@@ -8,8 +8,6 @@ The reports are stored in S3 by the workflow; this command downloads them into
 from __future__ import annotations
 
 import asyncio
-import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from rich.table import Table
 from temporalio.client import Client
 
 from cli.exit import fail_on_quantdesk_errors, finish
+from cli.inputs import llm_choice, new_workflow_id
 from cli.run import _start_and_follow, console
 from shared.config import Settings, load_settings
 from shared.evaluation.baselines import BASELINE_TITLES, BASELINES
@@ -200,16 +199,16 @@ def quantagent(
                 source=source,
                 csv=csv,
             ),
-            "llm": {
-                "provider": provider or settings.default_provider,
-                "model": model,
-                "vision_model": vision_model,
-                "deep_model": deep_model,
-            },
+            "llm": llm_choice(
+                settings,
+                provider,
+                model=model,
+                vision_model=vision_model,
+                deep_model=deep_model,
+            ),
             "concurrency": concurrency,
             "seed": seed,
         }
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        workflow_id = f"evaluate-quantagent-{stamp}-{uuid.uuid4().hex[:6]}"
+        workflow_id = new_workflow_id("evaluate-quantagent")
         status = asyncio.run(_evaluate(settings, payload, workflow_id, out))
     finish(status)

@@ -9,6 +9,8 @@ import typer
 from cli.backtest import register as register_backtest
 from cli.evaluate import eval_app
 from cli.exit import fail_on_quantdesk_errors, finish
+from cli.portfolio import portfolio_app
+from cli.portfolio import register as register_approval
 from cli.run import run_app
 from cli.runs import register as register_run_commands
 from cli.schedule import schedule_app
@@ -22,11 +24,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 register_stack_commands(app)
-register_backtest(app)
 register_run_commands(app)
+register_backtest(app)
+register_approval(app)
 app.add_typer(run_app, name="run")
 app.add_typer(schedule_app, name="schedule")
 app.add_typer(eval_app, name="eval")
+app.add_typer(portfolio_app, name="portfolio")
 
 
 @app.command()

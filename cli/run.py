@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
 from cli.exit import fail_on_quantdesk_errors, finish
+from cli.inputs import llm_choice, new_workflow_id, utc_iso
 from cli.views import console, print_failure, print_links, titled, web_ui_url
 from shared.config import Settings, load_settings
 from shared.llm.contracts import UsageReport
@@ -158,19 +158,19 @@ def quantagent(
             "timeframe": timeframe,
             "lookback": lookback,
             "source": source,
-            "llm": {
-                "provider": provider or settings.default_provider,
-                "model": model,
-                "vision_model": vision_model,
-                "deep_model": deep_model,
-            },
+            "llm": llm_choice(
+                settings,
+                provider,
+                model=model,
+                vision_model=vision_model,
+                deep_model=deep_model,
+            ),
         }
         if as_of is not None:
-            payload["as_of"] = (as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)).isoformat()
+            payload["as_of"] = utc_iso(as_of)
         if csv is not None:
             payload |= {"source": "csv", "csv_path": str(csv.resolve())}
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        workflow_id = f"quantagent-{symbol}-{stamp}-{uuid.uuid4().hex[:6]}"
+        workflow_id = new_workflow_id("quantagent", symbol)
         status = asyncio.run(_run_quantagent(settings, payload, workflow_id))
     finish(status)
 
@@ -250,16 +250,16 @@ def pipeline(
             "risk_rounds": risk_rounds,
             "macro_context": macro_context,
             "macro_context_key": _object_ref(macro_key, "--macro-key") if macro_key else None,
-            "llm": {
-                "provider": provider or settings.default_provider,
-                "model": model,
-                "deep_model": deep_model,
-            },
+            "llm": llm_choice(
+                settings,
+                provider,
+                model=model,
+                deep_model=deep_model,
+            ),
         }
         if as_of is not None:
-            payload["as_of"] = (as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)).isoformat()
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        workflow_id = f"pipeline-{symbol}-{stamp}-{uuid.uuid4().hex[:6]}"
+            payload["as_of"] = utc_iso(as_of)
+        workflow_id = new_workflow_id("pipeline", symbol)
         status = asyncio.run(_run_pipeline(settings, payload, workflow_id))
     finish(status)
 
@@ -403,15 +403,16 @@ def scan(
         settings = load_settings()
         payload: dict[str, Any] = {
             "max_tickers": max_tickers,
-            "llm": {
-                "provider": provider or settings.default_provider,
-                "model": model,
-                "deep_model": deep_model,
-            },
+            "llm": llm_choice(
+                settings,
+                provider,
+                model=model,
+                deep_model=deep_model,
+            ),
         }
         if as_of is not None:
-            payload["as_of"] = (as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)).isoformat()
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        workflow_id = f"scan-{stamp}-{uuid.uuid4().hex[:6]}"
+            payload["as_of"] = utc_iso(as_of)
+        workflow_id = new_workflow_id("scan")
         status = asyncio.run(_run_scan(settings, payload, workflow_id))
     finish(status)
+

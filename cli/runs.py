@@ -66,8 +66,9 @@ async def list_runs(settings: Settings, query: str, limit: int) -> Table:
     """The most recent runs matching ``query``, newest first."""
     client = await _client(settings)
     table = Table(title="quantdesk runs", show_edge=False)
-    for column in ("workflow id", "flow", "symbol", "portfolio", "as of", "status", "started"):
-        table.add_column(column)
+    table.add_column("workflow id", overflow="fold")
+    for column in ("flow", "symbol", "portfolio", "as of", "status", "started"):
+        table.add_column(column, overflow="fold")
     shown = 0
     async for run in client.list_workflows(query or None, limit=limit):
         attributes = run.typed_search_attributes

@@ -43,7 +43,7 @@ def _duration(seconds: float | None) -> str:
 
 def progress_table(title: str, progress: RunProgress) -> Table:
     """The run's steps with their states, and a caption with counts, cost and time."""
-    table = Table(title=title, show_edge=False)
+    table = Table(title=title, show_edge=False, min_width=80, caption_justify="left")
     table.add_column("step")
     table.add_column("state")
     for step, state in progress.steps.items():

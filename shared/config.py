@@ -24,6 +24,7 @@ from shared.data.router import DEFAULT_ROUTES
 from shared.errors import ConfigError
 from shared.llm.pricing import DEFAULT_PRICES, ModelPrice
 from shared.llm.providers import PROVIDERS, LlmRole, ProviderSpec
+from shared.portfolio.costs import Costs
 from shared.queues import DEFAULT_WORKFLOWS_QUEUE
 from shared.storage.buckets import BUCKETS
 
@@ -133,6 +134,13 @@ class Settings(BaseSettings):
     )
     data_seed: int = Field(7, description="seed of the simulated market (the sim vendor)")
     data_cache: bool = Field(True, description="keep network vendors' answers in data_dir")
+    paper_costs: Costs = Field(
+        default_factory=Costs,
+        description=(
+            "the paper broker's fee_bps, fee_min and slippage_bps, e.g. "
+            "QUANTDESK_PAPER_COSTS__FEE_BPS=2; a Portfolio run may override them"
+        ),
+    )
     llm_cache: bool = Field(
         False,
         description="answer a repeated LLM request from the reply cache in S3 "

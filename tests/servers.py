@@ -99,3 +99,34 @@ async def running_workers(client: Client, plans: list[WorkerPlan]) -> AsyncItera
         for plan in plans:
             await stack.enter_async_context(build_worker(client, plan))
         yield
+
+
+def isolated_settings(s3: Settings, folder: Path, queue: str, **extra: object) -> Settings:
+    """Settings of a worker set of its own: its data dir and SQLite database in ``folder``,
+    the session's S3, and workflows on ``queue``."""
+    access, secret = s3.s3_credentials()
+    return load_settings(
+        data_dir=folder,
+        database_url=f"sqlite:///{folder / 'quantdesk.db'}",
+        s3={**s3.s3.model_dump(), "access_key": access, "secret_key": secret},
+        queues={"workflows": queue},
+        **extra,
+    )
+
+
+@contextmanager
+def tools_reading(settings: Settings) -> Iterator[None]:
+    """``run_tool`` reads through ``settings``' router and store (the worker's own otherwise)."""
+    import activities.tools as tool_activities
+    from shared.data.factory import build_router
+    from shared.tools.registry import ToolServices
+
+    services = ToolServices(
+        router=build_router(settings), store=ObjectStore.from_settings(settings)
+    )
+    original = tool_activities.tool_services
+    tool_activities.tool_services = lambda: services
+    try:
+        yield
+    finally:
+        tool_activities.tool_services = original

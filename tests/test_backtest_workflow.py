@@ -116,7 +116,7 @@ async def workers(
                 *ResearchActivities(
                     s3_settings, router=router, memory=memory, store=store
                 ).activities(),
-                *ReflectionActivities(s3_settings, router=router, store=memory).activities(),
+                *ReflectionActivities(s3_settings, router=router, memory=memory).activities(),
                 *backtest.tools_activities(),
             ],
             threads=True,
@@ -274,7 +274,9 @@ async def test_the_report_csv_and_chart_are_stored(walk: tuple[Any, BacktestResu
     rows = fetch(result.csv.url).decode().splitlines()
     assert rows[0].startswith("date,close,position") and len(rows) == 13
     assert fetch(result.chart.url)[:8] == b"\x89PNG\r\n\x1a\n"
-    assert result.chart.ref.key.startswith("backtest/") and result.chart.ref.key.endswith(".png")
+    assert result.chart.report.key.startswith("backtest/") and result.chart.report.key.endswith(
+        ".png"
+    )
 
 
 async def test_rerunning_the_same_walk_repeats_it_without_a_second_copy_of_any_lesson(

@@ -133,7 +133,7 @@ async def workers(
     store = ObjectStore.from_settings(s3_settings)
     memory = _memory(tmp / "memory.db")
     research = ResearchActivities(s3_settings, router=router, memory=memory, store=store)
-    reflection = ReflectionActivities(s3_settings, router=router, store=memory)
+    reflection = ReflectionActivities(s3_settings, router=router, memory=memory)
     plans = [
         WorkerPlan(
             queue=QUEUE,

@@ -14,9 +14,7 @@ from shared.storage.objects import ObjectRef, ObjectStore
 
 def test_put_then_get_returns_the_same_bytes_and_type(s3_settings: Settings) -> None:
     store = ObjectStore.from_settings(s3_settings)
-    ref = ObjectRef(
-        bucket=CHARTS_BUCKET, key="wf-1/run-1/chart.png", content_type="image/png"
-    )
+    ref = ObjectRef(bucket=CHARTS_BUCKET, key="wf-1/run-1/chart.png", content_type="image/png")
 
     store.put_bytes(ref, b"\x89PNG fake bytes")
 
@@ -36,9 +34,7 @@ def test_put_twice_overwrites_so_retries_leave_one_object(s3_settings: Settings)
 
 def test_presigned_url_serves_the_object_without_credentials(s3_settings: Settings) -> None:
     store = ObjectStore.from_settings(s3_settings)
-    ref = ObjectRef(
-        bucket=REPORTS_BUCKET, key="wf-3/report.md", content_type="text/markdown"
-    )
+    ref = ObjectRef(bucket=REPORTS_BUCKET, key="wf-3/report.md", content_type="text/markdown")
     store.put_bytes(ref, b"# report")
 
     with urllib.request.urlopen(store.presigned_url(ref), timeout=10) as response:

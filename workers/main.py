@@ -63,6 +63,7 @@ def _plan_workflows(settings: Settings) -> WorkerPlan:
 def _plan_tools(settings: Settings) -> WorkerPlan:
     from activities.backtest import BacktestActivities
     from activities.evaluation import EvaluationActivities
+    from activities.portfolio import PortfolioActivities
     from activities.reflection import ReflectionActivities
     from activities.research import ResearchActivities
     from activities.scan import SCAN_ACTIVITIES
@@ -74,9 +75,10 @@ def _plan_tools(settings: Settings) -> WorkerPlan:
             *MARKET_ACTIVITIES,
             *ResearchActivities(settings).activities(),
             *ReflectionActivities(settings).activities(),
-            *EvaluationActivities(settings).tools_activities(),
             *BacktestActivities(settings).tools_activities(),
+            *EvaluationActivities(settings).tools_activities(),
             *SCAN_ACTIVITIES,
+            *PortfolioActivities(settings).activities(),
         ],
         threads=True,
     )
@@ -91,8 +93,8 @@ def _plan_charts(settings: Settings) -> WorkerPlan:
         queue=CHARTS_QUEUE,
         activities=[
             *ChartActivities(settings).activities(),
-            *EvaluationActivities(settings).charts_activities(),
             *BacktestActivities(settings).chart_activities(),
+            *EvaluationActivities(settings).charts_activities(),
         ],
         threads=True,
     )

@@ -40,10 +40,10 @@ with workflow.unsafe.imports_passed_through():
         EquityChartRequest,
         PlanRequest,
         ScoreRequest,
-        StoredFile,
     )
     from activities.failures import as_temporal_failures
     from activities.reflection import MAX_HORIZON_BARS
+    from activities.services import StoredReport
     from shared.agents.pipeline.schemas import AnalystKind
     from shared.backtest import Book, Flow, Performance, Position, StepRecord, position_for
     from shared.llm.contracts import LlmChoice, UsageReport
@@ -153,9 +153,9 @@ class BacktestResult(BaseModel):
     steps: list[StepRecord]
     strategy: Performance
     buy_and_hold: Performance
-    report: StoredFile
-    csv: StoredFile
-    chart: StoredFile
+    report: StoredReport
+    csv: StoredReport
+    chart: StoredReport
     runs: int = Field(description="workflow runs the walk took (it continues as new)")
     usage: UsageReport
 
@@ -414,11 +414,11 @@ class BacktestWorkflow(Resumable):
             retry_policy=DATA_RETRY,
         )
 
-    async def _chart(self, book: Book) -> StoredFile:
+    async def _chart(self, book: Book) -> StoredReport:
         return await workflow.execute_activity(
             CHART,
             EquityChartRequest(book=book, target=self._ref("equity.png")),
-            result_type=StoredFile,
+            result_type=StoredReport,
             task_queue=CHARTS_QUEUE,
             start_to_close_timeout=SCORE_START_TO_CLOSE,
             retry_policy=DATA_RETRY,

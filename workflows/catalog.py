@@ -6,6 +6,7 @@ from workflows.backtest import BacktestWorkflow
 from workflows.debates import DebateWorkflow, RiskWorkflow
 from workflows.evaluate import EvaluateWorkflow
 from workflows.pipeline import PipelineWorkflow
+from workflows.portfolio import PortfolioWorkflow
 from workflows.quantagent import QuantAgentWorkflow
 from workflows.reflect import ReflectWorkflow
 from workflows.scan import ScanWorkflow
@@ -16,7 +17,8 @@ WORKFLOWS: list[type] = [
     DebateWorkflow,
     RiskWorkflow,
     ReflectWorkflow,
-    ScanWorkflow,
-    EvaluateWorkflow,
     BacktestWorkflow,
+    EvaluateWorkflow,
+    ScanWorkflow,
+    PortfolioWorkflow,
 ]

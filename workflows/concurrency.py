@@ -9,8 +9,10 @@ Temporal turns into activity cancellation requests, then re-raises the failure.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 async def gather_all(*branches: Awaitable[Any]) -> list[Any]:
@@ -23,3 +25,26 @@ async def gather_all(*branches: Awaitable[Any]) -> list[Any]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
+
+
+async def run_bounded(items: Iterable[T], limit: int, work: Callable[[T], Awaitable[None]]) -> None:
+    """``work(item)`` for every item, at most ``limit`` at once, in order of start.
+
+    ``limit`` lanes share one iterator, each taking the next item when its last is
+    done, so a slow item never holds a free lane back; a failure in ``work`` stops
+    every lane (``gather_all``), so ``work`` records what it can forgive itself.
+    """
+    pending = iter(items)
+
+    async def lane() -> None:
+        for item in pending:
+            await work(item)
+
+    await gather_all(*(lane() for _ in range(max(1, limit))))
+
+
+def root_message(error: BaseException) -> str:
+    """The innermost cause's message: the one that names the field or the setting."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return getattr(error, "message", None) or str(error)

@@ -37,13 +37,13 @@ with workflow.unsafe.imports_passed_through():
         WindowInfo,
         WindowManifest,
     )
-    from activities.research import StoredReport
+    from activities.services import StoredReport
     from shared.agents.quantagent import Direction
     from shared.evaluation.scoring import AgentCall, EvaluationSummary
     from shared.evaluation.sources import WindowSpec
     from shared.llm.contracts import LlmChoice, UsageReport
     from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
-    from workflows.concurrency import gather_all
+    from workflows.concurrency import root_message, run_bounded
     from workflows.debates import check_provider, run_key_prefix
     from workflows.inputs import parse_input
     from workflows.progress import RunProgress
@@ -116,13 +116,6 @@ class EvaluateResult(BaseModel):
     runs: int = Field(description="runs of this workflow id (it continues as new)")
 
 
-def root_message(error: BaseException) -> str:
-    """The innermost cause's message: the one that names the field or the setting."""
-    while error.__cause__ is not None:
-        error = error.__cause__
-    return getattr(error, "message", None) or str(error)
-
-
 def child_id(window_id: str) -> str:
     """The child's workflow id: the Evaluate id and the window, stable across runs."""
     return f"{workflow.info().workflow_id}-{window_id}"
@@ -172,13 +165,7 @@ class EvaluateWorkflow(Resumable):
         start = len(carry.calls)
         batch = carry.manifest.windows[start : start + args.windows_per_run]
         self.phase = ANALYSING
-        pending = iter(batch)
-
-        async def lane() -> None:
-            for info in pending:  # the lanes share one iterator: each takes the next window
-                await self._analyse(args, carry, info)
-
-        await gather_all(*(lane() for _ in range(min(args.concurrency, len(batch)))))
+        await run_bounded(batch, args.concurrency, lambda info: self._analyse(args, carry, info))
         if len(carry.calls) < self.total:
             carry.runs += 1
             workflow.continue_as_new(args.model_copy(update={"carry": carry}))

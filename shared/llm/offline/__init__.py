@@ -1,6 +1,7 @@
 """The offline provider: deterministic analysts that read their inputs."""
 
 from shared.llm.offline import pipeline as _pipeline  # noqa: F401  (registers its analysts)
+from shared.llm.offline import portfolio as _portfolio  # noqa: F401  (registers its analysts)
 from shared.llm.offline import quantagent as _quantagent  # noqa: F401  (registers its analysts)
 from shared.llm.offline import reflection as _reflection  # noqa: F401  (registers its analyst)
 from shared.llm.offline import scan as _scan  # noqa: F401  (registers its analysts)

@@ -1,0 +1,328 @@
+"""The Portfolio flow's activities on the ``tools`` queue: the book, its risk, the plan, the fills.
+
+Each does I/O (the book's database, the data router, the memory, S3) or holds
+a decision the run must not recompute on replay: sizing and the sweep are pure
+functions, but as activities their plans are recorded in the history, so an
+approval that waits for days approves exactly the orders that then execute,
+whatever the code does meanwhile. The paper broker books each order under the
+key the workflow chose (its id and the order's index) and heartbeats after
+each one, so a dead worker is noticed and the next attempt books only what is
+left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, Field, ValidationError
+from temporalio import activity
+
+from activities.failures import as_temporal_failures
+from shared.agents.portfolio.schemas import AllocationDecision
+from shared.agents.scan.schemas import ScanSummary, StockToInvestigate
+from shared.config import Settings, load_settings
+from shared.data.contracts import TBILL_ETF, Sector
+from shared.data.router import DataRouter
+from shared.errors import InvalidInput
+from shared.memory import MemoryRole, MemoryStore
+from shared.portfolio import constraints, sweep
+from shared.portfolio.broker import PaperBroker
+from shared.portfolio.costs import Costs
+from shared.portfolio.limits import Limits
+from shared.portfolio.market import Closes, MarketReader, Quote, QuoteMissing
+from shared.portfolio.models import DecisionRecord, Snapshot
+from shared.portfolio.orders import Execution, OrderPlan, PlannedOrder
+from shared.portfolio.prioritize import LessonMatch, Prioritized, prioritize, situation_of
+from shared.portfolio.risk import RiskReport, measure_risk
+from shared.portfolio.store import PortfolioStore
+from shared.portfolio.valuation import Valuation, snapshot_of, value_book
+from shared.storage.objects import ObjectRef, ObjectStore
+
+BENCHMARK = "^GSPC"
+Quotes = dict[str, Quote | QuoteMissing]
+
+
+class LoadRequest(BaseModel):
+    """Which book, as of when, and what else to price."""
+
+    portfolio: str
+    as_of: AwareDatetime
+    scan_summary: ObjectRef | None = Field(None, description="JSON of a ScanSummary in S3")
+    symbols: list[str] = Field(default_factory=list, description="more symbols to quote")
+
+
+class LoadedBook(BaseModel):
+    """The book at the as-of closes, every symbol of the run quoted and classified."""
+
+    valuation: Valuation
+    quotes: Quotes
+    sectors: dict[str, Sector | None]
+    scan: ScanSummary | None
+    costs: Costs = Field(description="the broker's costs in this worker's settings")
+
+
+class RiskRequest(BaseModel):
+    """The book to measure, and against what."""
+
+    valuation: Valuation
+    benchmark: str = BENCHMARK
+
+
+class PrioritizeRequest(BaseModel):
+    """The Scan's candidates and the book they would join."""
+
+    valuation: Valuation
+    stocks: list[StockToInvestigate]
+    sectors: dict[str, Sector | None]
+    limits: Limits
+
+
+class SizeRequest(BaseModel):
+    """The PM's decision and everything its orders are sized by."""
+
+    valuation: Valuation
+    decision: AllocationDecision
+    quotes: Quotes
+    sectors: dict[str, Sector | None]
+    limits: Limits
+    costs: Costs
+
+
+class SweepRequest(BaseModel):
+    """A sized plan to settle with the T-bill ETF."""
+
+    plan: OrderPlan
+    valuation: Valuation
+    quotes: Quotes
+    sectors: dict[str, Sector | None]
+
+
+class DecisionRequest(BaseModel):
+    """A decision to record in the book's history."""
+
+    portfolio: str
+    record: DecisionRecord
+
+
+class ExecuteRequest(BaseModel):
+    """Orders to fill, under keys made from ``run_key`` and each order's index."""
+
+    portfolio: str
+    orders: list[PlannedOrder]
+    costs: Costs
+    run_key: str = Field(min_length=1, description="the workflow id")
+    as_of: AwareDatetime
+
+
+class SnapshotRequest(BaseModel):
+    """Value the book as of a time and keep it under ``key``."""
+
+    portfolio: str
+    as_of: AwareDatetime
+    key: str = Field(min_length=1)
+
+
+class PortfolioActivities:
+    """The flow's I/O over services built on first use (tests inject their own)."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        store: PortfolioStore | None = None,
+        router: DataRouter | None = None,
+        memory: MemoryStore | None = None,
+        objects: ObjectStore | None = None,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._router = router
+        self._memory = memory
+        self._objects = objects
+
+    @property
+    def settings(self) -> Settings:
+        """The injected settings, else the worker's own."""
+        if self._settings is None:
+            self._settings = load_settings()
+        return self._settings
+
+    @property
+    def store(self) -> PortfolioStore:
+        """The book's database (creates its schema on first use)."""
+        if self._store is None:
+            self._store = PortfolioStore.from_settings(self.settings)
+        return self._store
+
+    @property
+    def router(self) -> DataRouter:
+        """The data router."""
+        if self._router is None:
+            from shared.data.factory import build_router
+
+            self._router = build_router(self.settings)
+        return self._router
+
+    @property
+    def memory(self) -> MemoryStore:
+        """The agents' memory."""
+        if self._memory is None:
+            self._memory = MemoryStore.from_settings(self.settings)
+        return self._memory
+
+    @property
+    def objects(self) -> ObjectStore:
+        """The object store."""
+        if self._objects is None:
+            self._objects = ObjectStore.from_settings(self.settings)
+        return self._objects
+
+    def _valuation(self, portfolio: str, market: MarketReader) -> Valuation:
+        """The book at the closes, each holding in the sector the data layer gives it."""
+        book, held = self.store.get(portfolio), self.store.holdings(portfolio)
+        symbols = [h.symbol for h in held]
+        return value_book(book, held, market.quotes(symbols), market.as_of, market.sectors(symbols))
+
+    def _scan(self, ref: ObjectRef) -> ScanSummary:
+        try:
+            return ScanSummary.model_validate_json(self.objects.get_bytes(ref))
+        except ValidationError as error:
+            raise InvalidInput(
+                "scan_summary",
+                f"s3://{ref.bucket}/{ref.key} is not a ScanSummary ({error.error_count()} "
+                f"problems, first: {error.errors()[0]['msg']})",
+                fix="Pass the summary key a Scan run stored.",
+            ) from None
+
+    @activity.defn(name="load_portfolio")
+    def load_portfolio(self, request: LoadRequest) -> LoadedBook:
+        """The book valued at the as-of closes; the Scan summary; quotes and sectors of all."""
+        with as_temporal_failures():
+            market = MarketReader(self.router, request.as_of)
+            valuation = self._valuation(request.portfolio, market)
+            scan = self._scan(request.scan_summary) if request.scan_summary else None
+            symbols = [
+                *(p.symbol for p in valuation.positions),
+                *(scan.tickers() if scan else []),
+                *request.symbols,
+                TBILL_ETF,
+            ]
+            return LoadedBook(
+                valuation=valuation,
+                quotes=market.quotes(symbols),
+                sectors=market.sectors(symbols),
+                scan=scan,
+                costs=self.settings.paper_costs,
+            )
+
+    @activity.defn(name="compute_risk")
+    def compute_risk(self, request: RiskRequest) -> RiskReport:
+        """The book's risk from daily closes up to its as-of date."""
+        with as_temporal_failures():
+            market = MarketReader(self.router, request.valuation.as_of)
+            history: dict[str, Closes | QuoteMissing] = {
+                p.symbol: market.closes(p.symbol) for p in request.valuation.positions
+            }
+            return measure_risk(
+                request.valuation,
+                history,
+                market.closes(request.benchmark),
+                market.closes(TBILL_ETF),
+                benchmark_symbol=request.benchmark,
+            )
+
+    @activity.defn(name="prioritize_candidates")
+    def prioritize_candidates(self, request: PrioritizeRequest) -> Prioritized:
+        """The candidates scored, the memory gate fed by each ticker's closest PM lesson."""
+        with as_temporal_failures():
+            lessons: dict[str, LessonMatch | None] = {}
+            for stock in request.stocks:
+                recalled = self.memory.recall(
+                    MemoryRole.PORTFOLIO_MANAGER,
+                    situation_of(stock),
+                    as_of=request.valuation.as_of,
+                    top_k=1,
+                    symbol=stock.ticker,
+                )
+                lessons[stock.ticker] = (
+                    LessonMatch(
+                        score=recalled[0].score,
+                        alpha=recalled[0].outcome.alpha,
+                        lesson=recalled[0].lesson,
+                        as_of=recalled[0].as_of,
+                    )
+                    if recalled
+                    else None
+                )
+            return prioritize(
+                request.stocks, request.valuation, request.sectors, request.limits, lessons
+            )
+
+    @activity.defn(name="size_orders")
+    def size_orders(self, request: SizeRequest) -> OrderPlan:
+        """The PM's orders scaled to the limits, each change explained."""
+        with as_temporal_failures():
+            decision = request.decision
+            return constraints.size_orders(
+                request.valuation,
+                decision.sells,
+                decision.buys,
+                request.quotes,
+                request.sectors,
+                request.limits,
+                request.costs,
+                cash_reserve=decision.cash_reserve,
+            )
+
+    @activity.defn(name="sweep_cash")
+    def sweep_cash(self, request: SweepRequest) -> OrderPlan:
+        """The plan settled with the T-bill ETF."""
+        with as_temporal_failures():
+            return sweep.sweep_cash(
+                request.plan, request.valuation, request.quotes, request.sectors
+            )
+
+    @activity.defn(name="record_decision")
+    def record_decision(self, request: DecisionRequest) -> DecisionRecord:
+        """Keep the decision, its plan and its approval; the first one recorded stays."""
+        with as_temporal_failures():
+            return self.store.record_decision(request.portfolio, request.record)
+
+    @activity.defn(name="execute_orders")
+    def execute_orders(self, request: ExecuteRequest) -> Execution:
+        """Fill the orders on the paper broker at the as-of closes, each key once."""
+        with as_temporal_failures():
+            activity.heartbeat("started")
+            broker = PaperBroker(self.store, MarketReader(self.router, request.as_of))
+            return broker.execute(
+                request.portfolio,
+                request.orders,
+                request.costs,
+                run_key=request.run_key,
+                as_of=request.as_of,
+                on_order=lambda index: activity.heartbeat(index),
+            )
+
+    @activity.defn(name="record_snapshot")
+    def record_snapshot(self, request: SnapshotRequest) -> Snapshot:
+        """The book valued as of the run, stored once under the run's key."""
+        with as_temporal_failures():
+            market = MarketReader(self.router, request.as_of)
+            valuation = self._valuation(request.portfolio, market)
+            return self.store.record_snapshot(
+                request.portfolio, snapshot_of(valuation, request.key)
+            )
+
+    def activities(self) -> list[Callable[[Any], Any]]:
+        """What a tools worker registers."""
+        return [
+            self.load_portfolio,
+            self.compute_risk,
+            self.prioritize_candidates,
+            self.size_orders,
+            self.sweep_cash,
+            self.record_decision,
+            self.execute_orders,
+            self.record_snapshot,
+        ]

@@ -1,0 +1,26 @@
+"""What every `quantdesk` command that starts a run builds the same way: its workflow id,
+its as-of time and its LLM choice."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from shared.config import Settings
+
+
+def new_workflow_id(*parts: str) -> str:
+    """``<parts>-<UTC stamp>-<6 hex>``: readable in the Web UI's list, unique per start."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    return "-".join([*parts, stamp, uuid.uuid4().hex[:6]])
+
+
+def utc_iso(moment: datetime) -> str:
+    """An option's time as ISO 8601; a time given without a zone is taken as UTC."""
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
+
+
+def llm_choice(settings: Settings, provider: str | None, **models: str | None) -> dict[str, Any]:
+    """The ``llm`` input: the provider (default: the settings') and the models given."""
+    return {"provider": provider or settings.default_provider, **models}

@@ -1,0 +1,329 @@
+"""`quantdesk portfolio ...`: create, inspect and run paper books; `approve` / `reject` a run.
+
+The book commands read the database and the data layer directly (no stack
+needed); `show` values the holdings at the closes as of ``--as-of``, by default
+the book's own paper clock: the as-of time of its latest trade or snapshot.
+`portfolio run` starts the ``Portfolio`` workflow; `approve ID` / `reject ID`
+show a waiting run's plan and answer it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from cli.exit import fail_on_quantdesk_errors, finish
+from shared.config import Settings, load_settings
+from shared.errors import InvalidInput
+from shared.portfolio.store import PortfolioStore
+
+portfolio_app = typer.Typer(help="Paper portfolios: create, list, show, trades, snapshots.")
+console = Console()
+
+
+def _store(settings: Settings) -> PortfolioStore:
+    return PortfolioStore.from_settings(settings)
+
+
+def _aware(as_of: datetime | None) -> datetime | None:
+    if as_of is None:
+        return None
+    return as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)
+
+
+def _signed(value: Decimal | float, pattern: str = "{:+,.2f}") -> str:
+    colour = "green" if value > 0 else "red" if value < 0 else "white"
+    return f"[{colour}]{pattern.format(value)}[/]"
+
+
+@portfolio_app.command("create")
+def create(
+    name: str = typer.Argument(..., help="letters, digits, _ . - (up to 64)"),
+    cash: str = typer.Option(..., help="starting cash, e.g. 100000"),
+    currency: str = typer.Option("USD", help="ISO currency code"),
+) -> None:
+    """Create the paper book NAME holding CASH."""
+    with fail_on_quantdesk_errors():
+        try:
+            amount = Decimal(cash.replace(",", "").replace("_", ""))
+        except InvalidOperation:
+            raise InvalidInput(
+                "cash", f"{cash!r} is not a number", fix="Use e.g. 100000."
+            ) from None
+        created = _store(load_settings()).create(name, amount, currency=currency.upper())
+        console.print(
+            f"created [bold]{created.name}[/] with {created.cash:,.2f} {created.currency}"
+        )
+    finish(0)
+
+
+@portfolio_app.command("list")
+def list_books() -> None:
+    """Every paper book with its cash."""
+    with fail_on_quantdesk_errors():
+        books = _store(load_settings()).portfolios()
+        table = Table(title="Portfolios", show_edge=False)
+        for column in ("name", "cash", "initial cash", "currency", "created"):
+            table.add_column(column)
+        for book in books:
+            table.add_row(
+                book.name,
+                f"{book.cash:,.2f}",
+                f"{book.initial_cash:,.2f}",
+                book.currency,
+                book.created_at.strftime("%Y-%m-%d %H:%M"),
+            )
+        console.print(table if books else "no portfolios yet")
+    finish(0)
+
+
+@portfolio_app.command("show")
+def show(
+    name: str = typer.Argument(...),
+    as_of: datetime | None = typer.Option(
+        None, help="value at the closes as of this time, UTC (default: the book's latest trade)"
+    ),
+) -> None:
+    """The holdings of NAME with price, value, weight, P&L and sector."""
+    from shared.data.factory import build_router
+    from shared.portfolio.market import MarketReader
+    from shared.portfolio.valuation import value_book
+
+    with fail_on_quantdesk_errors():
+        settings = load_settings()
+        store = _store(settings)
+        book = store.get(name)
+        when = _aware(as_of) or store.last_activity(name) or datetime.now(UTC)
+        held = store.holdings(name)
+        reader = MarketReader(build_router(settings), when)
+        valuation = value_book(book, held, reader.quotes(h.symbol for h in held), when)
+        table = Table(title=f"{name} as of {when.isoformat()}", show_edge=False)
+        for column in ("symbol", "shares", "avg cost", "price", "value", "weight", "P&L"):
+            table.add_column(column, justify="right" if column != "symbol" else "left")
+        table.add_column("P&L %", justify="right")
+        table.add_column("sector")
+        for p in valuation.positions:
+            table.add_row(
+                p.symbol,
+                f"{p.shares:,}",
+                f"{p.avg_cost:,.2f}",
+                f"{p.price:,.2f}" + ("" if p.priced else "*"),
+                f"{p.value:,.2f}",
+                f"{p.weight:.1%}",
+                _signed(p.unrealized_pnl),
+                _signed(p.pnl_pct, "{:+.1%}"),
+                p.sector.value if p.sector else "-",
+            )
+        table.caption = (
+            f"cash {valuation.cash:,.2f} ({valuation.cash_weight:.1%}) · equity "
+            f"{valuation.equity:,.2f} · total {valuation.total_value:,.2f} {book.currency} · "
+            f"return {valuation.total_return:+.2%}"
+        )
+        console.print(table)
+        for p in valuation.positions:
+            if not p.priced:
+                console.print(f"* {p.symbol} {p.price_note}", highlight=False)
+    finish(0)
+
+
+@portfolio_app.command("trades")
+def trades(
+    name: str = typer.Argument(...),
+    limit: int = typer.Option(50, min=1, help="the latest N trades"),
+) -> None:
+    """The trades of NAME, oldest first."""
+    with fail_on_quantdesk_errors():
+        booked = _store(load_settings()).trades(name, limit=limit)
+        table = Table(title=f"{name}: trades", show_edge=False)
+        for column in ("as of", "side", "symbol", "shares", "price", "value", "fees"):
+            table.add_column(column)
+        table.add_column("realized P&L")
+        table.add_column("rationale", overflow="fold", max_width=60)
+        for t in booked:
+            table.add_row(
+                t.executed_at.strftime("%Y-%m-%d"),
+                t.side.value,
+                t.symbol,
+                f"{t.shares:,}",
+                f"{t.price:,.4f}",
+                f"{t.value:,.2f}",
+                f"{t.fees:,.2f}",
+                _signed(t.realized_pnl) if t.realized_pnl is not None else "",
+                t.rationale,
+            )
+        console.print(table if booked else f"{name} has no trades yet")
+    finish(0)
+
+
+@portfolio_app.command("snapshots")
+def snapshots(
+    name: str = typer.Argument(...),
+    limit: int = typer.Option(50, min=1, help="the latest N snapshots"),
+) -> None:
+    """The recorded snapshots of NAME, in time order."""
+    with fail_on_quantdesk_errors():
+        taken = _store(load_settings()).snapshots(name, limit=limit)
+        table = Table(title=f"{name}: snapshots", show_edge=False)
+        for column in ("as of", "total value", "cash", "equity", "positions", "run"):
+            table.add_column(column)
+        for s in taken:
+            table.add_row(
+                s.as_of.strftime("%Y-%m-%d %H:%M"),
+                f"{s.total_value:,.2f}",
+                f"{s.cash:,.2f}",
+                f"{s.equity:,.2f}",
+                str(len(s.positions)),
+                s.key,
+            )
+        console.print(table if taken else f"{name} has no snapshots yet")
+    finish(0)
+
+
+# --- a Portfolio run, and its approval ----------------------------------------------------------
+
+
+def _plan_table(pending: Any) -> Table:
+    """The orders an approver is asked about."""
+    table = Table(title=f"{pending.portfolio}: plan", show_edge=False)
+    for column in ("#", "side", "symbol", "shares", "fill ~", "cash", "origin", "adjusted"):
+        table.add_column(column)
+    for o in pending.plan.orders:
+        table.add_row(
+            str(o.index),
+            o.side.value,
+            o.symbol,
+            f"{o.shares:,}",
+            f"{o.fill_price:,.2f}",
+            f"{o.est_cash_change:+,.2f}",
+            o.origin.value,
+            "; ".join(o.adjustments),
+        )
+    projected = pending.plan.projected
+    table.caption = (
+        f"after: cash {projected.cash:,.2f} ({projected.cash_weight:.1%}), "
+        f"{projected.positions} positions; refused: {len(pending.plan.rejected)}"
+    )
+    return table
+
+
+async def _answer(settings: Settings, workflow_id: str, update: str, by: str, note: str) -> int:
+    """Show the plan, then send the ``approve`` or ``reject`` update."""
+    from temporalio.client import WorkflowUpdateFailedError
+    from temporalio.service import RPCError
+
+    from workers.client import connect
+    from workflows.portfolio import ApprovalAnswer, ApprovalRequest, PendingPlan
+
+    handle = (await connect(settings)).get_workflow_handle(workflow_id)
+    try:
+        pending = await handle.query("plan", result_type=PendingPlan)
+        if pending is not None:
+            console.print(_plan_table(pending))
+        answer = await handle.execute_update(
+            update, ApprovalRequest(by=by, note=note), result_type=ApprovalAnswer
+        )
+    except WorkflowUpdateFailedError as error:
+        cause = error.cause.message if error.cause and hasattr(error.cause, "message") else error
+        console.print(f"[bold red]{update} refused:[/] {cause}", highlight=False)
+        return 1
+    except RPCError as error:
+        console.print(f"[bold red]cannot reach {workflow_id}:[/] {error}", highlight=False)
+        return 1
+    console.print(f"{workflow_id}: {answer.message}", highlight=False)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``approve`` and ``reject`` to the ``quantdesk`` command."""
+
+    @app.command("approve")
+    def approve(
+        workflow_id: str = typer.Argument(..., help="a Portfolio run waiting for approval"),
+        by: str = typer.Option("", help="who approves"),
+        note: str = typer.Option("", help="why"),
+    ) -> None:
+        """Approve a waiting Portfolio run's plan: it trades."""
+        with fail_on_quantdesk_errors():
+            status = asyncio.run(_answer(load_settings(), workflow_id, "approve", by, note))
+        finish(status)
+
+    @app.command("reject")
+    def reject(
+        workflow_id: str = typer.Argument(..., help="a Portfolio run waiting for approval"),
+        by: str = typer.Option("", help="who rejects"),
+        note: str = typer.Option("", help="why"),
+    ) -> None:
+        """Reject a waiting Portfolio run's plan: nothing trades."""
+        with fail_on_quantdesk_errors():
+            status = asyncio.run(_answer(load_settings(), workflow_id, "reject", by, note))
+        finish(status)
+
+
+async def _run_portfolio(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
+    from cli.run import _start_and_follow
+    from workers.client import connect
+    from workflows.portfolio import PortfolioProgress, PortfolioResult
+
+    result, ui_url = await _start_and_follow(
+        await connect(settings),
+        settings,
+        "Portfolio",
+        payload,
+        workflow_id=workflow_id,
+        result_type=PortfolioResult,
+        summary=f"Portfolio {payload['portfolio']}",
+        progress_type=PortfolioProgress,
+    )
+    if result is None:
+        return 1
+    console.print(
+        f"[bold]{result.portfolio}[/]: {result.status.value}; {len(result.executed)} trades, "
+        f"{len(result.rejected)} refused; total after {result.snapshot.total_value:,.2f}",
+        highlight=False,
+    )
+    for refused in result.rejected:
+        console.print(f"  refused {refused.side.value} {refused.symbol}: {refused.reason}")
+    for label, url in (("report", result.report.url), ("Web UI", ui_url)):
+        console.print(f"{label}: {url}", soft_wrap=True, highlight=False)
+    return 0
+
+
+@portfolio_app.command("run")
+def run(
+    name: str = typer.Argument(..., help="the book to manage"),
+    as_of: datetime = typer.Option(..., help="prices, risk and fills as of this time, UTC"),
+    scan_summary: str | None = typer.Option(None, help="BUCKET/KEY of a Scan's summary JSON"),
+    approval: str = typer.Option("auto", help="auto, or required (then `quantdesk approve ID`)"),
+    provider: str | None = typer.Option(None, help="LLM provider (default: settings, offline)"),
+    model: str | None = typer.Option(None, help="quick model (reviewer, summaries)"),
+    deep_model: str | None = typer.Option(None, help="deep model (the book manager)"),
+) -> None:
+    """Run the Portfolio workflow for NAME and print what it traded."""
+    import uuid
+
+    from cli.run import _object_ref
+
+    with fail_on_quantdesk_errors():
+        settings = load_settings()
+        payload: dict[str, Any] = {
+            "portfolio": name,
+            "as_of": (_aware(as_of) or as_of).isoformat(),
+            "approval": approval,
+            "llm": {
+                "provider": provider or settings.default_provider,
+                "model": model,
+                "deep_model": deep_model,
+            },
+        }
+        if scan_summary:
+            payload["scan_summary"] = _object_ref(scan_summary, "--scan-summary")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        workflow_id = f"portfolio-{name}-{stamp}-{uuid.uuid4().hex[:6]}"
+        status = asyncio.run(_run_portfolio(settings, payload, workflow_id))
+    finish(status)

@@ -1,0 +1,204 @@
+"""What each Portfolio agent is given: the data of its prompt and of its request's context.
+
+As in the Pipeline, the workflow builds one model per agent, the prompt builder
+renders it and ``model_dump(mode="json")`` is the request's context that the
+offline analyst validates back, so prompt and offline analyst read the same
+numbers. The PM sees the book at the as-of closes (cash, total value, every
+holding's price, weight and P&L), the candidates with their closes, every
+Pipeline decision, the risk report and the limits it will be held to.
+
+| agent | inputs |
+|---|---|
+| holdings_reviewer | ``ReviewInputs``: book, holdings with their Pipeline decisions |
+| macro_summarizer | ``MacroInputs``: the Scan summary |
+| micro_summarizer | ``MicroInputs``: holdings and candidates, with their Pipeline decisions |
+| book_manager | ``PmInputs``: all of the above, the risk report, the review and both summaries |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Protocol
+
+from pydantic import AwareDatetime, BaseModel, Field, field_validator
+
+from shared.agents.pipeline.schemas import PortfolioDecision, Rating, TradeSignal
+from shared.agents.portfolio.schemas import HoldingsReview, MacroSummary, MicroSummary
+from shared.agents.scan.schemas import ScanSummary
+from shared.data.contracts import TBILL_ETF
+from shared.portfolio.limits import Limits
+from shared.portfolio.market import Quote, QuoteMissing
+from shared.portfolio.models import Money, canonical_symbol
+from shared.portfolio.prioritize import ScoredCandidate
+from shared.portfolio.risk import RiskReport
+from shared.portfolio.valuation import Position, Valuation
+from shared.storage.objects import ObjectRef
+
+SUMMARY_MAX = 1_500
+THESIS_MAX = 3_000
+"""Characters kept of a Pipeline's summary and thesis: dozens of decisions stay small."""
+
+
+class _StoredReport(Protocol):
+    @property
+    def report(self) -> ObjectRef: ...
+
+
+class PipelineOutcome(Protocol):
+    """What ``TickerDecision.of`` reads of a Pipeline result."""
+
+    @property
+    def symbol(self) -> str: ...
+    @property
+    def as_of(self) -> datetime: ...
+    @property
+    def workflow_id(self) -> str: ...
+    @property
+    def decision(self) -> PortfolioDecision: ...
+    @property
+    def report(self) -> _StoredReport: ...
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+class TickerDecision(BaseModel):
+    """One Pipeline decision, compact: many travel in one Portfolio input."""
+
+    symbol: str = Field(min_length=1, max_length=32)
+    rating: Rating
+    signal: TradeSignal
+    price_target: float | None = Field(None, gt=0)
+    executive_summary: str = Field(min_length=1, max_length=SUMMARY_MAX)
+    thesis: str = Field("", max_length=THESIS_MAX)
+    report: ObjectRef | None = Field(None, description="the Pipeline's full Markdown report")
+    as_of: AwareDatetime
+    workflow_id: str | None = None
+
+    @field_validator("symbol")
+    @classmethod
+    def _canonical(cls, value: str) -> str:
+        return canonical_symbol(value)
+
+    @classmethod
+    def of(cls, result: PipelineOutcome) -> TickerDecision:
+        """The compact decision of a Pipeline result."""
+        decision = result.decision
+        return cls(
+            symbol=result.symbol,
+            rating=decision.rating,
+            signal=decision.signal,
+            price_target=decision.price_target,
+            executive_summary=_clip(decision.executive_summary, SUMMARY_MAX),
+            thesis=_clip(decision.investment_thesis, THESIS_MAX),
+            report=result.report.report,
+            as_of=result.as_of,
+            workflow_id=result.workflow_id,
+        )
+
+
+class BookFacts(BaseModel):
+    """The book in figures, and the limits it is held to."""
+
+    portfolio: str
+    currency: str
+    as_of: AwareDatetime
+    cash: Money
+    equity: Money
+    total_value: Money
+    cash_weight: float
+    total_return: float
+    positions: int
+    limits: Limits
+    cash_equivalent: str = TBILL_ETF
+
+    @classmethod
+    def of(cls, valuation: Valuation, limits: Limits) -> BookFacts:
+        """The facts of ``valuation``."""
+        return cls(
+            portfolio=valuation.portfolio,
+            currency=valuation.currency,
+            as_of=valuation.as_of,
+            cash=valuation.cash,
+            equity=valuation.equity,
+            total_value=valuation.total_value,
+            cash_weight=valuation.cash_weight,
+            total_return=valuation.total_return,
+            positions=len(valuation.positions),
+            limits=limits,
+        )
+
+
+class HoldingView(BaseModel):
+    """A holding at the as-of close with its fresh Pipeline decision, if any."""
+
+    position: Position
+    decision: TickerDecision | None = None
+
+
+class CandidateView(BaseModel):
+    """A prioritised candidate, its as-of close and its Pipeline decision, if any."""
+
+    candidate: ScoredCandidate
+    quote: Quote | QuoteMissing
+    decision: TickerDecision | None = None
+
+
+def holding_views(
+    valuation: Valuation, decisions: Mapping[str, TickerDecision]
+) -> list[HoldingView]:
+    """Every holding with its decision."""
+    return [HoldingView(position=p, decision=decisions.get(p.symbol)) for p in valuation.positions]
+
+
+def candidate_views(
+    candidates: Iterable[ScoredCandidate],
+    quotes: Mapping[str, Quote | QuoteMissing],
+    decisions: Mapping[str, TickerDecision],
+) -> list[CandidateView]:
+    """Each candidate with its close (or why there is none) and its decision."""
+    return [
+        CandidateView(
+            candidate=c,
+            quote=quotes.get(c.ticker) or QuoteMissing(symbol=c.ticker, reason="not quoted"),
+            decision=decisions.get(c.ticker),
+        )
+        for c in candidates
+    ]
+
+
+class ReviewInputs(BaseModel):
+    """The holdings reviewer's material."""
+
+    book: BookFacts
+    holdings: list[HoldingView]
+
+
+class MacroInputs(BaseModel):
+    """The macro summarizer's material: the Scan's summary, if the run was given one."""
+
+    portfolio: str
+    as_of: AwareDatetime
+    scan: ScanSummary | None = None
+
+
+class MicroInputs(BaseModel):
+    """The micro summarizer's material."""
+
+    portfolio: str
+    holdings: list[HoldingView]
+    candidates: list[CandidateView]
+
+
+class PmInputs(BaseModel):
+    """Everything the book manager decides from."""
+
+    book: BookFacts
+    holdings: list[HoldingView]
+    candidates: list[CandidateView]
+    risk: RiskReport
+    review: HoldingsReview
+    macro: MacroSummary
+    micro: MicroSummary

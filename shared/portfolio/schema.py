@@ -1,0 +1,247 @@
+"""The book's tables, in SQLAlchemy Core, versioned like the memory's.
+
+The version lives in the shared ``schema_versions`` table under the
+``portfolio`` component: ``ensure_schema`` creates the tables in a database that
+has none, accepts its own version and refuses any other, or a ``portfolios``
+table nobody versioned. Creation is idempotent and runs in one transaction
+(under an advisory lock on PostgreSQL) so workers starting together agree.
+
+Money is exact. PostgreSQL keeps ``NUMERIC``; SQLite has no decimal type (its
+NUMERIC affinity rounds through a binary float), so there the same column holds
+the decimal's text, which comes back as the very same ``Decimal``. Arithmetic
+on money is therefore done in Python, inside each trade's transaction.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Dialect,
+    Engine,
+    Enum,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Numeric,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    func,
+    inspect,
+    select,
+)
+from sqlalchemy.schema import CreateIndex, CreateTable
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from shared.data.contracts import Sector
+from shared.errors import ConfigError
+from shared.memory.schema import DATABASE_SETTING, INSERTS, UtcDateTime, schema_versions
+from shared.portfolio.models import (
+    KEY_MAX_LENGTH,
+    MONEY_PLACES,
+    PRICE_PLACES,
+    DecisionStatus,
+    Side,
+)
+
+SCHEMA_VERSION = 1
+"""Bump with every change to the tables below; a database at another version is refused."""
+COMPONENT = "portfolio"
+PG_SCHEMA_LOCK = 0x7164626F6F6B
+"""PostgreSQL advisory lock key held while creating the tables (any fixed number; "qdbook")."""
+NUMERIC_PRECISION = 28
+
+
+class PortfolioSchemaError(ConfigError):
+    """The database holds portfolio tables of a version this code does not know."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(
+            DATABASE_SETTING,
+            f"{problem} in {where}",
+            fix=(
+                f"Upgrade quantdesk to a release that knows it, or point {DATABASE_SETTING} "
+                "at another database."
+            ),
+        )
+
+
+class ExactDecimal(TypeDecorator[Decimal]):
+    """A decimal stored exactly: ``NUMERIC`` on PostgreSQL, the decimal's text on SQLite."""
+
+    impl = Numeric
+    cache_ok = True
+
+    def __init__(self, places: Decimal) -> None:
+        super().__init__()
+        self.places = places
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(String(NUMERIC_PRECISION + 2))
+        scale = -self.places.as_tuple().exponent  # type: ignore[operator]
+        return dialect.type_descriptor(Numeric(NUMERIC_PRECISION, scale, asdecimal=True))
+
+    def process_bind_param(self, value: Decimal | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        exact = Decimal(value).quantize(self.places)
+        return str(exact) if dialect.name == "sqlite" else exact
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        return None if value is None else Decimal(str(value)).quantize(self.places)
+
+
+def _money() -> ExactDecimal:
+    return ExactDecimal(MONEY_PLACES)
+
+
+def _price() -> ExactDecimal:
+    return ExactDecimal(PRICE_PLACES)
+
+
+def _enum(enum: type[Any], name: str) -> Enum:
+    """A closed set stored as its values, checked by the database."""
+    return Enum(
+        enum,
+        name=name,
+        native_enum=False,
+        create_constraint=True,
+        values_callable=lambda members: [member.value for member in members],
+    )
+
+
+metadata = MetaData()
+
+portfolios = Table(
+    "portfolios",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(64), nullable=False, unique=True),
+    Column("currency", String(3), nullable=False),
+    Column("initial_cash", _money(), nullable=False),
+    Column("cash", _money(), nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+
+holdings = Table(
+    "holdings",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("portfolio_id", Integer, ForeignKey("portfolios.id"), nullable=False),
+    Column("symbol", String(32), nullable=False),
+    Column("shares", BigInteger, nullable=False),
+    Column("avg_cost", _price(), nullable=False),
+    Column("sector", _enum(Sector, "holding_sector"), nullable=True),
+    Column("opened_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    UniqueConstraint("portfolio_id", "symbol", name="uq_holdings_portfolio_symbol"),
+)
+
+trades = Table(
+    "trades",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("portfolio_id", Integer, ForeignKey("portfolios.id"), nullable=False),
+    Column("idempotency_key", String(KEY_MAX_LENGTH), nullable=False, unique=True),
+    Column("symbol", String(32), nullable=False),
+    Column("side", _enum(Side, "trade_side"), nullable=False),
+    Column("shares", BigInteger, nullable=False),
+    Column("price", _price(), nullable=False),
+    Column("value", _money(), nullable=False),
+    Column("fees", _money(), nullable=False),
+    Column("cash_change", _money(), nullable=False),
+    Column("realized_pnl", _money(), nullable=True),
+    Column("executed_at", UtcDateTime, nullable=False),
+    Column("rationale", Text, nullable=False),
+    Column("stop_loss", _price(), nullable=True),
+    Column("take_profit", _price(), nullable=True),
+    Column("source", Text, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+Index("ix_trades_portfolio_id", trades.c.portfolio_id, trades.c.id)
+
+snapshots = Table(
+    "snapshots",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("portfolio_id", Integer, ForeignKey("portfolios.id"), nullable=False),
+    Column("snapshot_key", String(KEY_MAX_LENGTH), nullable=False, unique=True),
+    Column("as_of", UtcDateTime, nullable=False),
+    Column("total_value", _money(), nullable=False),
+    Column("cash", _money(), nullable=False),
+    Column("equity", _money(), nullable=False),
+    Column("positions", Text, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+Index("ix_snapshots_portfolio_as_of", snapshots.c.portfolio_id, snapshots.c.as_of)
+
+decisions = Table(
+    "decisions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("portfolio_id", Integer, ForeignKey("portfolios.id"), nullable=False),
+    Column("decision_key", String(KEY_MAX_LENGTH), nullable=False, unique=True),
+    Column("as_of", UtcDateTime, nullable=False),
+    Column("status", _enum(DecisionStatus, "decision_status"), nullable=False),
+    Column("decision", Text, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+Index("ix_decisions_portfolio_id", decisions.c.portfolio_id, decisions.c.id)
+
+TABLES = (portfolios, holdings, trades, snapshots, decisions)
+"""In creation order: every foreign key points at an earlier table."""
+
+
+def ensure_schema(engine: Engine) -> None:
+    """Create the tables in a fresh database; verify the version of an existing one."""
+    where = engine.url.render_as_string(hide_password=True)
+    with engine.connect() as conn:
+        # Tables and version row are committed together: a visible table means a visible row.
+        has_tables = inspect(conn).has_table(portfolios.name)
+        found = _stored_version(conn)
+    if found is None and has_tables:
+        raise PortfolioSchemaError(where, "found a `portfolios` table with no recorded version")
+    if found is not None and found != SCHEMA_VERSION:
+        raise PortfolioSchemaError(where, _mismatch(found))
+    insert = INSERTS[engine.dialect.name]
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            # Concurrent CREATE ... IF NOT EXISTS can still collide in PostgreSQL's catalog.
+            conn.execute(select(func.pg_advisory_xact_lock(PG_SCHEMA_LOCK)))
+        conn.execute(CreateTable(schema_versions, if_not_exists=True))
+        conn.execute(
+            insert(schema_versions)
+            .values(component=COMPONENT, version=SCHEMA_VERSION)
+            .on_conflict_do_nothing(index_elements=["component"])
+        )
+        for table in TABLES:
+            conn.execute(CreateTable(table, if_not_exists=True))
+            for index in table.indexes:
+                conn.execute(CreateIndex(index, if_not_exists=True))
+    with engine.connect() as conn:
+        found = _stored_version(conn)
+    if found != SCHEMA_VERSION:
+        raise PortfolioSchemaError(where, _mismatch(found))
+
+
+def _stored_version(conn: Connection) -> int | None:
+    """The portfolio schema version recorded in the database, or None if there is none."""
+    if not inspect(conn).has_table(schema_versions.name):
+        return None
+    query = select(schema_versions.c.version).where(schema_versions.c.component == COMPONENT)
+    return conn.execute(query).scalar_one_or_none()
+
+
+def _mismatch(found: int | None) -> str:
+    if found is None:
+        return "no portfolio schema version recorded"
+    relation = "newer than" if found > SCHEMA_VERSION else "unknown to"
+    return f"portfolio schema version {found} is {relation} this quantdesk (knows {SCHEMA_VERSION})"

@@ -1,0 +1,433 @@
+"""The book in SQL: portfolios, their holdings, and trades booked exactly once per key.
+
+A trade is one transaction: its row, the cash and the holding change together
+or not at all. The trade row goes in first, keyed by its idempotency key with
+``ON CONFLICT DO NOTHING``: a second attempt with the same key inserts nothing
+and gets the booked trade back, whoever retried it (a Temporal retry, a re-run
+workflow, a worker that came back from the dead). Inserting first also takes
+the write lock before the cash is read (SQLite takes its writer lock at the
+first write; PostgreSQL locks the portfolio row ``FOR UPDATE`` first), so two
+trades on one book never both read the same cash.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import Connection, Engine, Row, delete, select, update
+from sqlalchemy.exc import IntegrityError
+
+from shared.config import Settings
+from shared.errors import InvalidInput, QuantdeskError
+from shared.memory.schema import INSERTS
+from shared.memory.store import engine_for
+from shared.portfolio.models import (
+    DecisionRecord,
+    Holding,
+    Portfolio,
+    Side,
+    Snapshot,
+    SnapshotPosition,
+    Trade,
+    TradeOutcome,
+    TradeRequest,
+    money,
+    price,
+)
+from shared.portfolio.schema import (
+    decisions,
+    ensure_schema,
+    holdings,
+    portfolios,
+    snapshots,
+    trades,
+)
+
+
+class TradeRefused(QuantdeskError):
+    """The book cannot take this trade (not enough cash or shares); retrying cannot help."""
+
+    def __init__(self, symbol: str, problem: str) -> None:
+        self.symbol = symbol
+        super().__init__(f"trade in {symbol} refused: {problem}")
+
+
+class PortfolioStore:
+    """Portfolios, holdings, trades, snapshots and decisions in one database."""
+
+    def __init__(self, url: str) -> None:
+        self._engine: Engine = engine_for(url)
+        try:
+            ensure_schema(self._engine)
+        except BaseException:
+            self._engine.dispose()
+            raise
+        self._insert = INSERTS[self._engine.dialect.name]
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PortfolioStore:
+        """The store in the configured database (a SQLite file in the data directory by default)."""
+        return cls(settings.resolved_database_url)
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self._engine.dispose()
+
+    # --- portfolios -----------------------------------------------------------------------
+
+    def create(self, name: str, cash: Any, *, currency: str = "USD") -> Portfolio:
+        """A new book holding ``cash``; a taken name is refused."""
+        try:
+            created = Portfolio(
+                name=name,
+                currency=currency,
+                initial_cash=cash,
+                cash=cash,
+                created_at=datetime.now(UTC),
+            )
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = "cash" if first["loc"][0] == "initial_cash" else str(first["loc"][0])
+            raise InvalidInput(field, f"{first['msg']} (got {first.get('input')!r})") from None
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(portfolios.insert().values(**created.model_dump()))
+        except IntegrityError:
+            raise InvalidInput(
+                "name", f"a portfolio called {name!r} exists", fix="Choose another name."
+            ) from None
+        return created
+
+    def portfolios(self) -> list[Portfolio]:
+        """Every book, by name."""
+        with self._engine.connect() as conn:
+            rows = conn.execute(portfolios.select().order_by(portfolios.c.name)).all()
+        return [_portfolio(row) for row in rows]
+
+    def get(self, name: str) -> Portfolio:
+        """The book called ``name``, or an error listing the books there are."""
+        with self._engine.connect() as conn:
+            return _portfolio(self._row(conn, name))
+
+    def holdings(self, name: str) -> list[Holding]:
+        """The book's positions, by symbol."""
+        with self._engine.connect() as conn:
+            book = self._row(conn, name)
+            rows = conn.execute(
+                holdings.select()
+                .where(holdings.c.portfolio_id == book.id)
+                .order_by(holdings.c.symbol)
+            ).all()
+        return [_holding(row) for row in rows]
+
+    def _row(self, conn: Connection, name: str, *, lock: bool = False) -> Row[Any]:
+        query = portfolios.select().where(portfolios.c.name == name)
+        row = conn.execute(query.with_for_update() if lock else query).first()
+        if row is None:
+            known = conn.execute(select(portfolios.c.name).order_by(portfolios.c.name)).scalars()
+            names = ", ".join(known) or "none yet"
+            raise InvalidInput(
+                "portfolio",
+                f"no portfolio called {name!r} (there are: {names})",
+                fix="Create it with `quantdesk portfolio create NAME --cash 100000`.",
+            )
+        return row
+
+    # --- trades ---------------------------------------------------------------------------
+
+    def execute_trade(self, name: str, request: TradeRequest) -> TradeOutcome:
+        """Book ``request`` once: cash, holding and trade row in one transaction.
+
+        The same key again returns the booked trade with ``new=False``; the same key
+        for a different trade is refused, since that is a caller's bug, not a retry.
+        """
+        with self._engine.begin() as conn:
+            # PostgreSQL: lock the book's row before the trade row's foreign key share-locks it,
+            # or two trades would each wait for the other to upgrade. SQLite ignores it.
+            book = self._row(conn, name, lock=True)
+            now = datetime.now(UTC)
+            inserted = conn.execute(
+                self._insert(trades)
+                .values(
+                    portfolio_id=book.id,
+                    idempotency_key=request.key,
+                    symbol=request.symbol,
+                    side=request.side,
+                    shares=request.shares,
+                    price=request.price,
+                    value=request.value,
+                    fees=request.fees,
+                    cash_change=request.cash_change,
+                    executed_at=request.executed_at,
+                    rationale=request.rationale,
+                    stop_loss=request.stop_loss,
+                    take_profit=request.take_profit,
+                    source=request.source,
+                    created_at=now,
+                )
+                .on_conflict_do_nothing(index_elements=["idempotency_key"])
+                .returning(trades.c.id)
+            ).first()
+            if inserted is None:
+                return TradeOutcome(trade=self._same_trade(conn, book.id, request), new=False)
+            # Read again now that the insert holds the write lock (SQLite takes it only then).
+            book = self._row(conn, name)
+            realized = self._apply(conn, book, request, now)
+            conn.execute(
+                update(trades).where(trades.c.id == inserted.id).values(realized_pnl=realized)
+            )
+            row = conn.execute(trades.select().where(trades.c.id == inserted.id)).one()
+        return TradeOutcome(trade=_trade(row), new=True)
+
+    def _apply(self, conn: Connection, book: Row[Any], request: TradeRequest, now: datetime) -> Any:
+        """Move cash and the holding for ``request``; the realized P&L of a sell, else None.
+
+        Raises ``TradeRefused`` (rolling the whole trade back) when the book lacks the
+        cash for a buy or the shares for a sell."""
+        cash = book.cash + request.cash_change
+        if cash < 0:
+            raise TradeRefused(
+                request.symbol,
+                f"it needs {-request.cash_change} in cash and the book has {book.cash}",
+            )
+        held = conn.execute(
+            holdings.select()
+            .where(holdings.c.portfolio_id == book.id, holdings.c.symbol == request.symbol)
+            .with_for_update()
+        ).first()
+        realized = None
+        if request.side is Side.BUY:
+            self._add_shares(conn, book.id, held, request, now)
+        else:
+            realized = self._remove_shares(conn, held, request, now)
+        conn.execute(update(portfolios).where(portfolios.c.id == book.id).values(cash=cash))
+        return realized
+
+    def _remove_shares(
+        self, conn: Connection, held: Row[Any] | None, request: TradeRequest, now: datetime
+    ) -> Any:
+        """A sell reduces or closes the position; its realized P&L is net of fees."""
+        if held is None or held.shares < request.shares:
+            shares = 0 if held is None else held.shares
+            raise TradeRefused(
+                request.symbol, f"selling {request.shares} shares but the book holds {shares}"
+            )
+        left = held.shares - request.shares
+        where = holdings.c.id == held.id
+        if left == 0:
+            conn.execute(delete(holdings).where(where))
+        else:
+            conn.execute(update(holdings).where(where).values(shares=left, updated_at=now))
+        return money(request.value - request.fees - held.avg_cost * request.shares)
+
+    def _add_shares(
+        self,
+        conn: Connection,
+        portfolio_id: int,
+        held: Row[Any] | None,
+        request: TradeRequest,
+        now: datetime,
+    ) -> None:
+        """A buy opens the position or averages into it; fees go into the cost basis."""
+        paid = request.value + request.fees
+        if held is None:
+            conn.execute(
+                holdings.insert().values(
+                    portfolio_id=portfolio_id,
+                    symbol=request.symbol,
+                    shares=request.shares,
+                    avg_cost=price(paid / request.shares),
+                    sector=request.sector,
+                    opened_at=now,
+                    updated_at=now,
+                )
+            )
+            return
+        shares = held.shares + request.shares
+        cost = price((held.avg_cost * held.shares + paid) / shares)
+        conn.execute(
+            update(holdings)
+            .where(holdings.c.id == held.id)
+            .values(
+                shares=shares, avg_cost=cost, updated_at=now, sector=request.sector or held.sector
+            )
+        )
+
+    def _same_trade(self, conn: Connection, portfolio_id: int, request: TradeRequest) -> Trade:
+        """The trade already booked under ``request.key``, which must be this very trade."""
+        row = conn.execute(trades.select().where(trades.c.idempotency_key == request.key)).one()
+        booked = _trade(row)
+        same = (row.portfolio_id, booked.symbol, booked.side, booked.shares) == (
+            portfolio_id,
+            request.symbol,
+            request.side,
+            request.shares,
+        )
+        if not same:
+            raise InvalidInput(
+                "key",
+                f"{request.key!r} already booked {booked.side.value} {booked.shares} "
+                f"{booked.symbol}, not {request.side.value} {request.shares} {request.symbol}",
+                fix="Give every distinct trade its own idempotency key.",
+            )
+        return booked
+
+    def trades(self, name: str, *, limit: int | None = None) -> list[Trade]:
+        """The book's trades, oldest first (the latest ``limit`` when given)."""
+        with self._engine.connect() as conn:
+            book = self._row(conn, name)
+            query = trades.select().where(trades.c.portfolio_id == book.id)
+            query = query.order_by(trades.c.id.desc())
+            rows = conn.execute(query.limit(limit) if limit else query).all()
+        return [_trade(row) for row in reversed(rows)]
+
+    def trade(self, key: str) -> Trade | None:
+        """The trade booked under ``key``, if any."""
+        with self._engine.connect() as conn:
+            row = conn.execute(trades.select().where(trades.c.idempotency_key == key)).first()
+        return None if row is None else _trade(row)
+
+    # --- snapshots and decisions ----------------------------------------------------------
+
+    def record_snapshot(self, name: str, snapshot: Snapshot) -> Snapshot:
+        """Store ``snapshot`` under its key; the one already stored there wins."""
+        positions = json.dumps([p.model_dump(mode="json") for p in snapshot.positions])
+        with self._engine.begin() as conn:
+            book = self._row(conn, name)
+            conn.execute(
+                self._insert(snapshots)
+                .values(
+                    portfolio_id=book.id,
+                    snapshot_key=snapshot.key,
+                    as_of=snapshot.as_of,
+                    total_value=snapshot.total_value,
+                    cash=snapshot.cash,
+                    equity=snapshot.equity,
+                    positions=positions,
+                    created_at=snapshot.created_at,
+                )
+                .on_conflict_do_nothing(index_elements=["snapshot_key"])
+            )
+            row = conn.execute(snapshots.select().where(snapshots.c.snapshot_key == snapshot.key))
+            return _snapshot(row.one())
+
+    def snapshots(self, name: str, *, limit: int | None = None) -> list[Snapshot]:
+        """The book's snapshots in time order (the latest ``limit`` when given)."""
+        with self._engine.connect() as conn:
+            book = self._row(conn, name)
+            query = snapshots.select().where(snapshots.c.portfolio_id == book.id)
+            query = query.order_by(snapshots.c.as_of.desc(), snapshots.c.id.desc())
+            rows = conn.execute(query.limit(limit) if limit else query).all()
+        return [_snapshot(row) for row in reversed(rows)]
+
+    def record_decision(self, name: str, record: DecisionRecord) -> DecisionRecord:
+        """Store a PM decision under its key; the one already stored there wins."""
+        with self._engine.begin() as conn:
+            book = self._row(conn, name)
+            conn.execute(
+                self._insert(decisions)
+                .values(
+                    portfolio_id=book.id,
+                    decision_key=record.key,
+                    as_of=record.as_of,
+                    status=record.status,
+                    decision=json.dumps(record.decision, default=str),
+                    created_at=record.created_at,
+                )
+                .on_conflict_do_nothing(index_elements=["decision_key"])
+            )
+            row = conn.execute(decisions.select().where(decisions.c.decision_key == record.key))
+            return _decision(row.one())
+
+    def decisions(self, name: str) -> list[DecisionRecord]:
+        """The book's recorded decisions, oldest first."""
+        with self._engine.connect() as conn:
+            book = self._row(conn, name)
+            rows = conn.execute(
+                decisions.select()
+                .where(decisions.c.portfolio_id == book.id)
+                .order_by(decisions.c.id)
+            ).all()
+        return [_decision(row) for row in rows]
+
+    def last_activity(self, name: str) -> datetime | None:
+        """The as-of time of the book's latest trade or snapshot: where its paper clock stands."""
+        with self._engine.connect() as conn:
+            book = self._row(conn, name)
+            times = [
+                conn.execute(
+                    select(table.c[column])
+                    .where(table.c.portfolio_id == book.id)
+                    .order_by(table.c[column].desc())
+                    .limit(1)
+                ).scalar_one_or_none()
+                for table, column in ((trades, "executed_at"), (snapshots, "as_of"))
+            ]
+        found = [time for time in times if time is not None]
+        return max(found) if found else None
+
+
+def _portfolio(row: Row[Any]) -> Portfolio:
+    return Portfolio(
+        name=row.name,
+        currency=row.currency,
+        initial_cash=row.initial_cash,
+        cash=row.cash,
+        created_at=row.created_at,
+    )
+
+
+def _holding(row: Row[Any]) -> Holding:
+    return Holding(
+        symbol=row.symbol,
+        shares=row.shares,
+        avg_cost=row.avg_cost,
+        sector=row.sector,
+        opened_at=row.opened_at,
+        updated_at=row.updated_at,
+    )
+
+
+def _trade(row: Row[Any]) -> Trade:
+    return Trade(
+        key=row.idempotency_key,
+        symbol=row.symbol,
+        side=row.side,
+        shares=row.shares,
+        price=row.price,
+        value=row.value,
+        fees=row.fees,
+        cash_change=row.cash_change,
+        realized_pnl=row.realized_pnl,
+        executed_at=row.executed_at,
+        rationale=row.rationale,
+        stop_loss=row.stop_loss,
+        take_profit=row.take_profit,
+        source=row.source,
+        created_at=row.created_at,
+    )
+
+
+def _snapshot(row: Row[Any]) -> Snapshot:
+    return Snapshot(
+        key=row.snapshot_key,
+        as_of=row.as_of,
+        total_value=row.total_value,
+        cash=row.cash,
+        equity=row.equity,
+        positions=[SnapshotPosition.model_validate(p) for p in json.loads(row.positions)],
+        created_at=row.created_at,
+    )
+
+
+def _decision(row: Row[Any]) -> DecisionRecord:
+    return DecisionRecord(
+        key=row.decision_key,
+        as_of=row.as_of,
+        status=row.status,
+        decision=json.loads(row.decision),
+        created_at=row.created_at,
+    )

@@ -1,0 +1,641 @@
+"""The Portfolio workflow offline: time-skipping server, real S3, a real SQLite book.
+
+A book holding an overweight stock, one the Pipeline says to sell and some
+T-bills is run against a Scan summary stored in S3 and the Pipeline decisions
+of its candidates. The runs check what the PM saw, the limits, the sweep, the
+approval update and its timeout, a re-run with the same workflow id, and a
+worker that dies in the middle of the fills (on the dev server, real timers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import urllib.request
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import (
+    Client,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
+
+from activities.llm import LlmActivities
+from activities.portfolio import PortfolioActivities
+from activities.research import ResearchActivities
+from shared.agents.pipeline.schemas import SIGNAL_OF_RATING, Rating
+from shared.agents.portfolio.inputs import TickerDecision
+from shared.agents.portfolio.roles import BOOK_MANAGER, MACRO_SUMMARIZER, MICRO_SUMMARIZER
+from shared.agents.scan.schemas import (
+    Conviction,
+    KeyTheme,
+    MacroContext,
+    ScanSummary,
+    StockToInvestigate,
+    ThesisAngle,
+)
+from shared.config import Settings
+from shared.data.bundled import BundledVendor
+from shared.data.contracts import TBILL_ETF, DataKind, Sector
+from shared.data.router import DataRouter
+from shared.data.sim import SimVendor
+from shared.llm.contracts import ChatRequest
+from shared.llm.providers import QUEUE_OFFLINE
+from shared.memory import Lesson, MemoryRole, MemoryStore, Outcome, SourceRun
+from shared.portfolio.broker import trade_key
+from shared.portfolio.models import DecisionStatus, Side, TradeOutcome, TradeRequest
+from shared.portfolio.orders import Origin
+from shared.portfolio.store import PortfolioStore
+from shared.queues import TOOLS_QUEUE
+from shared.storage.buckets import PAYLOADS_BUCKET
+from shared.storage.objects import ObjectRef, ObjectStore
+from tests.servers import running_workers
+from workers.main import WorkerPlan, build_worker
+from workflows.portfolio import PendingPlan, PortfolioProgress, PortfolioResult, PortfolioWorkflow
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+QUEUE = "test-portfolio"
+AS_OF = datetime(2012, 6, 1, tzinfo=UTC)
+SIM = SimVendor()
+ROUTER = DataRouter(
+    {"bundled": BundledVendor(), "sim": SIM},
+    {kind: ("bundled", "sim") if kind is DataKind.OHLCV else ("sim",) for kind in DataKind},
+)
+CLOSE = {s: SIM.ohlcv(s, "1d", AS_OF, 1)[-1].close for s in ("QBTX", "LMNW", "CRSX", "MDLQ")}
+SCAN_KEY = f"tests/portfolio/{uuid.uuid4()}/scan.json"
+LESSON = "Wait for the trial read-out before sizing a biotech value idea."
+
+
+def _stock(ticker: str, sector: Sector, angle: ThesisAngle, conviction: Conviction) -> Any:
+    return StockToInvestigate(
+        ticker=ticker,
+        name=ticker,
+        sector=sector,
+        rationale=f"{ticker} {angle.value} idea with improving margins",
+        thesis_angle=angle,
+        conviction=conviction,
+        key_catalysts=["earnings"],
+        risks=["valuation"],
+    )
+
+
+SCAN = ScanSummary(
+    timeframe="1-3 months",
+    executive_summary="Expansion continues with easing policy; technology leads.",
+    macro_context=MacroContext(
+        economic_cycle="mid-cycle expansion",
+        central_bank_stance="easing, rates on hold near zero",
+        geopolitical_risks=["euro-area debt"],
+    ),
+    key_themes=[
+        KeyTheme(
+            theme="tech leadership",
+            description="XLK +4% in 21 days",
+            conviction=Conviction.HIGH,
+            timeframe="1-3 months",
+        ),
+    ],  # fmt: skip
+    stocks_to_investigate=[
+        _stock("QBTX", Sector.INFORMATION_TECHNOLOGY, ThesisAngle.GROWTH, Conviction.HIGH),
+        _stock("LMNW", Sector.INFORMATION_TECHNOLOGY, ThesisAngle.GROWTH, Conviction.HIGH),
+        _stock("CRSX", Sector.INFORMATION_TECHNOLOGY, ThesisAngle.MOMENTUM, Conviction.HIGH),
+        _stock("MDLQ", Sector.HEALTH_CARE, ThesisAngle.VALUE, Conviction.MEDIUM),
+        _stock("WTTQ", Sector.UTILITIES, ThesisAngle.DEFENSIVE, Conviction.LOW),
+        _stock("CHRQ", Sector.COMMUNICATION_SERVICES, ThesisAngle.MOMENTUM, Conviction.HIGH),
+    ],
+    risk_factors=["a growth scare"],
+)
+
+
+def _decision(symbol: str, rating: Rating, target: float | None = None) -> dict[str, Any]:
+    return TickerDecision(
+        symbol=symbol,
+        rating=rating,
+        signal=SIGNAL_OF_RATING[rating],
+        price_target=target,
+        executive_summary=f"{rating.value} {symbol}",
+        as_of=AS_OF,
+    ).model_dump(mode="json")
+
+
+DECISIONS = [
+    _decision("QBTX", Rating.BUY, CLOSE["QBTX"] * 1.2),
+    _decision("LMNW", Rating.BUY, CLOSE["LMNW"] * 1.25),
+    _decision("CRSX", Rating.BUY, CLOSE["CRSX"] * 1.2),
+    _decision("MDLQ", Rating.OVERWEIGHT, CLOSE["MDLQ"] * 1.15),
+    _decision("WTTQ", Rating.HOLD),
+    _decision("PTRQ", Rating.SELL),
+]
+
+
+@dataclass
+class Services:
+    """What the tests read back: the book's database and S3."""
+
+    store: PortfolioStore
+    url: str
+    objects: ObjectStore
+    settings: Settings
+
+    def book(self, name: str, holdings: dict[str, int] | None = None) -> str:
+        """A fresh book of 100,000 holding ``holdings`` (bought at the as-of close)."""
+        self.store.create(name, 100_000)
+        for i, (symbol, shares) in enumerate((holdings or {}).items()):
+            quote = SIM.ohlcv(symbol, "1d", AS_OF - timedelta(days=30), 1)[-1].close
+            self.store.execute_trade(
+                name,
+                TradeRequest(
+                    key=f"seed-{name}-{i}",
+                    symbol=symbol,
+                    side=Side.BUY,
+                    shares=shares,
+                    price=Decimal(str(quote)),
+                    fees=Decimal(0),
+                    executed_at=AS_OF - timedelta(days=30),
+                    rationale="seed",
+                ),
+            )
+        return name
+
+
+def _tools(
+    settings: Settings, store: PortfolioStore, memory: MemoryStore, objects: ObjectStore
+) -> WorkerPlan:
+    book = PortfolioActivities(settings, store=store, router=ROUTER, memory=memory, objects=objects)
+    research = ResearchActivities(settings, router=ROUTER, store=objects)
+    return WorkerPlan(
+        queue=TOOLS_QUEUE, activities=[*book.activities(), research.store_report], threads=True
+    )
+
+
+def _memory(path: Path) -> MemoryStore:
+    memory = MemoryStore(f"sqlite:///{path}")
+    memory.record_lesson(
+        Lesson(
+            role=MemoryRole.PORTFOLIO_MANAGER,
+            symbol="MDLQ",
+            as_of=datetime(2011, 6, 1, tzinfo=UTC),
+            situation="MDLQ value idea with improving margins earnings valuation",
+            decision="Buy",
+            outcome=Outcome(realised_return=-0.08, alpha=-0.06, horizon_days=30),
+            lesson=LESSON,
+            source=SourceRun(workflow_id="old-portfolio", run_id="r1"),
+        )
+    )
+    return memory
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def services(
+    ts_env: WorkflowEnvironment, s3_settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Services]:
+    tmp = tmp_path_factory.mktemp("portfolio")
+    url = f"sqlite:///{tmp / 'book.db'}"
+    store = PortfolioStore(url)
+    objects = ObjectStore.from_settings(s3_settings)
+    objects.put_bytes(
+        ObjectRef(bucket=PAYLOADS_BUCKET, key=SCAN_KEY), SCAN.model_dump_json().encode()
+    )
+    plans = [
+        WorkerPlan(queue=QUEUE, workflows=[PortfolioWorkflow]),
+        _tools(s3_settings, store, _memory(tmp / "memory.db"), objects),
+        WorkerPlan(
+            queue=QUEUE_OFFLINE, activities=[LlmActivities(s3_settings, QUEUE_OFFLINE).chat]
+        ),
+    ]
+    async with running_workers(ts_env.client, plans):
+        yield Services(store=store, url=url, objects=objects, settings=s3_settings)
+
+
+def _input(book: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "portfolio": book,
+        "as_of": AS_OF.isoformat(),
+        "scan_summary": {"bucket": PAYLOADS_BUCKET, "key": SCAN_KEY},
+        "decisions": DECISIONS,
+        **fields,
+    }
+
+
+async def _start(env: WorkflowEnvironment, payload: Any, workflow_id: str | None = None) -> Any:
+    return await env.client.start_workflow(
+        "Portfolio",
+        payload,
+        id=workflow_id or f"portfolio-{uuid.uuid4()}",
+        task_queue=QUEUE,
+        result_type=PortfolioResult,
+    )
+
+
+async def _chats(env: WorkflowEnvironment, handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    """Each chat's request by agent, and (scheduled, completed) event ids by agent."""
+    converter = env.client.data_converter
+    found: dict[str, Any] = {}
+    scheduled: dict[int, str] = {}
+    for event in (await handle.fetch_history()).events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attrs = event.activity_task_scheduled_event_attributes
+            if attrs.activity_type.name == "chat":
+                [request] = await converter.decode(attrs.input.payloads, [ChatRequest])
+                found[request.agent] = [request, event.event_id, None]
+                scheduled[event.event_id] = request.agent
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            agent = scheduled.get(event.activity_task_completed_event_attributes.scheduled_event_id)
+            if agent:
+                found[agent][2] = event.event_id
+    return found
+
+
+async def _until_waiting(handle: WorkflowHandle[Any, Any], queries: int = 5_000) -> None:
+    """Ask ``progress`` until the run waits for its approval (each query is a round trip to
+    the worker; the time-skipping server's history long-poll would wait out its timeout)."""
+    for _ in range(queries):
+        with contextlib.suppress(RPCError):  # no query handler before the first task ran
+            progress = await handle.query("progress", result_type=PortfolioProgress)
+            if progress.awaiting_approval:
+                return
+    raise AssertionError(f"the run was not waiting for approval after {queries} queries")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def held_run(
+    ts_env: WorkflowEnvironment, services: Services
+) -> tuple[WorkflowHandle[Any, Any], PortfolioResult]:
+    """A book 18% in QBTX, holding PTRQ (rated Sell) and T-bills, run with the Scan."""
+    book = services.book("held", {"QBTX": 120, "PTRQ": 25, TBILL_ETF: 100})
+    handle = await _start(ts_env, _input(book))
+    return handle, await handle.result()
+
+
+async def test_the_pm_sees_prices_cash_value_holdings_risk_and_limits(
+    ts_env: WorkflowEnvironment, held_run: tuple[Any, PortfolioResult]
+) -> None:
+    handle, result = held_run
+    chats = await _chats(ts_env, handle)
+    pm = chats[BOOK_MANAGER][0]
+
+    context = pm.context
+    assert Decimal(context["book"]["cash"]) == result.book.cash
+    assert Decimal(context["book"]["total_value"]) == result.book.total_value
+    assert context["book"]["limits"]["max_sector_weight"] == 0.35
+    held = {h["position"]["symbol"]: h for h in context["holdings"]}
+    assert Decimal(held["QBTX"]["position"]["price"]) == Decimal(str(CLOSE["QBTX"]))
+    assert held["PTRQ"]["decision"]["rating"] == "Sell"
+    quoted = {c["candidate"]["ticker"]: c["quote"]["price"] for c in context["candidates"]}
+    assert Decimal(quoted["LMNW"]) == Decimal(str(CLOSE["LMNW"]))
+    assert context["risk"]["annualised_volatility"]["value"] > 0
+    prompt = pm.messages[-1].content
+    assert f"{CLOSE['LMNW']:,.2f}" in prompt and "annualised volatility" in prompt
+    assert "at most 35% in one GICS sector" in prompt
+
+
+async def test_macro_and_micro_run_side_by_side(
+    ts_env: WorkflowEnvironment, held_run: tuple[Any, PortfolioResult]
+) -> None:
+    chats = await _chats(ts_env, held_run[0])
+    macro, micro = chats[MACRO_SUMMARIZER], chats[MICRO_SUMMARIZER]
+    assert max(macro[1], micro[1]) < min(macro[2], micro[2])
+    assert chats[BOOK_MANAGER][1] > max(macro[2], micro[2])
+
+
+async def test_the_run_sells_what_the_review_exits_buys_the_ranked_and_keeps_the_limits(
+    held_run: tuple[Any, PortfolioResult], services: Services
+) -> None:
+    _, result = held_run
+
+    verdicts = {v.ticker: v.action.value for v in result.review.verdicts}
+    assert verdicts["PTRQ"] == "exit" and verdicts["QBTX"] == "trim"
+    filled = {(e.trade.side, e.trade.symbol) for e in result.executed}
+    assert {(Side.SELL, "PTRQ"), (Side.SELL, "QBTX"), (Side.BUY, "LMNW")} <= filled
+    assert not any(sym in ("WTTQ", "CHRQ") for _, sym in filled)  # Hold, no decision
+    # Sells fill before buys, in plan order, under the run's keys.
+    sides = [e.trade.side for e in result.executed]
+    assert sides == sorted(sides, key=lambda s: s is Side.BUY)
+    assert [e.trade.key for e in result.executed] == [
+        trade_key(result.workflow_id, e.order.index) for e in result.executed
+    ]
+    # The memory gate halved MDLQ: a similar set-up lost 6% against the benchmark.
+    mdlq = next(c for c in result.candidates.ranked if c.ticker == "MDLQ")
+    assert mdlq.factors["memory"] == 0.5 and LESSON in mdlq.reasons[-1]
+    after = result.snapshot
+    total = after.total_value
+    assert after.cash >= Decimal("0.05") * total
+    assert all(p.weight <= 0.15 for p in after.positions)
+    assert result.status is DecisionStatus.APPROVED_AUTO
+    assert len(services.store.trades("held")) == 3 + len(result.executed)
+
+
+async def test_the_report_and_the_decision_are_stored(
+    held_run: tuple[Any, PortfolioResult], services: Services
+) -> None:
+    _, result = held_run
+
+    with urllib.request.urlopen(result.report.url, timeout=10) as response:
+        markdown = response.read().decode()
+    order = ["The book before", "Risk", "Candidates", "PM decision", "Plan", "Executed"]
+    positions = [markdown.index(f"## {heading}") for heading in order]
+    assert positions == sorted(positions)
+    assert "adjusted: scaled from" in markdown  # the third IT buy meets the 35% sector limit
+    [record] = services.store.decisions("held")
+    assert record.key == result.workflow_id and record.status is DecisionStatus.APPROVED_AUTO
+    assert services.store.snapshots("held")[-1] == result.snapshot
+
+
+async def test_an_approved_runs_history_replays_deterministically(
+    ts_env: WorkflowEnvironment, services: Services
+) -> None:
+    book = services.book("replay")
+    handle = await _start(ts_env, _input(book, approval="required"))
+    await _until_waiting(handle)
+    await handle.execute_update("approve", {})
+    await handle.result()
+    replayer = Replayer(workflows=[PortfolioWorkflow], data_converter=pydantic_data_converter)
+
+    replayed = await replayer.replay_workflow(
+        await handle.fetch_history(), raise_on_replay_failure=False
+    )
+
+    assert replayed.replay_failure is None
+
+
+async def test_running_the_same_workflow_id_again_trades_nothing_twice(
+    ts_env: WorkflowEnvironment, services: Services
+) -> None:
+    book = services.book("again")
+    workflow_id = f"portfolio-again-{uuid.uuid4()}"
+    first = await (await _start(ts_env, _input(book), workflow_id)).result()
+    trades = services.store.trades(book)
+
+    second = await (await _start(ts_env, _input(book), workflow_id)).result()
+
+    assert first.approval_note is None
+    assert services.store.trades(book) == trades and len(trades) == len(first.executed) > 0
+    assert [e.trade for e in second.executed] == [e.trade for e in first.executed]
+    assert not any(e.new for e in second.executed)
+    assert "decided first" in (second.approval_note or "")
+
+
+async def test_an_all_cash_book_without_a_scan_sweeps_into_t_bills(
+    ts_env: WorkflowEnvironment, services: Services
+) -> None:
+    book = services.book("cash-only")
+    handle = await _start(ts_env, {"portfolio": book, "as_of": AS_OF.isoformat()})
+    result = await handle.result()
+
+    [fill] = result.executed
+    assert fill.trade.symbol == TBILL_ETF and fill.order.origin is Origin.SWEEP
+    assert 0.14 < result.snapshot.positions[0].weight <= 0.15
+    progress = await handle.query("progress", result_type=PortfolioProgress)
+    assert (
+        progress.steps["holdings_reviewer"] == progress.steps["prioritize_candidates"] == "skipped"
+    )
+    assert result.risk.sharpe.value is None and "all-cash" in (result.risk.sharpe.reason or "")
+
+
+async def test_an_approved_plan_trades_once_approved(
+    ts_env: WorkflowEnvironment, services: Services
+) -> None:
+    book = services.book("approve")
+    handle = await _start(ts_env, _input(book, approval="required"))
+    await _until_waiting(handle)
+    pending = await handle.query("plan", result_type=PendingPlan)
+    assert pending.awaiting_approval and pending.plan.orders
+    assert services.store.trades(book) == []
+
+    answer = await handle.execute_update("approve", {"by": "tester", "note": "ok"})
+    result = await handle.result()
+
+    assert answer["status"] == "approved"
+    assert (
+        result.status is DecisionStatus.APPROVED
+        and result.approval_note == "approved by tester: ok"
+    )
+    assert len(services.store.trades(book)) == len(pending.plan.orders)
+
+
+async def test_a_rejected_plan_trades_nothing(
+    ts_env: WorkflowEnvironment, services: Services
+) -> None:
+    book = services.book("reject")
+    handle = await _start(ts_env, _input(book, approval="required"))
+    with pytest.raises(WorkflowUpdateFailedError) as early:
+        await handle.execute_update("approve", {})  # before there is a plan to approve
+    await _until_waiting(handle)
+
+    await handle.execute_update("reject", {"note": "too concentrated"})
+    result = await handle.result()
+
+    assert result.status is DecisionStatus.REJECTED and result.executed == []
+    assert services.store.trades(book) == []
+    assert services.store.decisions(book)[0].status is DecisionStatus.REJECTED
+    assert result.snapshot.cash == Decimal(100_000)
+    assert "not waiting for an approval" in str(early.value.cause)
+
+
+async def test_the_approve_signal_works_like_the_update(
+    ts_env: WorkflowEnvironment, services: Services
+) -> None:
+    book = services.book("signal")
+    handle = await _start(ts_env, _input(book, approval="required"))
+    await _until_waiting(handle)
+
+    await handle.signal("approve", {"by": "web ui"})
+    result = await handle.result()
+
+    assert result.status is DecisionStatus.APPROVED and result.approval_note == "approved by web ui"
+    assert len(services.store.trades(book)) == len(result.executed) > 0
+
+
+async def test_no_answer_before_the_timeout_trades_nothing(
+    ts_env: WorkflowEnvironment, services: Services
+) -> None:
+    book = services.book("expire")
+    handle = await _start(ts_env, _input(book, approval="required", approval_timeout_minutes=90))
+    result = await handle.result()  # the time-skipping server jumps the 90 minutes
+
+    assert result.status is DecisionStatus.EXPIRED
+    assert result.approval_note == "no answer within 90 minutes"
+    assert services.store.trades(book) == [] and result.plan.orders
+    with pytest.raises(RPCError):  # the run is over: nothing left to approve
+        await handle.execute_update("approve", {})
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"portfolio": "no such book", "as_of": "2012-06-01T00:00:00Z"}, "portfolio"),
+        ({"portfolio": "demo"}, "as_of"),
+        ({"portfolio": "demo", "as_of": "2012-06-01T00:00:00"}, "as_of"),
+        ({"portfolio": "demo", "as_of": "2012-06-01T00:00:00Z", "approval": "maybe"}, "approval"),
+        ({"portfolio": "nobook", "as_of": "2012-06-01T00:00:00Z"}, "portfolio"),
+    ],
+)
+async def test_bad_input_fails_the_run_naming_the_field(
+    ts_env: WorkflowEnvironment, services: Services, payload: dict[str, Any], field: str
+) -> None:
+    handle = await _start(ts_env, payload)
+    with pytest.raises(WorkflowFailureError) as caught:
+        await handle.result()
+
+    cause = caught.value.cause
+    while cause is not None and not isinstance(cause, ApplicationError):
+        cause = cause.cause
+    assert isinstance(cause, ApplicationError) and cause.non_retryable
+    assert f"`{field}`" in cause.message
+
+
+# --- a worker dies during the fills (dev server, real timers) ------------------------------
+
+
+class StallingStore(PortfolioStore):
+    """Books the first fill of a run, then hangs like a dead worker until released."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.booked = threading.Event()
+        self.release = threading.Event()
+
+    def execute_trade(self, name: str, request: TradeRequest) -> TradeOutcome:
+        outcome = super().execute_trade(name, request)
+        if not self.booked.is_set():
+            self.booked.set()
+            self.release.wait(timeout=120)
+        return outcome
+
+
+async def test_a_worker_dying_mid_execution_loses_and_doubles_no_trade(
+    dev_env: WorkflowEnvironment, services: Services, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'book.db'}"
+    stalling, healthy = StallingStore(url), PortfolioStore(url)
+    healthy.create("killed", 100_000)
+    memory = MemoryStore(f"sqlite:///{tmp_path / 'memory.db'}")
+    settings = services.settings
+    common = [
+        WorkerPlan(queue=QUEUE, workflows=[PortfolioWorkflow]),
+        WorkerPlan(queue=QUEUE_OFFLINE, activities=[LlmActivities(settings, QUEUE_OFFLINE).chat]),
+    ]
+    dying = build_worker(dev_env.client, _tools(settings, stalling, memory, services.objects))
+    async with running_workers(dev_env.client, common):
+        dying_task = asyncio.create_task(dying.run())
+        handle = await _start(dev_env, _input("killed"))
+        assert await asyncio.to_thread(stalling.booked.wait, 60)
+        stopping = asyncio.create_task(dying.shutdown())  # polls no more; its fill hangs on
+        # Another client, as another process would have: one client runs one worker per queue.
+        other = await Client.connect(
+            dev_env.client.service_client.config.target_host,
+            data_converter=pydantic_data_converter,
+        )
+        async with running_workers(other, [_tools(settings, healthy, memory, services.objects)]):
+            result = await handle.result()
+        stalling.release.set()  # the dead worker wakes up and finishes its loop: no-ops
+        await stopping
+        await dying_task
+
+    booked = healthy.trades("killed")
+    assert len(booked) == len(result.plan.orders) == len(result.executed)
+    assert sorted(t.key for t in booked) == sorted(
+        trade_key(result.workflow_id, o.index) for o in result.plan.orders
+    )
+    assert [e.new for e in result.executed][0] is False  # the dead worker had booked it
+    cash = Decimal(100_000) + sum(t.cash_change for t in booked)
+    assert healthy.get("killed").cash == cash
+
+
+# --- the command line --------------------------------------------------------------------------
+
+
+def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200", **env},
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+
+
+async def test_quantdesk_approve_shows_the_plan_and_approves(
+    ts_env: WorkflowEnvironment, services: Services
+) -> None:
+    book = services.book("cli-approve")
+    handle = await _start(ts_env, _input(book, approval="required"))
+    await _until_waiting(handle)
+    env = {"QUANTDESK_TEMPORAL__ADDRESS": ts_env.client.service_client.config.target_host}
+
+    done = await asyncio.to_thread(
+        _cli, "approve", handle.id, "--by", "cli", "--note", "fine", env=env
+    )
+    result = await handle.result()
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cli-approve: plan" in done.stdout and "SGOV" in done.stdout
+    assert (
+        result.status is DecisionStatus.APPROVED and result.approval_note == "approved by cli: fine"
+    )
+    again = await asyncio.to_thread(_cli, "reject", handle.id, env=env)
+    assert again.returncode == 1
+
+
+async def test_quantdesk_portfolio_shows_the_book_its_trades_and_snapshots(
+    held_run: tuple[Any, PortfolioResult], services: Services
+) -> None:
+    env = {
+        "QUANTDESK_DATABASE_URL": services.url,
+        "QUANTDESK_DATA_DIR": str(services.settings.data_dir),
+    }
+
+    shown, trades, snaps = await asyncio.gather(
+        *(
+            asyncio.to_thread(_cli, "portfolio", command, "held", env=env)
+            for command in ("show", "trades", "snapshots")
+        )
+    )
+
+    assert shown.returncode == trades.returncode == snaps.returncode == 0, shown.stderr
+    assert "held as of 2012-06-01" in shown.stdout and "LMNW" in shown.stdout
+    assert "Information Technology" in shown.stdout and "Health Care" in shown.stdout
+    assert "SELL" in trades.stdout and "PTRQ" in trades.stdout
+    assert held_run[1].workflow_id[:20] in snaps.stdout
+    duplicate = await asyncio.to_thread(_cli, "portfolio", "create", "held", "--cash", "5", env=env)
+    assert duplicate.returncode == 1 and "exists" in duplicate.stderr
+
+
+async def test_quantdesk_portfolio_run_starts_follows_and_reports(
+    ts_env: WorkflowEnvironment, services: Services
+) -> None:
+    book = services.book("cli-run")
+    env = {
+        "QUANTDESK_TEMPORAL__ADDRESS": ts_env.client.service_client.config.target_host,
+        "QUANTDESK_QUEUES__WORKFLOWS": QUEUE,
+    }
+
+    done = await asyncio.to_thread(
+        _cli, "portfolio", "run", book, "--as-of", "2012-06-01",
+        "--scan-summary", f"{PAYLOADS_BUCKET}/{SCAN_KEY}", env=env,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cli-run: approved_auto" in done.stdout
+    assert "report: http" in done.stdout
+    assert services.store.trades(book)

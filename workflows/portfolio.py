@@ -1,0 +1,548 @@
+"""The ``Portfolio`` workflow: one decision for a whole paper book, as of one date.
+
+load the book → risk → review holdings → prioritize the Scan's candidates →
+macro ∥ micro summaries → the book manager's decision → size to the limits →
+cash sweep → (approval) → record the decision → execute on the paper broker →
+snapshot → Markdown report in S3.
+
+Everything the PM reads is priced as of the date; sizing and sweep run as
+activities so the plan an approver saw is, from the history, the plan that
+executes. With ``approval: required`` the run waits for the ``approve`` or
+``reject`` update (``quantdesk approve ID``; signals of the same names work
+too, e.g. from the Web UI) until the timeout, after which nothing is traded.
+Trades are keyed by the workflow id and the order's index: retrying the
+execution, or running the same workflow id again, books nothing twice.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from enum import StrEnum
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, Field, field_validator
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.failures import as_temporal_failures
+    from activities.portfolio import (
+        DecisionRequest,
+        ExecuteRequest,
+        LoadedBook,
+        LoadRequest,
+        PrioritizeRequest,
+        RiskRequest,
+        SizeRequest,
+        SnapshotRequest,
+        SweepRequest,
+    )
+    from activities.research import StoreReportRequest
+    from activities.services import StoredReport
+    from shared.agents.portfolio.inputs import (
+        BookFacts,
+        MacroInputs,
+        MicroInputs,
+        PmInputs,
+        ReviewInputs,
+        TickerDecision,
+        candidate_views,
+        holding_views,
+    )
+    from shared.agents.portfolio.prompts import (
+        macro_messages,
+        micro_messages,
+        pm_messages,
+        review_messages,
+    )
+    from shared.agents.portfolio.report import PortfolioOutcome, render_portfolio_report
+    from shared.agents.portfolio.roles import (
+        AGENTS,
+        BOOK_MANAGER,
+        HOLDINGS_REVIEWER,
+        MACRO_SUMMARIZER,
+        MICRO_SUMMARIZER,
+    )
+    from shared.agents.portfolio.schemas import AllocationDecision, HoldingsReview
+    from shared.llm.contracts import LlmChoice, UsageReport
+    from shared.portfolio.costs import Costs
+    from shared.portfolio.limits import Limits
+    from shared.portfolio.models import NAME_PATTERN, DecisionRecord, DecisionStatus, Snapshot
+    from shared.portfolio.orders import Execution, OrderPlan
+    from shared.portfolio.prioritize import Prioritized
+    from shared.portfolio.risk import RiskReport
+    from shared.queues import TOOLS_QUEUE
+    from shared.storage.buckets import REPORTS_BUCKET
+    from shared.storage.objects import ObjectRef
+    from workflows.concurrency import gather_all
+    from workflows.debates import check_provider, run_key_prefix
+    from workflows.inputs import parse_input
+    from workflows.llm_calls import chat, request_for
+    from workflows.progress import RunProgress, StepState, track
+    from workflows.resume import Resumable
+    from workflows.visibility import tag_run
+
+BOOK_START_TO_CLOSE = timedelta(minutes=2)
+"""A data read may build the simulated market first (seconds); SQL and S3 are quick."""
+BOOK_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
+EXECUTE_START_TO_CLOSE = timedelta(minutes=5)
+EXECUTE_HEARTBEAT = timedelta(seconds=5)
+"""Each fill heartbeats; a worker silent this long is taken for dead and the fills retried."""
+EXECUTE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=10
+)
+"""Generous: every fill is keyed, so another attempt only books what is missing."""
+DEFAULT_APPROVAL_MINUTES = 24 * 60
+MAX_APPROVAL_MINUTES = 30 * 24 * 60
+MAX_DECISIONS = 100
+
+LOAD, RISK, PRIORITIZE = "load_portfolio", "compute_risk", "prioritize_candidates"
+SIZE, SWEEP, APPROVAL = "size_orders", "sweep_cash", "approval"
+RECORD, EXECUTE, SNAPSHOT, REPORT = "record_decision", "execute_orders", "record_snapshot", "report"
+STEPS = (
+    LOAD,
+    RISK,
+    HOLDINGS_REVIEWER,
+    PRIORITIZE,
+    MACRO_SUMMARIZER,
+    MICRO_SUMMARIZER,
+    BOOK_MANAGER,
+    SIZE,
+    SWEEP,
+    APPROVAL,
+    RECORD,
+    EXECUTE,
+    SNAPSHOT,
+    REPORT,
+)
+
+
+class Approval(StrEnum):
+    """Whether the plan trades at once or waits for a person."""
+
+    AUTO = "auto"
+    REQUIRED = "required"
+
+
+class PortfolioInput(BaseModel):
+    """One decision for one book. ``{"portfolio": "demo", "as_of": "2012-06-01T00:00:00Z"}``
+    manages the holdings alone; a Scan summary and Pipeline decisions add candidates."""
+
+    portfolio: str = Field(pattern=NAME_PATTERN)
+    as_of: AwareDatetime = Field(description="prices, risk and fills are as of this time")
+    scan_summary: ObjectRef | None = Field(None, description="S3 key of a Scan's ScanSummary")
+    decisions: list[TickerDecision] = Field(
+        default_factory=list,
+        max_length=MAX_DECISIONS,
+        description="Pipeline decisions for candidates and holdings (TickerDecision.of)",
+    )
+    llm: LlmChoice = LlmChoice()
+    approval: Approval = Approval.AUTO
+    approval_timeout_minutes: int = Field(DEFAULT_APPROVAL_MINUTES, ge=1, le=MAX_APPROVAL_MINUTES)
+    costs: Costs | None = Field(None, description="fees and slippage; None: the worker's settings")
+    limits: Limits = Limits()
+
+    @field_validator("decisions")
+    @classmethod
+    def _one_per_symbol(cls, value: list[TickerDecision]) -> list[TickerDecision]:
+        symbols = [d.symbol for d in value]
+        repeated = sorted({s for s in symbols if symbols.count(s) > 1})
+        if repeated:
+            raise ValueError(f"give one decision per symbol; repeated: {', '.join(repeated)}")
+        return value
+
+
+class ApprovalRequest(BaseModel):
+    """Who answers the approval, and why (both optional)."""
+
+    by: str = Field("", max_length=200)
+    note: str = Field("", max_length=2000)
+
+
+class ApprovalAnswer(BaseModel):
+    """What the approve/reject update did."""
+
+    status: DecisionStatus
+    message: str
+
+
+class PortfolioProgress(RunProgress):
+    """The ``progress`` answer, and whether the run waits for an approval."""
+
+    awaiting_approval: bool = False
+    status: DecisionStatus | None = None
+
+
+class PendingPlan(BaseModel):
+    """What an approver approves: the PM's decision and the sized plan (``plan`` query)."""
+
+    portfolio: str
+    decision: AllocationDecision
+    plan: OrderPlan
+    awaiting_approval: bool
+
+
+class PortfolioResult(PortfolioOutcome):
+    """The run's outcome and its stored Markdown report."""
+
+    report: StoredReport
+
+
+def _settled(status: DecisionStatus) -> bool:
+    return status in (DecisionStatus.APPROVED, DecisionStatus.APPROVED_AUTO)
+
+
+@workflow.defn(name="Portfolio")
+class PortfolioWorkflow(Resumable):
+    """Review, decide, size, sweep, approve and trade one paper book."""
+
+    def __init__(self) -> None:
+        self.phase = "starting"
+        self.steps: dict[str, StepState] = {name: StepState.PENDING for name in STEPS}
+        self.usage = UsageReport()
+        self.pending: PendingPlan | None = None
+        self.awaiting = False
+        self.verdict: tuple[DecisionStatus, str] | None = None
+
+    @workflow.query(name="progress")
+    def progress(self) -> PortfolioProgress:
+        """The phase, each step, usage, and whether an approval is awaited."""
+        return PortfolioProgress.of(
+            self.steps,
+            self.usage,
+            phase=self.phase,
+            waiting=self.waiting_steps(),
+            awaiting_approval=self.awaiting,
+            status=self.verdict[0] if self.verdict else None,
+        )
+
+    @workflow.query(name="plan")
+    def plan(self) -> PendingPlan | None:
+        """The decision and plan once sized; None before."""
+        return self.pending
+
+    def _answer(self, status: DecisionStatus, request: ApprovalRequest) -> ApprovalAnswer:
+        who = f" by {request.by}" if request.by else ""
+        why = f": {request.note}" if request.note else ""
+        self.verdict = (status, f"{status.value}{who}{why}")
+        return ApprovalAnswer(status=status, message=self.verdict[1])
+
+    def _check_awaiting(self) -> None:
+        """Refuse an answer when no plan waits for one (too early, or already answered)."""
+        if not self.awaiting or self.verdict is not None:
+            state = self.verdict[1] if self.verdict else f"the run is at {self.phase}"
+            raise ValueError(f"this run is not waiting for an approval ({state})")
+
+    @workflow.update(name="approve")
+    def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Trade the plan."""
+        return self._answer(DecisionStatus.APPROVED, request)
+
+    @approve.validator
+    def _approve_validator(self, request: ApprovalRequest) -> None:
+        self._check_awaiting()
+
+    @workflow.update(name="reject")
+    def reject(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Trade nothing."""
+        return self._answer(DecisionStatus.REJECTED, request)
+
+    @reject.validator
+    def _reject_validator(self, request: ApprovalRequest) -> None:
+        self._check_awaiting()
+
+    @workflow.signal(name="approve")
+    def approve_signal(self, request: ApprovalRequest | None = None) -> None:
+        """The ``approve`` update as a signal (the Web UI sends signals); ignored unless waiting."""
+        self._signalled(DecisionStatus.APPROVED, request)
+
+    @workflow.signal(name="reject")
+    def reject_signal(self, request: ApprovalRequest | None = None) -> None:
+        """The ``reject`` update as a signal; ignored unless waiting."""
+        self._signalled(DecisionStatus.REJECTED, request)
+
+    def _signalled(self, status: DecisionStatus, request: ApprovalRequest | None) -> None:
+        if self.awaiting and self.verdict is None:
+            self._answer(status, request or ApprovalRequest())
+        else:
+            workflow.logger.warning("%s signal ignored: not waiting for an approval", status)
+
+    async def _step(self, name: str, work: Any) -> Any:
+        return await track(self.steps, name, work)
+
+    def _book(
+        self, activity: str, request: BaseModel, result_type: type, step: str | None = None
+    ) -> Any:
+        """One of the book's activities on the tools queue, shown as ``step`` (default: its name)."""
+        self.phase = step or activity
+        return self._step(
+            step or activity,
+            workflow.execute_activity(
+                activity,
+                request,
+                result_type=result_type,
+                task_queue=TOOLS_QUEUE,
+                start_to_close_timeout=BOOK_START_TO_CLOSE,
+                retry_policy=BOOK_RETRY,
+                summary=activity,
+            ),
+        )
+
+    async def _ask(self, args: PortfolioInput, agent: str, build: Any, inputs: BaseModel) -> Any:
+        """One agent's call: its messages from its typed inputs, which are also its context."""
+        with as_temporal_failures():
+            messages = build(inputs)
+        row = AGENTS[agent]
+        request = request_for(
+            args.llm,
+            agent,
+            row,
+            f"{run_key_prefix('portfolio')}/{agent}.raw.txt",
+            messages=messages,
+            context=inputs.model_dump(mode="json"),
+        )
+        response = await self._step(agent, chat(request))
+        self.usage.add(agent, response.usage)
+        if response.structured is None:
+            raise ApplicationError(
+                f"{agent} answered without the {row.schema_name} asked for",
+                type="InvalidReply",
+                non_retryable=True,
+            )
+        return row.schema.model_validate(response.structured)
+
+    @workflow.run
+    async def run(self, raw: Any = None) -> PortfolioResult:
+        """Validate, then walk the graph; without approval nothing is traded."""
+        self.open_gate()
+        args = parse_input(PortfolioInput, raw)
+        check_provider(args.llm)
+        tag_run("Portfolio", portfolio=args.portfolio, as_of=args.as_of)
+        wf_id = workflow.info().workflow_id
+        loaded: LoadedBook = await self._book(
+            LOAD,
+            LoadRequest(
+                portfolio=args.portfolio,
+                as_of=args.as_of,
+                scan_summary=args.scan_summary,
+                symbols=[d.symbol for d in args.decisions],
+            ),
+            LoadedBook,
+        )
+        valuation = loaded.valuation
+        risk: RiskReport = await self._book(RISK, RiskRequest(valuation=valuation), RiskReport)
+        decisions = {d.symbol: d for d in args.decisions}
+        holdings = holding_views(valuation, decisions)
+        book = BookFacts.of(valuation, args.limits)
+        review = await self._review(args, book, holdings)
+        candidates = await self._candidates(args, loaded)
+        views = candidate_views(candidates.ranked, loaded.quotes, decisions)
+        self.phase = "summaries"
+        macro, micro = await gather_all(
+            self._ask(
+                args,
+                MACRO_SUMMARIZER,
+                macro_messages,
+                MacroInputs(portfolio=args.portfolio, as_of=args.as_of, scan=loaded.scan),
+            ),
+            self._ask(
+                args,
+                MICRO_SUMMARIZER,
+                micro_messages,
+                MicroInputs(portfolio=args.portfolio, holdings=holdings, candidates=views),
+            ),
+        )
+        self.phase = BOOK_MANAGER
+        pm = PmInputs(
+            book=book,
+            holdings=holdings,
+            candidates=views,
+            risk=risk,
+            review=review,
+            macro=macro,
+            micro=micro,
+        )
+        decision: AllocationDecision = await self._ask(args, BOOK_MANAGER, pm_messages, pm)
+        plan = await self._plan(args, loaded, decision)
+        status, note = await self._approval(args, plan)
+        record = DecisionRecord(
+            key=wf_id,
+            as_of=args.as_of,
+            status=status,
+            decision={
+                "decision": decision.model_dump(mode="json"),
+                "plan": plan.model_dump(mode="json"),
+                "approval": note,
+            },
+            created_at=workflow.now(),
+        )
+        recorded: DecisionRecord = await self._book(
+            RECORD, DecisionRequest(portfolio=args.portfolio, record=record), DecisionRecord
+        )
+        if recorded.created_at != record.created_at:
+            # An earlier run of this workflow id decided first; its orders own the trade keys.
+            decision = AllocationDecision.model_validate(recorded.decision["decision"])
+            plan = OrderPlan.model_validate(recorded.decision["plan"])
+            status = recorded.status
+            note = (
+                f"an earlier run of {wf_id} decided first, at "
+                f"{recorded.created_at.isoformat(timespec='seconds')}: its plan stands"
+            )
+        executed, refused = [], list(plan.rejected)
+        if _settled(status) and plan.orders:
+            done: Execution = await self._execute(args, plan, wf_id)
+            executed, refused = done.executed, refused + done.rejected
+        else:
+            self.steps[EXECUTE] = StepState.SKIPPED
+        snapshot: Snapshot = await self._book(
+            SNAPSHOT,
+            SnapshotRequest(portfolio=args.portfolio, as_of=args.as_of, key=wf_id),
+            Snapshot,
+        )
+        outcome = PortfolioOutcome(
+            workflow_id=wf_id,
+            portfolio=args.portfolio,
+            as_of=args.as_of,
+            status=status,
+            approval_note=note,
+            book=valuation,
+            risk=risk,
+            candidates=candidates,
+            review=review,
+            macro=macro,
+            micro=micro,
+            decision=decision,
+            plan=plan,
+            executed=executed,
+            rejected=refused,
+            snapshot=snapshot,
+            usage=self.usage,
+        )
+        self.phase = REPORT
+        stored: StoredReport = await self._book(
+            "store_report",
+            StoreReportRequest(
+                markdown=render_portfolio_report(outcome),
+                target=ObjectRef(
+                    bucket=REPORTS_BUCKET, key=f"{run_key_prefix('portfolio')}/report.md"
+                ),
+            ),
+            StoredReport,
+            REPORT,
+        )
+        self.phase = "done"
+        return PortfolioResult(**dict(outcome), report=stored)
+
+    async def _review(
+        self, args: PortfolioInput, book: BookFacts, holdings: list[Any]
+    ) -> HoldingsReview:
+        """The reviewer's verdicts; an empty book has nothing to review (no call)."""
+        if not holdings:
+            self.steps[HOLDINGS_REVIEWER] = StepState.SKIPPED
+            return HoldingsReview(verdicts=[], summary="The book holds no positions.")
+        self.phase = HOLDINGS_REVIEWER
+        inputs = ReviewInputs(book=book, holdings=holdings)
+        review: HoldingsReview = await self._ask(args, HOLDINGS_REVIEWER, review_messages, inputs)
+        return review
+
+    async def _candidates(self, args: PortfolioInput, loaded: LoadedBook) -> Prioritized:
+        """The Scan's stocks ranked; without a Scan there are none."""
+        if loaded.scan is None:
+            self.steps[PRIORITIZE] = StepState.SKIPPED
+            return Prioritized(ranked=[], dropped=[])
+        request = PrioritizeRequest(
+            valuation=loaded.valuation,
+            stocks=loaded.scan.stocks_to_investigate,
+            sectors=loaded.sectors,
+            limits=args.limits,
+        )
+        ranked: Prioritized = await self._book(PRIORITIZE, request, Prioritized)
+        return ranked
+
+    async def _plan(
+        self, args: PortfolioInput, loaded: LoadedBook, decision: AllocationDecision
+    ) -> OrderPlan:
+        """The decision sized to the limits, then settled with the T-bill ETF."""
+        sized: OrderPlan = await self._book(
+            SIZE,
+            SizeRequest(
+                valuation=loaded.valuation,
+                decision=decision,
+                quotes=loaded.quotes,
+                sectors=loaded.sectors,
+                limits=args.limits,
+                costs=args.costs or loaded.costs,
+            ),
+            OrderPlan,
+        )
+        plan: OrderPlan = await self._book(
+            SWEEP,
+            SweepRequest(
+                plan=sized, valuation=loaded.valuation, quotes=loaded.quotes, sectors=loaded.sectors
+            ),
+            OrderPlan,
+        )
+        self.pending = PendingPlan(
+            portfolio=args.portfolio, decision=decision, plan=plan, awaiting_approval=False
+        )
+        return plan
+
+    async def _approval(
+        self, args: PortfolioInput, plan: OrderPlan
+    ) -> tuple[DecisionStatus, str | None]:
+        """Auto, or wait for a person until the timeout (then nothing is traded)."""
+        if args.approval is Approval.AUTO or not plan.orders:
+            self.steps[APPROVAL] = StepState.SKIPPED
+            self.verdict = (DecisionStatus.APPROVED_AUTO, "" if plan.orders else "no orders")
+            return DecisionStatus.APPROVED_AUTO, self.verdict[1] or None
+        self.phase = APPROVAL
+        self.steps[APPROVAL] = StepState.WAITING
+        self.awaiting = True
+        assert self.pending is not None
+        self.pending.awaiting_approval = True
+        wf_id = workflow.info().workflow_id
+        workflow.set_current_details(
+            f"**Waiting for approval** of {len(plan.orders)} orders. "
+            f"`quantdesk approve {wf_id}` or `quantdesk reject {wf_id}`."
+        )
+        minutes = args.approval_timeout_minutes
+        try:
+            await workflow.wait_condition(
+                lambda: self.verdict is not None,
+                timeout=timedelta(minutes=minutes),
+                timeout_summary="approval timeout",
+            )
+        except TimeoutError:
+            self.verdict = (DecisionStatus.EXPIRED, f"no answer within {minutes} minutes")
+        self.awaiting = False
+        self.pending.awaiting_approval = False
+        workflow.set_current_details("")
+        assert self.verdict is not None
+        self.steps[APPROVAL] = StepState.DONE
+        return self.verdict[0], self.verdict[1]
+
+    async def _execute(self, args: PortfolioInput, plan: OrderPlan, wf_id: str) -> Execution:
+        """Fill the plan on the paper broker, sells first, each order under its own key."""
+        self.phase = EXECUTE
+        request = ExecuteRequest(
+            portfolio=args.portfolio,
+            orders=plan.orders,
+            costs=plan.costs,
+            run_key=wf_id,
+            as_of=args.as_of,
+        )
+        done: Execution = await self._step(
+            EXECUTE,
+            workflow.execute_activity(
+                EXECUTE,
+                request,
+                result_type=Execution,
+                task_queue=TOOLS_QUEUE,
+                start_to_close_timeout=EXECUTE_START_TO_CLOSE,
+                heartbeat_timeout=EXECUTE_HEARTBEAT,
+                retry_policy=EXECUTE_RETRY,
+                summary=f"{EXECUTE}: {len(plan.orders)} orders",
+            ),
+        )
+        return done
