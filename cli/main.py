@@ -11,6 +11,7 @@ from cli.evaluate import eval_app
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.portfolio import portfolio_app
 from cli.portfolio import register as register_approval
+from cli.report import register as register_report_command
 from cli.run import run_app
 from cli.runs import register as register_run_commands
 from cli.schedule import schedule_app
@@ -25,6 +26,7 @@ app = typer.Typer(
 )
 register_stack_commands(app)
 register_run_commands(app)
+register_report_command(app)
 register_backtest(app)
 register_approval(app)
 app.add_typer(run_app, name="run")

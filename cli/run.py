@@ -21,6 +21,7 @@ from cli.inputs import llm_choice, new_workflow_id, utc_iso
 from cli.views import console, print_failure, print_links, titled, web_ui_url
 from shared.config import Settings, load_settings
 from shared.llm.contracts import UsageReport
+from workflows.autorun import AutoRunResult
 from workflows.debates import DebateResult, RiskResult
 from workflows.pipeline import PipelineResult, PipelineState
 from workflows.progress import RunProgress
@@ -416,3 +417,104 @@ def scan(
         status = asyncio.run(_run_scan(settings, payload, workflow_id))
     finish(status)
 
+
+# --- AutoRun: the whole desk --------------------------------------------------------------
+
+
+def decisions_table(result: AutoRunResult) -> Table:
+    """Each analysed ticker's decision, and the ones that failed."""
+    table = Table(title=f"AutoRun {result.portfolio} as of {result.as_of:%Y-%m-%d}")
+    for column in ("ticker", "rating", "signal", "price target", "summary"):
+        table.add_column(column)
+    for decision in result.decisions:
+        colour = {"BUY": "green", "SELL": "red"}.get(decision.signal.value, "yellow")
+        target = f"{decision.price_target:,.2f}" if decision.price_target else ""
+        table.add_row(
+            decision.symbol,
+            decision.rating.value,
+            f"[{colour}]{decision.signal.value}[/]",
+            target,
+            decision.executive_summary[:90],
+        )
+    for failure in result.failures:
+        table.add_row(failure.symbol, "[bold red]failed[/]", "", "", failure.reason[:90])
+    total = result.usage.total
+    table.caption = (
+        f"shortlist {', '.join(result.shortlist) or 'none'}; portfolio {result.portfolio_status}, "
+        f"{result.trades} trade(s), {result.refused} refused; LLM calls {total.calls}, "
+        f"tokens {total.total_tokens}, ${total.cost_usd:.4f}"
+    )
+    return table
+
+
+async def _run_autorun(
+    settings: Settings, payload: dict[str, Any], workflow_id: str, out: Path
+) -> int:
+    from cli.report import download_reports, report_refs
+    from workers.client import connect
+
+    client: Client = await connect(settings)
+    result, ui_url = await _start_and_follow(
+        client,
+        settings,
+        "AutoRun",
+        payload,
+        workflow_id=workflow_id,
+        result_type=AutoRunResult,
+        summary=f"AutoRun {payload['portfolio']}",
+    )
+    if result is None:
+        return 1
+    console.print()
+    console.print(decisions_table(result))
+    refs = report_refs(result.report.model_dump(mode="json"))
+    paths = await asyncio.to_thread(download_reports, settings, refs, out / workflow_id)
+    print_links(
+        ("report", str(paths[0].resolve())),
+        ("report (S3)", result.report_url),
+        ("Web UI", ui_url),
+    )
+    return 0
+
+
+@run_app.command("autorun")
+def autorun(
+    portfolio: str = typer.Option("desk", help="the book to manage (created if missing)"),
+    cash: float = typer.Option(100_000, help="starting cash of a new book"),
+    as_of: datetime | None = typer.Option(None, help="analysis time, UTC (default: latest)"),
+    max_tickers: int = typer.Option(10, help="most stocks the Scan shortlists (1-25)"),
+    min_conviction: str = typer.Option("medium", help="low, medium or high"),
+    analysts: str = typer.Option(
+        "market,social,news,fundamentals", help="comma-separated subset of the four analysts"
+    ),
+    rounds: int = typer.Option(1, help="bull/bear debate rounds (1-5)"),
+    risk_rounds: int = typer.Option(1, help="risk debate rounds (1-5)"),
+    concurrency: int = typer.Option(4, help="Pipelines at once"),
+    approval: str = typer.Option("auto", help="auto, or required (wait for quantdesk approve)"),
+    reflect: bool = typer.Option(True, help="start one Reflect per decision"),
+    provider: str | None = typer.Option(None, help="LLM provider (default: settings, offline)"),
+    model: str | None = typer.Option(None, help="quick model"),
+    deep_model: str | None = typer.Option(None, help="deep model (managers, synthesis)"),
+    out: Path = typer.Option(Path("reports"), help="folder the report is downloaded into"),
+) -> None:
+    """Run the whole desk: Scan, a Pipeline per candidate, Portfolio, report, Reflects."""
+    with fail_on_quantdesk_errors():
+        settings = load_settings()
+        payload: dict[str, Any] = {
+            "portfolio": portfolio,
+            "initial_cash": cash,
+            "max_tickers": max_tickers,
+            "min_conviction": min_conviction,
+            "analysts": [name.strip() for name in analysts.split(",") if name.strip()],
+            "debate_rounds": rounds,
+            "risk_rounds": risk_rounds,
+            "concurrency": concurrency,
+            "approval": approval,
+            "reflect": reflect,
+            "llm": llm_choice(settings, provider, model=model, deep_model=deep_model),
+        }
+        if as_of is not None:
+            payload["as_of"] = utc_iso(as_of)
+        workflow_id = new_workflow_id("autorun", portfolio)
+        status = asyncio.run(_run_autorun(settings, payload, workflow_id, out))
+    finish(status)

@@ -35,6 +35,7 @@ from cli.exit import fail_on_quantdesk_errors, finish
 from cli.views import console
 from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
+from workflows.autorun import AutoRunInput
 from workflows.pipeline import PipelineInput
 from workflows.quantagent import QuantAgentInput
 from workflows.scan import ScanInput
@@ -42,6 +43,7 @@ from workflows.scan import ScanInput
 schedule_app = typer.Typer(help="Run flows on cron schedules (Temporal Schedules).")
 
 SCHEDULABLE: dict[str, tuple[str, type[BaseModel]]] = {
+    "autorun": ("AutoRun", AutoRunInput),
     "quantagent": ("QuantAgent", QuantAgentInput),
     "pipeline": ("Pipeline", PipelineInput),
     "scan": ("Scan", ScanInput),

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -22,18 +21,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from shared.config import Settings
-from tests.servers import s3_for_tests
+from tests.servers import s3_for_tests, server_binary, start_time_skipping
 from workers.client import register_search_attributes
 
-SCRIPTS = Path(sysconfig.get_path("scripts"))
 _EXIT_STATUS: list[int] = []
-
-
-def _binary(name: str) -> str:
-    for folder in (Path(sys.executable).parent, SCRIPTS):
-        if (folder / name).exists():
-            return str(folder / name)
-    raise RuntimeError(f"{name} not found: install the dev extra (pip install -e '.[dev]')")
 
 
 @pytest.fixture(scope="session")
@@ -52,11 +43,7 @@ def s3_settings(session_dir: Path) -> Iterator[Settings]:
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
     """The time-skipping test server."""
-    env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter,
-        test_server_existing_path=_binary("temporal-test-server"),
-    )
-    await register_search_attributes(env.client)
+    env = await start_time_skipping()
     try:
         yield env
     finally:
@@ -68,7 +55,7 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
     """The Temporal dev server (real persistence, real timers)."""
     env = await WorkflowEnvironment.start_local(
         data_converter=pydantic_data_converter,
-        dev_server_existing_path=_binary("temporal"),
+        dev_server_existing_path=server_binary("temporal"),
         ui=False,
     )
     await register_search_attributes(env.client)

@@ -14,6 +14,7 @@ from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 
 from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
 
 from cli.stack.servers import ServerLaunch, port_is_free, s3_server, wait_until
 from shared.config import Settings, load_settings
@@ -130,3 +131,28 @@ def tools_reading(settings: Settings) -> Iterator[None]:
         yield
     finally:
         tool_activities.tool_services = original
+
+
+def server_binary(name: str) -> str:
+    """A server binary of the dev extra (``temporal``, ``temporal-test-server``)."""
+    import sys
+    import sysconfig
+
+    for folder in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
+        if (folder / name).exists():
+            return str(folder / name)
+    raise RuntimeError(f"{name} not found: install the dev extra (pip install -e '.[dev]')")
+
+
+async def start_time_skipping() -> WorkflowEnvironment:
+    """A time-skipping test server with quantdesk's search attributes registered."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from workers.client import register_search_attributes
+
+    env = await WorkflowEnvironment.start_time_skipping(
+        data_converter=pydantic_data_converter,
+        test_server_existing_path=server_binary("temporal-test-server"),
+    )
+    await register_search_attributes(env.client)
+    return env

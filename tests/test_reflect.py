@@ -8,8 +8,6 @@ would then sleep in real time.
 
 from __future__ import annotations
 
-import sys
-import sysconfig
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -20,7 +18,6 @@ import pytest
 import pytest_asyncio
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
@@ -33,8 +30,7 @@ from shared.llm.providers import QUEUE_OFFLINE
 from shared.market.sources import BundledSource
 from shared.memory import MemoryRole, MemoryStore
 from shared.queues import TOOLS_QUEUE
-from tests.servers import running_workers
-from workers.client import register_search_attributes
+from tests.servers import running_workers, start_time_skipping
 from workers.main import WorkerPlan
 from workflows.reflect import ReflectProgress, ReflectResult, ReflectWorkflow
 
@@ -60,20 +56,10 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     return Settings(data_dir=folder, database_url=f"sqlite:///{folder / 'memory.db'}")
 
 
-def _test_server() -> str:
-    for folder in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
-        if (folder / "temporal-test-server").exists():
-            return str(folder / "temporal-test-server")
-    raise RuntimeError("temporal-test-server not found: pip install -e '.[dev]'")
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def env() -> AsyncIterator[WorkflowEnvironment]:
     """This module's own time-skipping server (see the module docstring)."""
-    server = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter, test_server_existing_path=_test_server()
-    )
-    await register_search_attributes(server.client)
+    server = await start_time_skipping()
     try:
         yield server
     finally:

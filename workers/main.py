@@ -61,6 +61,7 @@ def _plan_workflows(settings: Settings) -> WorkerPlan:
 
 
 def _plan_tools(settings: Settings) -> WorkerPlan:
+    from activities.autorun import AutoRunActivities
     from activities.backtest import BacktestActivities
     from activities.evaluation import EvaluationActivities
     from activities.portfolio import PortfolioActivities
@@ -78,6 +79,7 @@ def _plan_tools(settings: Settings) -> WorkerPlan:
             *BacktestActivities(settings).tools_activities(),
             *EvaluationActivities(settings).tools_activities(),
             *SCAN_ACTIVITIES,
+            *AutoRunActivities(settings).tools_activities(),
             *PortfolioActivities(settings).activities(),
         ],
         threads=True,
@@ -85,6 +87,7 @@ def _plan_tools(settings: Settings) -> WorkerPlan:
 
 
 def _plan_charts(settings: Settings) -> WorkerPlan:
+    from activities.autorun import AutoRunActivities
     from activities.backtest import BacktestActivities
     from activities.charts import ChartActivities
     from activities.evaluation import EvaluationActivities
@@ -93,6 +96,7 @@ def _plan_charts(settings: Settings) -> WorkerPlan:
         queue=CHARTS_QUEUE,
         activities=[
             *ChartActivities(settings).activities(),
+            *AutoRunActivities(settings).charts_activities(),
             *BacktestActivities(settings).chart_activities(),
             *EvaluationActivities(settings).charts_activities(),
         ],

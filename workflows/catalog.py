@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from workflows.autorun import AutoRunWorkflow
 from workflows.backtest import BacktestWorkflow
 from workflows.debates import DebateWorkflow, RiskWorkflow
 from workflows.evaluate import EvaluateWorkflow
@@ -20,5 +21,6 @@ WORKFLOWS: list[type] = [
     BacktestWorkflow,
     EvaluateWorkflow,
     ScanWorkflow,
+    AutoRunWorkflow,
     PortfolioWorkflow,
 ]

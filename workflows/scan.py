@@ -113,6 +113,9 @@ class ScanInput(BaseModel):
     as_of: AwareDatetime | None = Field(
         None, description="scan time (UTC offset required); default: the latest daily bar"
     )
+    not_after: AwareDatetime | None = Field(
+        None, description="without as_of: the latest data at or before this (a schedule's time)"
+    )
     max_tickers: int = Field(10, ge=1, le=MAX_TICKERS, description="most stocks to shortlist")
     llm: LlmChoice = Field(
         default_factory=LlmChoice,
@@ -216,7 +219,9 @@ class ScanWorkflow(Resumable):
             self._tools(
                 RESOLVE_AS_OF,
                 ResolveAsOfRequest(
-                    symbol=CLOCK_SYMBOL, as_of=args.as_of, not_after=scheduled_time()
+                    symbol=CLOCK_SYMBOL,
+                    as_of=args.as_of,
+                    not_after=args.not_after or scheduled_time(),
                 ),
                 ResolvedAsOf,
             ),

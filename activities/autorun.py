@@ -1,0 +1,160 @@
+"""The AutoRun's own activities: open the book it manages, and store its run report.
+
+``open_book`` (tools queue) creates the portfolio with its starting cash the first
+time a name is used, and returns the holdings, which become candidates of their
+own. ``store_run_report`` (charts queue: it draws) renders each analysed ticker's
+price chart as of the run, then the report as Markdown and as one self-contained
+HTML page, and stores them next to each other under the run's keys; a retry
+overwrites the same objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, Field
+from temporalio import activity
+
+from activities.failures import as_temporal_failures
+from activities.research import MARKDOWN
+from activities.services import Services, StoredReport
+from shared.data.contracts import DataKind
+from shared.errors import InvalidInput, QuantdeskError
+from shared.market.bars import Timeframe
+from shared.reports.autorun import AutoRunReport, chart_name, render_markdown
+from shared.reports.html import markdown_to_html
+from shared.storage.buckets import REPORTS_BUCKET
+from shared.storage.objects import ObjectRef
+
+CHART_BARS = 60
+"""About three months of daily candles: enough to see the trend a decision rode."""
+HTML = "text/html; charset=utf-8"
+
+
+class OpenBookRequest(BaseModel):
+    """The book an AutoRun manages, and the cash it starts with if it is new."""
+
+    portfolio: str = Field(min_length=1)
+    initial_cash: Decimal = Field(gt=0)
+
+
+class HeldPosition(BaseModel):
+    """A holding as the Pipeline's ``position`` input describes it."""
+
+    shares: int
+    avg_cost: float
+    sector: str | None = None
+
+
+class OpenedBook(BaseModel):
+    """The book, whether it was just created, and what it holds."""
+
+    portfolio: str
+    created: bool
+    cash: float
+    holdings: dict[str, HeldPosition]
+
+
+class RunReportRequest(BaseModel):
+    """The report to render and the folder (key prefix) of the run's objects."""
+
+    report: AutoRunReport
+    prefix: str = Field(min_length=1, description="e.g. autorun/<workflow id>/<run id>")
+
+
+class RunReportFiles(BaseModel):
+    """The stored report, both renderings, and the charts beside them."""
+
+    markdown: StoredReport
+    html: StoredReport
+    charts: dict[str, ObjectRef]
+
+
+class AutoRunActivities(Services):
+    """The book and report steps of AutoRun over the shared, lazily built clients."""
+
+    @activity.defn(name="open_book")
+    def open_book(self, request: OpenBookRequest) -> OpenedBook:
+        """The named book (created with ``initial_cash`` if there is none) and its holdings."""
+        with as_temporal_failures():
+            created = False
+            try:
+                book = self.books.get(request.portfolio)
+            except InvalidInput:
+                try:
+                    book = self.books.create(request.portfolio, request.initial_cash)
+                    created = True
+                except InvalidInput as error:
+                    if error.field != "name":
+                        raise
+                    book = self.books.get(request.portfolio)  # another run created it first
+            holdings = {
+                h.symbol: HeldPosition(
+                    shares=h.shares,
+                    avg_cost=float(h.avg_cost),
+                    sector=h.sector.value if h.sector else None,
+                )
+                for h in self.books.holdings(request.portfolio)
+            }
+            return OpenedBook(
+                portfolio=book.name, created=created, cash=float(book.cash), holdings=holdings
+            )
+
+    def _chart(self, symbol: str, as_of: AwareDatetime) -> bytes | None:
+        """The ticker's recent daily candles as of the run, or None if the data has too few."""
+        from shared.charts.render import render_pattern_chart
+
+        try:
+            routed = self.router.call(
+                DataKind.OHLCV,
+                lambda vendor: vendor.ohlcv(symbol, Timeframe.D1, as_of, CHART_BARS),
+            )
+            bars = routed.value
+            return render_pattern_chart(
+                bars, symbol=symbol, timeframe=Timeframe.D1.value, last=min(len(bars), CHART_BARS)
+            )
+        except QuantdeskError as error:
+            activity.logger.warning("no chart for %s: %s", symbol, error)
+            return None
+
+    def _put(self, key: str, data: bytes, content_type: str) -> StoredReport:
+        return self.put_report(
+            ObjectRef(bucket=REPORTS_BUCKET, key=key, content_type=content_type), data
+        )
+
+    @activity.defn(name="store_run_report")
+    def store_run_report(self, request: RunReportRequest) -> RunReportFiles:
+        """Draw the charts, render Markdown and HTML, store all three kinds side by side."""
+        with as_temporal_failures():
+            report = request.report
+            pngs: dict[str, bytes] = {}
+            for decision in report.decisions:
+                png = self._chart(decision.symbol, decision.as_of)
+                if png is not None:
+                    pngs[chart_name(decision.symbol)] = png
+            names = {d.symbol: chart_name(d.symbol) for d in report.decisions}
+            report = report.model_copy(
+                update={"charts": {s: n for s, n in names.items() if n in pngs}}
+            )
+            charts = {
+                name: self._put(f"{request.prefix}/{name}", png, "image/png").report
+                for name, png in pngs.items()
+            }
+            markdown = render_markdown(report)
+            title = f"AutoRun {report.portfolio} as of {report.as_of:%Y-%m-%d}"
+            page = markdown_to_html(markdown, title=title, images=pngs)
+            return RunReportFiles(
+                markdown=self._put(f"{request.prefix}/report.md", markdown.encode(), MARKDOWN),
+                html=self._put(f"{request.prefix}/report.html", page.encode(), HTML),
+                charts=charts,
+            )
+
+    def tools_activities(self) -> list[Callable[[Any], Any]]:
+        """What a tools worker registers."""
+        return [self.open_book]
+
+    def charts_activities(self) -> list[Callable[[Any], Any]]:
+        """What a charts worker registers."""
+        return [self.store_run_report]

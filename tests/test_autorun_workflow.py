@@ -1,0 +1,182 @@
+"""AutoRun offline end to end on the time-skipping server, with the product's worker plans.
+
+The module runs its own time-skipping server: once a parent has completed while the
+children it abandoned (the Reflects) were still running, the test server stops skipping
+time for every later run on it, however those children end (the session's server would
+then sleep out another module's 90-minute approval timeout in real time).
+
+The workers are exactly what `quantdesk up` starts (``workers.main.plan_for``), pointed
+at a temporary data directory (SQLite books and memories) and the session's S3. The
+run scans the simulated market of 2012-06-01, analyses the shortlist and a holding,
+trades the paper book and leaves one Reflect per decision. A holding the data layer
+has never heard of makes its Pipeline fail: the run records it and goes on.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from cli.report import fetch_report
+from shared.config import Settings
+from shared.portfolio.models import Side, TradeRequest
+from shared.portfolio.store import PortfolioStore
+from tests.servers import (
+    isolated_settings,
+    running_workers,
+    start_time_skipping,
+    tools_reading,
+)
+from workers.main import plan_for
+from workers.roles import WorkerRole
+from workflows.autorun import AutoRunProgress, AutoRunResult
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+QUEUE = "test-autorun"
+AS_OF = "2012-06-01T00:00:00Z"
+PRODUCT_ROLES = (WorkerRole.WORKFLOWS, WorkerRole.TOOLS, WorkerRole.CHARTS, WorkerRole.LLM_OFFLINE)
+GHOST = "GHOSTCO"
+"""A holding no vendor knows: its Pipeline fails, and the run must go on."""
+
+
+@pytest.fixture(scope="module")
+def settings(s3_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    return isolated_settings(s3_settings, tmp_path_factory.mktemp("autorun"), QUEUE)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
+    """This module's own time-skipping server (see the module docstring)."""
+    server = await start_time_skipping()
+    try:
+        yield server
+    finally:
+        await server.shutdown()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def workers(ts_env: WorkflowEnvironment, settings: Settings) -> AsyncIterator[None]:
+    plans = [plan_for(role, settings) for role in PRODUCT_ROLES]
+    with tools_reading(settings):
+        async with running_workers(ts_env.client, plans):
+            yield
+
+
+async def _start(env: WorkflowEnvironment, payload: dict[str, Any]) -> WorkflowHandle[Any, Any]:
+    return await env.client.start_workflow(
+        "AutoRun",
+        payload,
+        id=f"autorun-{uuid.uuid4().hex[:8]}",
+        task_queue=QUEUE,
+        result_type=AutoRunResult,
+    )
+
+
+def _hold_a_ghost(settings: Settings, portfolio: str) -> None:
+    books = PortfolioStore.from_settings(settings)
+    books.create(portfolio, Decimal(100_000))
+    books.execute_trade(
+        portfolio,
+        TradeRequest(
+            key=f"{portfolio}-ghost",
+            symbol=GHOST,
+            side=Side.BUY,
+            shares=10,
+            price=Decimal(20),
+            fees=Decimal(0),
+            executed_at=datetime(2012, 5, 1, tzinfo=UTC),
+            rationale="a position from before the data vendors knew better",
+        ),
+    )
+
+
+def _overlap(history: Any, prefix: str) -> int:
+    """The most child runs with ``prefix`` open at once, from the parent's history (matched
+    on the initiating event: the test server numbers ``started_event_id`` its own way)."""
+    closing = {
+        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED: "completed",
+        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED: "failed",
+    }
+    running: set[int] = set()
+    most = 0
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+            attrs = event.child_workflow_execution_started_event_attributes
+            if attrs.workflow_execution.workflow_id.startswith(prefix):
+                running.add(attrs.initiated_event_id)
+                most = max(most, len(running))
+        elif event.event_type in closing:
+            name = f"child_workflow_execution_{closing[event.event_type]}_event_attributes"
+            running.discard(getattr(event, name).initiated_event_id)
+    return most
+
+
+def _address(env: WorkflowEnvironment) -> str:
+    return env.client.service_client.config.target_host
+
+
+async def test_the_desk_runs_offline_end_to_end(
+    ts_env: WorkflowEnvironment, workers: None, settings: Settings, tmp_path: Path
+) -> None:
+    portfolio = f"desk{uuid.uuid4().hex[:6]}"
+    _hold_a_ghost(settings, portfolio)
+    handle = await _start(
+        ts_env,
+        {
+            "portfolio": portfolio,
+            "as_of": AS_OF,
+            "max_tickers": 4,
+            "min_conviction": "low",
+            "analysts": ["market", "fundamentals"],
+            "concurrency": 2,
+        },
+    )
+    result: AutoRunResult = await handle.result()
+
+    assert result.candidates[: len(result.shortlist)] == result.shortlist
+    assert result.candidates[-1] == GHOST
+    [failure] = result.failures
+    assert failure.symbol == GHOST and "symbol" in failure.reason
+    assert {d.symbol for d in result.decisions} == set(result.shortlist)
+    assert result.portfolio_status == "approved_auto"
+    assert len(result.reflections) == len(result.decisions)
+
+    history = await handle.fetch_history()
+    assert _overlap(history, f"{handle.id}-pipeline-") == 2  # bounded, and really parallel
+    progress = await handle.query("progress", result_type=AutoRunProgress)
+    assert progress.phase == "done" and progress.tickers_done == len(result.candidates)
+    assert progress.tickers_failed == 1
+
+    with urllib.request.urlopen(result.report_url, timeout=10) as response:
+        page = response.read().decode()
+    assert page.startswith("<!DOCTYPE html>") and "data:image/png;base64," in page
+    for symbol in result.shortlist:
+        assert symbol in page
+    assert GHOST in page and "Tickers that failed" in page
+    assert result.report.markdown.report.key.endswith("report.md")
+    books = PortfolioStore.from_settings(settings)
+    assert len(books.trades(portfolio)) >= 1 + result.trades  # the ghost's buy, then the run's
+    fetched = await fetch_report(
+        settings.model_copy(
+            update={"temporal": settings.temporal.model_copy(update={"address": _address(ts_env)})}
+        ),
+        handle.id,
+        tmp_path,
+    )
+    assert fetched[0].name == "report.html" and fetched[1].name == "report.md"
+    assert {p.name for p in fetched[2:]} == {f"chart-{s}.png" for s in result.shortlist}
+    assert "![" in fetched[1].read_text()
+    for reflect_id in result.reflections:
+        reflected = await ts_env.client.get_workflow_handle(reflect_id).result()
+        assert reflected["inserted"] >= 1

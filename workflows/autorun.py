@@ -1,0 +1,340 @@
+"""The ``AutoRun`` workflow: the whole desk in one durable run.
+
+open the book → ``Scan`` → candidates = the shortlist at or above ``min_conviction``
+∪ the holdings → one ``Pipeline`` per candidate (at most ``concurrency`` at once,
+each reading the Scan's summary as its macro context) → ``Portfolio`` with every
+decision that came back → the run report (Markdown and HTML with charts) → one
+``Reflect`` per decision, left running after the AutoRun ends (each waits on a
+durable timer until its horizon has passed).
+
+Child ids derive from the AutoRun's id and the ticker, so the Web UI lists a run's
+children by prefix and a re-run under the same id finds the same names. A ticker
+whose Pipeline fails is recorded with its reason and the Portfolio goes on without
+it. A provider failure only a person can fix parks the call, in whichever child it
+happens, until ``resume`` (forwarded to the running children).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, Field, field_validator
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ChildWorkflowError
+from temporalio.workflow import ParentClosePolicy
+
+with workflow.unsafe.imports_passed_through():
+    from activities.autorun import OpenBookRequest, OpenedBook, RunReportFiles, RunReportRequest
+    from shared.agents.pipeline.schemas import AnalystKind
+    from shared.agents.portfolio.inputs import TickerDecision
+    from shared.agents.scan.schemas import Conviction
+    from shared.llm.contracts import LlmChoice, Usage, UsageReport
+    from shared.portfolio.limits import CASH_EQUIVALENTS
+    from shared.portfolio.models import NAME_PATTERN
+    from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+    from shared.reports.autorun import AutoRunReport, TickerFailure
+    from workflows.concurrency import root_message, run_bounded
+    from workflows.debates import MAX_ROUNDS, check_provider, run_key_prefix
+    from workflows.inputs import parse_input, scheduled_time
+    from workflows.pipeline import PipelineInput, PipelineResult
+    from workflows.portfolio import Approval, PortfolioInput, PortfolioResult
+    from workflows.progress import RunProgress, StepState, track
+    from workflows.resume import Resumable
+    from workflows.scan import MAX_TICKERS, ScanInput, ScanResult
+    from workflows.visibility import tag_run
+
+STEP_START_TO_CLOSE = timedelta(minutes=2)
+STEP_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=5)
+DEFAULT_CASH = Decimal(100_000)
+MAX_CONCURRENCY = 32
+CONVICTION_RANK = {Conviction.LOW: 1, Conviction.MEDIUM: 2, Conviction.HIGH: 3}
+
+OPEN_BOOK, SCAN, PORTFOLIO, REPORT, REFLECT = "open_book", "scan", "portfolio", "report", "reflect"
+
+
+def pipeline_step(symbol: str) -> str:
+    """A ticker's step name in the progress, e.g. ``pipeline GOOG``."""
+    return f"pipeline {symbol}"
+
+
+class AutoRunInput(BaseModel):
+    """Every field is optional: ``{}`` runs the desk offline on the latest data."""
+
+    portfolio: str = Field("desk", pattern=NAME_PATTERN, description="created if missing")
+    initial_cash: Decimal = Field(DEFAULT_CASH, gt=0, description="cash of a new portfolio")
+    as_of: AwareDatetime | None = Field(
+        None, description="analysis time; default: a schedule's time, else the latest data"
+    )
+    max_tickers: int = Field(10, ge=1, le=MAX_TICKERS)
+    min_conviction: Conviction = Field(Conviction.MEDIUM, description="of the Scan's shortlist")
+    analysts: list[AnalystKind] = Field(default_factory=lambda: list(AnalystKind), min_length=1)
+    debate_rounds: int = Field(1, ge=1, le=MAX_ROUNDS)
+    risk_rounds: int = Field(1, ge=1, le=MAX_ROUNDS)
+    llm: LlmChoice = LlmChoice()
+    concurrency: int = Field(4, ge=1, le=MAX_CONCURRENCY, description="Pipelines at once")
+    approval: Approval = Approval.AUTO
+    reflect: bool = Field(True, description="start one Reflect per decision")
+    reflect_horizon_bars: int = Field(5, ge=1, le=250)
+
+    @field_validator("analysts")
+    @classmethod
+    def _once_each(cls, value: list[AnalystKind]) -> list[AnalystKind]:
+        if len(set(value)) != len(value):
+            raise ValueError("name each analyst once")
+        return value
+
+
+class AutoRunProgress(RunProgress):
+    """The ``progress`` answer, with the tickers' count."""
+
+    tickers_total: int = 0
+    tickers_done: int = 0
+    tickers_failed: int = 0
+
+
+class AutoRunResult(BaseModel):
+    """What the run decided and did, and where its report is."""
+
+    workflow_id: str
+    portfolio: str
+    as_of: AwareDatetime
+    shortlist: list[str]
+    candidates: list[str]
+    decisions: list[TickerDecision]
+    failures: list[TickerFailure]
+    portfolio_status: str
+    trades: int
+    refused: int
+    report: RunReportFiles
+    report_url: str = Field(description="presigned URL of the HTML report")
+    reflections: list[str] = Field(description="ids of the Reflect runs left waiting")
+    usage: UsageReport
+    usage_by_part: dict[str, Usage]
+
+
+def candidates_of(
+    scan: ScanResult, holdings: list[str], min_conviction: Conviction
+) -> tuple[list[str], list[str]]:
+    """The shortlist, and the candidates: the shortlist at the bar, then the holdings
+    (the cash-equivalent ETF of the sweep is not analysed)."""
+    shortlist = [s.ticker for s in scan.summary.stocks_to_investigate]
+    bar = CONVICTION_RANK[min_conviction]
+    chosen = [
+        s.ticker for s in scan.summary.stocks_to_investigate if CONVICTION_RANK[s.conviction] >= bar
+    ]
+    held = [h for h in holdings if h not in chosen and h not in CASH_EQUIVALENTS]
+    return shortlist, chosen + held
+
+
+@workflow.defn(name="AutoRun")
+class AutoRunWorkflow(Resumable):
+    """Scan → Pipelines ∥ (bounded) → Portfolio → report → Reflects."""
+
+    def __init__(self) -> None:
+        self.phase = "starting"
+        self.steps: dict[str, StepState] = {}
+        self.usage = UsageReport()
+        self.by_part: dict[str, Usage] = {}
+        self.tickers: list[str] = []
+        self.failed: list[TickerFailure] = []
+        self.results: dict[str, PipelineResult] = {}
+
+    @workflow.query(name="progress")
+    def progress(self) -> AutoRunProgress:
+        """The phase, each step, the tickers done and failed, tokens and cost so far."""
+        return AutoRunProgress.of(
+            self.steps,
+            self.usage,
+            phase=self.phase,
+            waiting=self.waiting_steps(),
+            tickers_total=len(self.tickers),
+            tickers_done=len(self.results) + len(self.failed),
+            tickers_failed=len(self.failed),
+        )
+
+    def _count(self, part: str, usage: UsageReport) -> None:
+        for agent, spent in usage.by_agent.items():
+            self.usage.add(agent, spent)
+        self.by_part[part] = self.by_part.get(part, Usage()) + usage.total
+
+    async def _child(self, step: str, flow: str, child_id: str, arg: Any, result_type: type) -> Any:
+        """A child run shown as ``step``; ``resume`` reaches it while it runs."""
+        self.child_started(child_id)
+        try:
+            return await track(
+                self.steps,
+                step,
+                workflow.execute_child_workflow(
+                    flow,
+                    arg,
+                    id=child_id,
+                    result_type=result_type,
+                    static_summary=f"{flow} for AutoRun {workflow.info().workflow_id}",
+                ),
+            )
+        finally:
+            self.child_finished(child_id)
+
+    @workflow.run
+    async def run(self, raw: Any = None) -> AutoRunResult:
+        """Open the book, scan, analyse each candidate, decide, report, reflect."""
+        self.open_gate()
+        args = parse_input(AutoRunInput, raw)
+        check_provider(args.llm)
+        wf_id = workflow.info().workflow_id
+        self.steps = {name: StepState.PENDING for name in (OPEN_BOOK, SCAN)}
+        tag_run("AutoRun", portfolio=args.portfolio)
+
+        self.phase = OPEN_BOOK
+        book: OpenedBook = await track(
+            self.steps,
+            OPEN_BOOK,
+            workflow.execute_activity(
+                "open_book",
+                OpenBookRequest(portfolio=args.portfolio, initial_cash=args.initial_cash),
+                result_type=OpenedBook,
+                task_queue=TOOLS_QUEUE,
+                start_to_close_timeout=STEP_START_TO_CLOSE,
+                retry_policy=STEP_RETRY,
+            ),
+        )
+
+        self.phase = SCAN
+        scan: ScanResult = await self._child(
+            SCAN,
+            "Scan",
+            f"{wf_id}-scan",
+            ScanInput(
+                as_of=args.as_of,
+                not_after=scheduled_time(),
+                max_tickers=args.max_tickers,
+                llm=args.llm,
+            ),
+            ScanResult,
+        )
+        self._count(SCAN, scan.usage)
+        as_of = scan.as_of
+        tag_run("AutoRun", portfolio=args.portfolio, as_of=as_of)
+        shortlist, self.tickers = candidates_of(scan, list(book.holdings), args.min_conviction)
+        for symbol in self.tickers:
+            self.steps[pipeline_step(symbol)] = StepState.PENDING
+        for name in (PORTFOLIO, REPORT, *([REFLECT] if args.reflect else [])):
+            self.steps[name] = StepState.PENDING
+
+        self.phase = "pipelines"
+
+        async def analyse(symbol: str) -> None:
+            position = book.holdings.get(symbol)
+            try:
+                result: PipelineResult = await self._child(
+                    pipeline_step(symbol),
+                    "Pipeline",
+                    f"{wf_id}-pipeline-{symbol}",
+                    PipelineInput(
+                        symbol=symbol,
+                        as_of=as_of,
+                        analysts=args.analysts,
+                        debate_rounds=args.debate_rounds,
+                        risk_rounds=args.risk_rounds,
+                        llm=args.llm,
+                        macro_context_key=scan.summary_markdown.report,
+                        position=position.model_dump() if position else None,
+                    ),
+                    PipelineResult,
+                )
+            except ChildWorkflowError as error:
+                self.failed.append(TickerFailure(symbol=symbol, reason=root_message(error)))
+                workflow.logger.warning("%s failed, the run goes on: %s", symbol, error)
+                return
+            self.results[symbol] = result
+            self._count("pipelines", result.usage)
+
+        await run_bounded(self.tickers, args.concurrency, analyse)
+        decisions = [TickerDecision.of(self.results[s]) for s in self.tickers if s in self.results]
+
+        self.phase = PORTFOLIO
+        outcome: PortfolioResult = await self._child(
+            PORTFOLIO,
+            "Portfolio",
+            f"{wf_id}-portfolio",
+            PortfolioInput(
+                portfolio=args.portfolio,
+                as_of=as_of,
+                scan_summary=scan.summary_json.report,
+                decisions=decisions,
+                llm=args.llm,
+                approval=args.approval,
+            ),
+            PortfolioResult,
+        )
+        self._count(PORTFOLIO, outcome.usage)
+
+        self.phase = REPORT
+        report: RunReportFiles = await track(
+            self.steps,
+            REPORT,
+            workflow.execute_activity(
+                "store_run_report",
+                RunReportRequest(
+                    report=AutoRunReport(
+                        workflow_id=wf_id,
+                        portfolio=args.portfolio,
+                        as_of=as_of,
+                        scan=scan.summary,
+                        candidates=self.tickers,
+                        decisions=decisions,
+                        report_urls={s: r.report.url for s, r in self.results.items()},
+                        failures=self.failed,
+                        portfolio_outcome=outcome,
+                        portfolio_report_url=outcome.report.url,
+                        usage=self.by_part,
+                    ),
+                    prefix=run_key_prefix("autorun"),
+                ),
+                result_type=RunReportFiles,
+                task_queue=CHARTS_QUEUE,
+                start_to_close_timeout=STEP_START_TO_CLOSE,
+                retry_policy=STEP_RETRY,
+            ),
+        )
+
+        reflections = await self._reflect(args) if args.reflect else []
+        self.phase = "done"
+        return AutoRunResult(
+            workflow_id=wf_id,
+            portfolio=args.portfolio,
+            as_of=as_of,
+            shortlist=shortlist,
+            candidates=self.tickers,
+            decisions=decisions,
+            failures=self.failed,
+            portfolio_status=outcome.status.value,
+            trades=len(outcome.executed),
+            refused=len(outcome.rejected),
+            report=report,
+            report_url=report.html.url,
+            reflections=reflections,
+            usage=self.usage,
+            usage_by_part=self.by_part,
+        )
+
+    async def _reflect(self, args: AutoRunInput) -> list[str]:
+        """One ``Reflect`` per decision, started and left to wait out its horizon."""
+        self.phase = REFLECT
+        self.steps[REFLECT] = StepState.RUNNING
+        started = []
+        for symbol, result in self.results.items():
+            child_id = f"{workflow.info().workflow_id}-reflect-{symbol}"
+            await workflow.start_child_workflow(
+                "Reflect",
+                result.reflect_input(horizon_bars=args.reflect_horizon_bars, llm=args.llm),
+                id=child_id,
+                parent_close_policy=ParentClosePolicy.ABANDON,
+                static_summary=f"Reflect on {symbol} {result.as_of:%Y-%m-%d}",
+            )
+            started.append(child_id)
+        self.steps[REFLECT] = StepState.DONE
+        return started
