@@ -19,13 +19,12 @@ from pydantic import AwareDatetime, BaseModel, Field, ValidationError
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.services import Services
 from shared.agents.portfolio.schemas import AllocationDecision
 from shared.agents.scan.schemas import ScanSummary, StockToInvestigate
-from shared.config import Settings, load_settings
 from shared.data.contracts import TBILL_ETF, Sector
-from shared.data.router import DataRouter
 from shared.errors import InvalidInput
-from shared.memory import MemoryRole, MemoryStore
+from shared.memory import MemoryRole
 from shared.portfolio import constraints, sweep
 from shared.portfolio.broker import PaperBroker
 from shared.portfolio.costs import Costs
@@ -35,9 +34,8 @@ from shared.portfolio.models import DecisionRecord, Snapshot
 from shared.portfolio.orders import Execution, OrderPlan, PlannedOrder
 from shared.portfolio.prioritize import LessonMatch, Prioritized, prioritize, situation_of
 from shared.portfolio.risk import RiskReport, measure_risk
-from shared.portfolio.store import PortfolioStore
 from shared.portfolio.valuation import Valuation, snapshot_of, value_book
-from shared.storage.objects import ObjectRef, ObjectStore
+from shared.storage.objects import ObjectRef
 
 BENCHMARK = "^GSPC"
 Quotes = dict[str, Quote | QuoteMissing]
@@ -123,70 +121,19 @@ class SnapshotRequest(BaseModel):
     key: str = Field(min_length=1)
 
 
-class PortfolioActivities:
-    """The flow's I/O over services built on first use (tests inject their own)."""
-
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        store: PortfolioStore | None = None,
-        router: DataRouter | None = None,
-        memory: MemoryStore | None = None,
-        objects: ObjectStore | None = None,
-    ) -> None:
-        self._settings = settings
-        self._store = store
-        self._router = router
-        self._memory = memory
-        self._objects = objects
-
-    @property
-    def settings(self) -> Settings:
-        """The injected settings, else the worker's own."""
-        if self._settings is None:
-            self._settings = load_settings()
-        return self._settings
-
-    @property
-    def store(self) -> PortfolioStore:
-        """The book's database (creates its schema on first use)."""
-        if self._store is None:
-            self._store = PortfolioStore.from_settings(self.settings)
-        return self._store
-
-    @property
-    def router(self) -> DataRouter:
-        """The data router."""
-        if self._router is None:
-            from shared.data.factory import build_router
-
-            self._router = build_router(self.settings)
-        return self._router
-
-    @property
-    def memory(self) -> MemoryStore:
-        """The agents' memory."""
-        if self._memory is None:
-            self._memory = MemoryStore.from_settings(self.settings)
-        return self._memory
-
-    @property
-    def objects(self) -> ObjectStore:
-        """The object store."""
-        if self._objects is None:
-            self._objects = ObjectStore.from_settings(self.settings)
-        return self._objects
+class PortfolioActivities(Services):
+    """The flow's I/O over the shared, lazily built clients (the book's database is
+    ``books``, S3 ``store``)."""
 
     def _valuation(self, portfolio: str, market: MarketReader) -> Valuation:
         """The book at the closes, each holding in the sector the data layer gives it."""
-        book, held = self.store.get(portfolio), self.store.holdings(portfolio)
+        book, held = self.books.get(portfolio), self.books.holdings(portfolio)
         symbols = [h.symbol for h in held]
         return value_book(book, held, market.quotes(symbols), market.as_of, market.sectors(symbols))
 
     def _scan(self, ref: ObjectRef) -> ScanSummary:
         try:
-            return ScanSummary.model_validate_json(self.objects.get_bytes(ref))
+            return ScanSummary.model_validate_json(self.store.get_bytes(ref))
         except ValidationError as error:
             raise InvalidInput(
                 "scan_summary",
@@ -287,14 +234,14 @@ class PortfolioActivities:
     def record_decision(self, request: DecisionRequest) -> DecisionRecord:
         """Keep the decision, its plan and its approval; the first one recorded stays."""
         with as_temporal_failures():
-            return self.store.record_decision(request.portfolio, request.record)
+            return self.books.record_decision(request.portfolio, request.record)
 
     @activity.defn(name="execute_orders")
     def execute_orders(self, request: ExecuteRequest) -> Execution:
         """Fill the orders on the paper broker at the as-of closes, each key once."""
         with as_temporal_failures():
             activity.heartbeat("started")
-            broker = PaperBroker(self.store, MarketReader(self.router, request.as_of))
+            broker = PaperBroker(self.books, MarketReader(self.router, request.as_of))
             return broker.execute(
                 request.portfolio,
                 request.orders,
@@ -310,7 +257,7 @@ class PortfolioActivities:
         with as_temporal_failures():
             market = MarketReader(self.router, request.as_of)
             valuation = self._valuation(request.portfolio, market)
-            return self.store.record_snapshot(
+            return self.books.record_snapshot(
                 request.portfolio, snapshot_of(valuation, request.key)
             )
 

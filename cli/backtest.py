@@ -16,10 +16,10 @@ from typing import Any
 
 import typer
 from rich.table import Table
-from temporalio.client import Client
 
 from cli.exit import fail_on_quantdesk_errors, finish
-from cli.run import _start_and_follow, console
+from cli.follow import start_and_follow
+from cli.views import console
 from shared.backtest import Flow
 from shared.backtest.report import POSITION_NAMES, metrics_rows
 from shared.config import Settings, load_settings
@@ -96,11 +96,7 @@ def save_files(settings: Settings, result: BacktestResult, folder: Path) -> list
 
 
 async def _run(settings: Settings, payload: dict[str, Any], workflow_id: str, out: Path) -> int:
-    from workers.client import connect
-
-    client: Client = await connect(settings)
-    result, ui_url = await _start_and_follow(
-        client,
+    result, ui_url = await start_and_follow(
         settings,
         "Backtest",
         payload,

@@ -14,11 +14,11 @@ from typing import Any
 import typer
 from rich.progress_bar import ProgressBar
 from rich.table import Table
-from temporalio.client import Client
 
 from cli.exit import fail_on_quantdesk_errors, finish
+from cli.follow import start_and_follow
 from cli.inputs import llm_choice, new_workflow_id
-from cli.run import _start_and_follow, console
+from cli.views import console
 from shared.config import Settings, load_settings
 from shared.evaluation.baselines import BASELINE_TITLES, BASELINES
 from shared.evaluation.scoring import EvaluationSummary, ScoreRow
@@ -107,11 +107,7 @@ def write_reports(settings: Settings, result: EvaluateResult, folder: Path) -> l
 async def _evaluate(
     settings: Settings, payload: dict[str, Any], workflow_id: str, out: Path
 ) -> int:
-    from workers.client import connect
-
-    client: Client = await connect(settings)
-    result, ui_url = await _start_and_follow(
-        client,
+    result, ui_url = await start_and_follow(
         settings,
         "Evaluate",
         payload,

@@ -266,12 +266,10 @@ def register(app: typer.Typer) -> None:
 
 
 async def _run_portfolio(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
-    from cli.run import _start_and_follow
-    from workers.client import connect
+    from cli.follow import start_and_follow
     from workflows.portfolio import PortfolioProgress, PortfolioResult
 
-    result, ui_url = await _start_and_follow(
-        await connect(settings),
+    result, ui_url = await start_and_follow(
         settings,
         "Portfolio",
         payload,

@@ -3,81 +3,29 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import Client
 from temporalio.service import RPCError
 
 from cli.exit import fail_on_quantdesk_errors, finish
+from cli.follow import start_and_follow
 from cli.inputs import llm_choice, new_workflow_id, utc_iso
-from cli.views import console, print_failure, print_links, titled, web_ui_url
+from cli.views import console, print_links
 from shared.config import Settings, load_settings
 from shared.llm.contracts import UsageReport
 from workflows.autorun import AutoRunResult
 from workflows.debates import DebateResult, RiskResult
 from workflows.pipeline import PipelineResult, PipelineState
-from workflows.progress import RunProgress
 from workflows.quantagent import QuantAgentResult
 from workflows.scan import ScanResult
 
 run_app = typer.Typer(help="Run a flow on the stack and show its result.", no_args_is_help=True)
-PROGRESS_POLL_SECONDS = 0.5
-
-
-async def follow(
-    handle: WorkflowHandle[Any, Any],
-    table: Callable[[Any], Table],
-    progress_type: type[Any] = RunProgress,
-) -> Any:
-    """Show the progress query live until the run ends, then return its result."""
-    result_task = asyncio.create_task(handle.result())
-    with Live(console=console, transient=False, refresh_per_second=8) as live:
-        while not result_task.done():
-            # Before the first workflow task has run there is no query handler to answer.
-            with contextlib.suppress(RPCError):
-                live.update(table(await handle.query("progress", result_type=progress_type)))
-            await asyncio.wait({result_task}, timeout=PROGRESS_POLL_SECONDS)
-        if result_task.exception() is None:
-            live.update(table(await handle.query("progress", result_type=progress_type)))
-    return await result_task
-
-
-async def _start_and_follow(
-    client: Client,
-    settings: Settings,
-    workflow_type: str,
-    workflow_input: Any,
-    *,
-    workflow_id: str,
-    result_type: type[Any],
-    summary: str,
-    progress_type: type[Any] = RunProgress,
-    table: Callable[[Any], Table] | None = None,
-) -> tuple[Any | None, str]:
-    """Start a run, show its progress live; its result (None if it failed) and Web UI link."""
-    handle = await client.start_workflow(
-        workflow_type,
-        workflow_input,
-        id=workflow_id,
-        task_queue=settings.queues.workflows,
-        result_type=result_type,
-        static_summary=summary,
-    )
-    ui_url = web_ui_url(settings, handle.id, handle.result_run_id)
-    console.print(f"started [bold]{handle.id}[/]  {ui_url}")
-    try:
-        return await follow(handle, table or titled(workflow_type), progress_type), ui_url
-    except WorkflowFailureError as error:
-        print_failure(error)
-        return None, ui_url
 
 
 def _summary(result: QuantAgentResult, ui_url: str) -> Panel:
@@ -114,11 +62,7 @@ def usage_line(usage: UsageReport) -> str:
 
 
 async def _run_quantagent(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
-    from workers.client import connect
-
-    client: Client = await connect(settings)
-    result, ui_url = await _start_and_follow(
-        client,
+    result, ui_url = await start_and_follow(
         settings,
         "QuantAgent",
         payload,
@@ -204,11 +148,7 @@ def _pipeline_summary(result: PipelineResult) -> Panel:
 
 
 async def _run_pipeline(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
-    from workers.client import connect
-
-    client: Client = await connect(settings)
-    result, ui_url = await _start_and_follow(
-        client,
+    result, ui_url = await start_and_follow(
         settings,
         "Pipeline",
         payload,
@@ -296,14 +236,14 @@ async def _rerun(settings: Settings, source_id: str, part: str) -> int:
         console.print(f"[bold red]cannot re-run the {part.lower()}:[/] {error}")
         return 1
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    result, ui_url = await _start_and_follow(
-        client,
+    result, ui_url = await start_and_follow(
         settings,
         part,
         child_input,
         workflow_id=f"{source_id}-{part.lower()}-rerun-{stamp}",
         result_type=DebateResult if part == "Debate" else RiskResult,
         summary=f"{part} {state.symbol}, re-run from {source_id}",
+        client=client,
     )
     if result is None:
         return 1
@@ -366,11 +306,7 @@ def shortlist_table(result: ScanResult) -> Table:
 
 
 async def _run_scan(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
-    from workers.client import connect
-
-    client: Client = await connect(settings)
-    result, ui_url = await _start_and_follow(
-        client,
+    result, ui_url = await start_and_follow(
         settings,
         "Scan",
         payload,
@@ -451,11 +387,8 @@ async def _run_autorun(
     settings: Settings, payload: dict[str, Any], workflow_id: str, out: Path
 ) -> int:
     from cli.report import download_reports, report_refs
-    from workers.client import connect
 
-    client: Client = await connect(settings)
-    result, ui_url = await _start_and_follow(
-        client,
+    result, ui_url = await start_and_follow(
         settings,
         "AutoRun",
         payload,

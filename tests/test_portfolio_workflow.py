@@ -180,7 +180,7 @@ class Services:
 def _tools(
     settings: Settings, store: PortfolioStore, memory: MemoryStore, objects: ObjectStore
 ) -> WorkerPlan:
-    book = PortfolioActivities(settings, store=store, router=ROUTER, memory=memory, objects=objects)
+    book = PortfolioActivities(settings, books=store, router=ROUTER, memory=memory, store=objects)
     research = ResearchActivities(settings, router=ROUTER, store=objects)
     return WorkerPlan(
         queue=TOOLS_QUEUE, activities=[*book.activities(), research.store_report], threads=True

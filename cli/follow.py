@@ -1,0 +1,77 @@
+"""Starting a run and following it live: what every `quantdesk run ...` command does.
+
+The live view polls the common ``progress`` query (or a flow's own view of it)
+until the run ends; a failed run prints its innermost cause, the one that names
+the field or the setting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from rich.live import Live
+from rich.table import Table
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.service import RPCError
+
+from cli.views import console, print_failure, titled, web_ui_url
+from shared.config import Settings
+from workflows.progress import RunProgress
+
+PROGRESS_POLL_SECONDS = 0.5
+
+
+async def follow(
+    handle: WorkflowHandle[Any, Any],
+    table: Callable[[Any], Table],
+    progress_type: type[Any] = RunProgress,
+) -> Any:
+    """Show the progress query live until the run ends, then return its result."""
+    result_task = asyncio.create_task(handle.result())
+    with Live(console=console, transient=False, refresh_per_second=8) as live:
+        while not result_task.done():
+            # Before the first workflow task has run there is no query handler to answer.
+            with contextlib.suppress(RPCError):
+                live.update(table(await handle.query("progress", result_type=progress_type)))
+            await asyncio.wait({result_task}, timeout=PROGRESS_POLL_SECONDS)
+        if result_task.exception() is None:
+            live.update(table(await handle.query("progress", result_type=progress_type)))
+    return await result_task
+
+
+async def start_and_follow(
+    settings: Settings,
+    workflow_type: str,
+    workflow_input: Any,
+    *,
+    workflow_id: str,
+    result_type: type[Any],
+    summary: str,
+    progress_type: type[Any] = RunProgress,
+    table: Callable[[Any], Table] | None = None,
+    client: Client | None = None,
+) -> tuple[Any | None, str]:
+    """Start a run (connecting unless given a client), show its progress live; its result
+    (None if it failed, the cause printed) and its Web UI link."""
+    if client is None:
+        from workers.client import connect
+
+        client = await connect(settings)
+    handle = await client.start_workflow(
+        workflow_type,
+        workflow_input,
+        id=workflow_id,
+        task_queue=settings.queues.workflows,
+        result_type=result_type,
+        static_summary=summary,
+    )
+    ui_url = web_ui_url(settings, handle.id, handle.result_run_id)
+    console.print(f"started [bold]{handle.id}[/]  {ui_url}")
+    try:
+        return await follow(handle, table or titled(workflow_type), progress_type), ui_url
+    except WorkflowFailureError as error:
+        print_failure(error)
+        return None, ui_url
