@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from sqlalchemy import create_engine, func, select, text, update
 
+from shared.database import schema_versions
 from shared.errors import ConfigError, InvalidInput
 from shared.memory import (
     MIN_RELEVANCE,
@@ -39,7 +40,7 @@ from shared.memory import (
     tokenise,
 )
 from shared.memory.retrieval import SituationIndex
-from shared.memory.schema import memories, schema_versions
+from shared.memory.schema import memories
 from tests.servers import free_port_base
 
 T0 = datetime(2024, 3, 1, 14, 30, tzinfo=UTC)

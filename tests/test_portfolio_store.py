@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import create_engine, func, select, update
 
 from shared.data.contracts import Sector
+from shared.database import SchemaVersionError, schema_versions
 from shared.errors import InvalidInput
-from shared.memory.schema import schema_versions
 from shared.portfolio.models import (
     DecisionRecord,
     DecisionStatus,
@@ -24,7 +24,7 @@ from shared.portfolio.models import (
     SnapshotPosition,
     TradeRequest,
 )
-from shared.portfolio.schema import COMPONENT, SCHEMA_VERSION, PortfolioSchemaError, trades
+from shared.portfolio.schema import COMPONENT, SCHEMA_VERSION, trades
 from shared.portfolio.store import PortfolioStore, TradeRefused
 from tests.test_memory import _fresh_database, postgres_server  # noqa: F401  (the fixture)
 
@@ -211,7 +211,7 @@ def test_a_newer_schema_version_is_refused(url: str) -> None:
         )
     engine.dispose()
 
-    with pytest.raises(PortfolioSchemaError, match="newer than"):
+    with pytest.raises(SchemaVersionError, match="newer than"):
         PortfolioStore(url)
 
 
@@ -220,7 +220,7 @@ def test_an_unversioned_portfolios_table_is_refused(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE portfolios (id INTEGER PRIMARY KEY)")
 
-    with pytest.raises(PortfolioSchemaError, match="no recorded version"):
+    with pytest.raises(SchemaVersionError, match="no recorded version"):
         PortfolioStore(f"sqlite:///{path}")
 
 

@@ -12,19 +12,15 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, create_engine, func, select
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
-from sqlalchemy.pool import StaticPool
+from sqlalchemy import Connection, Row, func, select
 
-from shared.config import Settings
-from shared.errors import ConfigError, InvalidInput
+from shared.database import SqlStore
+from shared.errors import InvalidInput
 from shared.memory.models import Lesson, MemoryRole, Outcome, Recollection, SourceRun
 from shared.memory.retrieval import MIN_RELEVANCE, SituationIndex, tokenise
-from shared.memory.schema import DATABASE_SETTING, INSERTS, ensure_schema, memories
+from shared.memory.schema import ensure_schema, memories
 
 # Scores are rounded before ranking so that float noise never outranks "newer first".
 SCORE_DECIMALS = 6
@@ -63,67 +59,15 @@ class _Corpus:
         return self.index
 
 
-def engine_for(url: str) -> Engine:
-    """An engine for a SQLite (file or ``sqlite://`` in memory) or PostgreSQL URL."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError as error:
-        raise ConfigError(DATABASE_SETTING, f"not a database URL ({error})") from None
-    backend = parsed.get_backend_name()
-    if backend not in INSERTS:
-        raise ConfigError(
-            DATABASE_SETTING,
-            f"memory supports {' and '.join(INSERTS)}, not {backend}",
-            fix="Use sqlite:///path/to/file.db or postgresql+psycopg://user:pass@host/db.",
-        )
-    options: dict[str, Any] = {}
-    if backend == "sqlite":
-        options.update(_sqlite_options(parsed))
-    else:
-        # Long-lived workers outlive database restarts: test a pooled connection before use.
-        options["pool_pre_ping"] = True
-    try:
-        return create_engine(parsed, **options)
-    except ModuleNotFoundError as error:
-        raise ConfigError(
-            DATABASE_SETTING,
-            f"the driver for {parsed.drivername} is not installed ({error.name})",
-            fix="pip install 'psycopg[binary]' for postgresql+psycopg URLs.",
-        ) from None
-
-
-def _sqlite_options(url: URL) -> dict[str, Any]:
-    """In memory: one shared connection, or each would see its own empty database.
-
-    On disk: create the file's folder, as `quantdesk up` would on first start."""
-    if url.database in (None, "", ":memory:"):
-        return {"poolclass": StaticPool, "connect_args": {"check_same_thread": False}}
-    Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    return {}
-
-
-class MemoryStore:
+class MemoryStore(SqlStore):
     """Lessons in SQL, recalled by BM25 per role. Safe to share between threads."""
 
+    ensure_schema = staticmethod(ensure_schema)
+
     def __init__(self, url: str) -> None:
-        self._engine = engine_for(url)
-        try:
-            ensure_schema(self._engine)
-        except BaseException:
-            self._engine.dispose()
-            raise
-        self._insert = INSERTS[self._engine.dialect.name]
+        super().__init__(url)
         self._corpora: dict[MemoryRole, _Corpus] = {}
         self._lock = threading.Lock()
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> MemoryStore:
-        """The store in the configured database (a SQLite file in the data directory by default)."""
-        return cls(settings.resolved_database_url)
-
-    def close(self) -> None:
-        """Release the connection pool."""
-        self._engine.dispose()
 
     def record_lesson(self, lesson: Lesson) -> bool:
         """Store a lesson; False if this run already taught this role one (the first one stays).

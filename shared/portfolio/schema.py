@@ -1,10 +1,5 @@
-"""The book's tables, in SQLAlchemy Core, versioned like the memory's.
-
-The version lives in the shared ``schema_versions`` table under the
-``portfolio`` component: ``ensure_schema`` creates the tables in a database that
-has none, accepts its own version and refuses any other, or a ``portfolios``
-table nobody versioned. Creation is idempotent and runs in one transaction
-(under an advisory lock on PostgreSQL) so workers starting together agree.
+"""The book's tables, in SQLAlchemy Core, versioned like every component's
+(``shared.database``, component ``portfolio``).
 
 Money is exact. PostgreSQL keeps ``NUMERIC``; SQLite has no decimal type (its
 NUMERIC affinity rounds through a binary float), so there the same column holds
@@ -20,7 +15,6 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Column,
-    Connection,
     Dialect,
     Engine,
     Enum,
@@ -33,16 +27,11 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
-    func,
-    inspect,
-    select,
 )
-from sqlalchemy.schema import CreateIndex, CreateTable
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from shared.data.contracts import Sector
-from shared.errors import ConfigError
-from shared.memory.schema import DATABASE_SETTING, INSERTS, UtcDateTime, schema_versions
+from shared.database import UtcDateTime, ensure_versioned_schema
 from shared.portfolio.models import (
     KEY_MAX_LENGTH,
     MONEY_PLACES,
@@ -57,20 +46,6 @@ COMPONENT = "portfolio"
 PG_SCHEMA_LOCK = 0x7164626F6F6B
 """PostgreSQL advisory lock key held while creating the tables (any fixed number; "qdbook")."""
 NUMERIC_PRECISION = 28
-
-
-class PortfolioSchemaError(ConfigError):
-    """The database holds portfolio tables of a version this code does not know."""
-
-    def __init__(self, where: str, problem: str) -> None:
-        super().__init__(
-            DATABASE_SETTING,
-            f"{problem} in {where}",
-            fix=(
-                f"Upgrade quantdesk to a release that knows it, or point {DATABASE_SETTING} "
-                "at another database."
-            ),
-        )
 
 
 class ExactDecimal(TypeDecorator[Decimal]):
@@ -201,47 +176,7 @@ TABLES = (portfolios, holdings, trades, snapshots, decisions)
 
 
 def ensure_schema(engine: Engine) -> None:
-    """Create the tables in a fresh database; verify the version of an existing one."""
-    where = engine.url.render_as_string(hide_password=True)
-    with engine.connect() as conn:
-        # Tables and version row are committed together: a visible table means a visible row.
-        has_tables = inspect(conn).has_table(portfolios.name)
-        found = _stored_version(conn)
-    if found is None and has_tables:
-        raise PortfolioSchemaError(where, "found a `portfolios` table with no recorded version")
-    if found is not None and found != SCHEMA_VERSION:
-        raise PortfolioSchemaError(where, _mismatch(found))
-    insert = INSERTS[engine.dialect.name]
-    with engine.begin() as conn:
-        if conn.dialect.name == "postgresql":
-            # Concurrent CREATE ... IF NOT EXISTS can still collide in PostgreSQL's catalog.
-            conn.execute(select(func.pg_advisory_xact_lock(PG_SCHEMA_LOCK)))
-        conn.execute(CreateTable(schema_versions, if_not_exists=True))
-        conn.execute(
-            insert(schema_versions)
-            .values(component=COMPONENT, version=SCHEMA_VERSION)
-            .on_conflict_do_nothing(index_elements=["component"])
-        )
-        for table in TABLES:
-            conn.execute(CreateTable(table, if_not_exists=True))
-            for index in table.indexes:
-                conn.execute(CreateIndex(index, if_not_exists=True))
-    with engine.connect() as conn:
-        found = _stored_version(conn)
-    if found != SCHEMA_VERSION:
-        raise PortfolioSchemaError(where, _mismatch(found))
-
-
-def _stored_version(conn: Connection) -> int | None:
-    """The portfolio schema version recorded in the database, or None if there is none."""
-    if not inspect(conn).has_table(schema_versions.name):
-        return None
-    query = select(schema_versions.c.version).where(schema_versions.c.component == COMPONENT)
-    return conn.execute(query).scalar_one_or_none()
-
-
-def _mismatch(found: int | None) -> str:
-    if found is None:
-        return "no portfolio schema version recorded"
-    relation = "newer than" if found > SCHEMA_VERSION else "unknown to"
-    return f"portfolio schema version {found} is {relation} this quantdesk (knows {SCHEMA_VERSION})"
+    """Create the book's tables in a fresh database; verify the version of an existing one."""
+    ensure_versioned_schema(
+        engine, component=COMPONENT, version=SCHEMA_VERSION, tables=TABLES, lock_key=PG_SCHEMA_LOCK
+    )

@@ -17,13 +17,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import Connection, Engine, Row, delete, select, update
+from sqlalchemy import Connection, Row, delete, select, update
 from sqlalchemy.exc import IntegrityError
 
-from shared.config import Settings
+from shared.database import SqlStore
 from shared.errors import InvalidInput, QuantdeskError
-from shared.memory.schema import INSERTS
-from shared.memory.store import engine_for
 from shared.portfolio.models import (
     DecisionRecord,
     Holding,
@@ -55,26 +53,10 @@ class TradeRefused(QuantdeskError):
         super().__init__(f"trade in {symbol} refused: {problem}")
 
 
-class PortfolioStore:
+class PortfolioStore(SqlStore):
     """Portfolios, holdings, trades, snapshots and decisions in one database."""
 
-    def __init__(self, url: str) -> None:
-        self._engine: Engine = engine_for(url)
-        try:
-            ensure_schema(self._engine)
-        except BaseException:
-            self._engine.dispose()
-            raise
-        self._insert = INSERTS[self._engine.dialect.name]
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> PortfolioStore:
-        """The store in the configured database (a SQLite file in the data directory by default)."""
-        return cls(settings.resolved_database_url)
-
-    def close(self) -> None:
-        """Release the connection pool."""
-        self._engine.dispose()
+    ensure_schema = staticmethod(ensure_schema)
 
     # --- portfolios -----------------------------------------------------------------------
 

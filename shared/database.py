@@ -1,0 +1,218 @@
+"""The SQL database quantdesk keeps its memories and books in: engines, types, versions.
+
+One URL (``QUANTDESK_DATABASE_URL``; a SQLite file in the data directory by
+default, or PostgreSQL) serves every component. Each component's tables carry a
+version in the shared ``schema_versions`` table (one row per component), so a
+process never writes with a layout it does not know: ``ensure_versioned_schema``
+creates the tables in an empty database, accepts its own version and refuses any
+other, or tables nobody versioned. Every step is idempotent (``IF NOT EXISTS``,
+``ON CONFLICT DO NOTHING``) and runs in one transaction (under an advisory lock on
+PostgreSQL), so workers starting together on a fresh database all agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Self
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    DateTime,
+    Dialect,
+    Engine,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    func,
+    inspect,
+    select,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import StaticPool
+from sqlalchemy.schema import CreateIndex, CreateTable
+from sqlalchemy.types import TypeDecorator
+
+from shared.config import ENV_PREFIX, Settings
+from shared.errors import ConfigError
+
+DATABASE_SETTING = f"{ENV_PREFIX}DATABASE_URL"
+
+# Each dialect's INSERT that supports ON CONFLICT DO NOTHING; the only databases supported.
+INSERTS: dict[str, Callable[[Table], sqlite.Insert | postgresql.Insert]] = {
+    "sqlite": sqlite.insert,
+    "postgresql": postgresql.insert,
+}
+
+
+class SchemaVersionError(ConfigError):
+    """The database holds a component's tables at a version this code does not know."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(
+            DATABASE_SETTING,
+            f"{problem} in {where}",
+            fix=(
+                f"Upgrade quantdesk to a release that knows it, or point {DATABASE_SETTING} "
+                "at another database."
+            ),
+        )
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime on every backend.
+
+    PostgreSQL keeps ``timestamptz``; SQLite has no time zones, so values are
+    stored as naive UTC text of fixed width, which sorts and compares in time order.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value.isoformat()}: give a time zone")
+        utc = value.astimezone(UTC)
+        return utc.replace(tzinfo=None) if dialect.name == "sqlite" else utc
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+metadata = MetaData()
+
+schema_versions = Table(
+    "schema_versions",
+    metadata,
+    Column("component", String(64), primary_key=True),
+    Column("version", Integer, nullable=False),
+)
+
+
+def ensure_versioned_schema(
+    engine: Engine, *, component: str, version: int, tables: Sequence[Table], lock_key: int
+) -> None:
+    """Create ``tables`` (in order) in a fresh database under ``component`` at ``version``;
+    verify the version of an existing one. ``lock_key``: the component's advisory lock."""
+    where = engine.url.render_as_string(hide_password=True)
+    with engine.connect() as conn:
+        # Tables and version row are committed together: a visible table means a visible row.
+        has_tables = inspect(conn).has_table(tables[0].name)
+        found = _stored_version(conn, component)
+    if found is None and has_tables:
+        raise SchemaVersionError(
+            where, f"found a `{tables[0].name}` table with no recorded version"
+        )
+    if found is not None and found != version:
+        raise SchemaVersionError(where, _mismatch(component, found, version))
+    insert = INSERTS[engine.dialect.name]
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            # Concurrent CREATE ... IF NOT EXISTS can still collide in PostgreSQL's catalog.
+            conn.execute(select(func.pg_advisory_xact_lock(lock_key)))
+        conn.execute(CreateTable(schema_versions, if_not_exists=True))
+        conn.execute(
+            insert(schema_versions)
+            .values(component=component, version=version)
+            .on_conflict_do_nothing(index_elements=["component"])
+        )
+        for table in tables:
+            conn.execute(CreateTable(table, if_not_exists=True))
+            for index in table.indexes:
+                conn.execute(CreateIndex(index, if_not_exists=True))
+    with engine.connect() as conn:
+        found = _stored_version(conn, component)
+    if found != version:
+        raise SchemaVersionError(where, _mismatch(component, found, version))
+
+
+def _stored_version(conn: Connection, component: str) -> int | None:
+    """The component's schema version recorded in the database, or None if there is none."""
+    if not inspect(conn).has_table(schema_versions.name):
+        return None
+    query = select(schema_versions.c.version).where(schema_versions.c.component == component)
+    return conn.execute(query).scalar_one_or_none()
+
+
+def _mismatch(component: str, found: int | None, version: int) -> str:
+    if found is None:
+        return f"no {component} schema version recorded"
+    relation = "newer than" if found > version else "unknown to"
+    return f"{component} schema version {found} is {relation} this quantdesk (knows {version})"
+
+
+def engine_for(url: str) -> Engine:
+    """An engine for a SQLite (file or ``sqlite://`` in memory) or PostgreSQL URL."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as error:
+        raise ConfigError(DATABASE_SETTING, f"not a database URL ({error})") from None
+    backend = parsed.get_backend_name()
+    if backend not in INSERTS:
+        raise ConfigError(
+            DATABASE_SETTING,
+            f"quantdesk supports {' and '.join(INSERTS)}, not {backend}",
+            fix="Use sqlite:///path/to/file.db or postgresql+psycopg://user:pass@host/db.",
+        )
+    options: dict[str, Any] = {}
+    if backend == "sqlite":
+        options.update(_sqlite_options(parsed))
+    else:
+        # Long-lived workers outlive database restarts: test a pooled connection before use.
+        options["pool_pre_ping"] = True
+    try:
+        return create_engine(parsed, **options)
+    except ModuleNotFoundError as error:
+        raise ConfigError(
+            DATABASE_SETTING,
+            f"the driver for {parsed.drivername} is not installed ({error.name})",
+            fix="pip install 'psycopg[binary]' for postgresql+psycopg URLs.",
+        ) from None
+
+
+def _sqlite_options(url: URL) -> dict[str, Any]:
+    """In memory: one shared connection, or each would see its own empty database.
+
+    On disk: create the file's folder, as `quantdesk up` would on first start."""
+    if url.database in (None, "", ":memory:"):
+        return {"poolclass": StaticPool, "connect_args": {"check_same_thread": False}}
+    Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    return {}
+
+
+class SqlStore:
+    """A store over one database URL, its component's schema ensured when it opens.
+
+    Subclasses name their ``ensure_schema``; one store is safe to share between
+    threads (SQLAlchemy's pool hands each its own connection).
+    """
+
+    ensure_schema: staticmethod[[Engine], None]
+
+    def __init__(self, url: str) -> None:
+        self._engine: Engine = engine_for(url)
+        try:
+            self.ensure_schema(self._engine)
+        except BaseException:
+            self._engine.dispose()
+            raise
+        self._insert = INSERTS[self._engine.dialect.name]
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Self:
+        """The store in the configured database (a SQLite file in the data directory by default)."""
+        return cls(settings.resolved_database_url)
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self._engine.dispose()
