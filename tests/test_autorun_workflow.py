@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
@@ -157,6 +158,10 @@ async def test_the_desk_runs_offline_end_to_end(
     progress = await handle.query("progress", result_type=AutoRunProgress)
     assert progress.phase == "done" and progress.tickers_done == len(result.candidates)
     assert progress.tickers_failed == 1
+    metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    assert metadata.current_details.startswith("**done**") and "report.html" in (
+        metadata.current_details
+    )
 
     with urllib.request.urlopen(result.report_url, timeout=10) as response:
         page = response.read().decode()

@@ -155,6 +155,11 @@ class AutoRunWorkflow(Resumable):
             tickers_failed=len(self.failed),
         )
 
+    def _phase(self, phase: str, details: str) -> None:
+        """Enter ``phase``; the Web UI's current details say what the run does now."""
+        self.phase = phase
+        self.gate.show(f"**{phase}**: {details}")
+
     def _count(self, part: str, usage: UsageReport) -> None:
         for agent, spent in usage.by_agent.items():
             self.usage.add(agent, spent)
@@ -188,7 +193,7 @@ class AutoRunWorkflow(Resumable):
         self.steps = {name: StepState.PENDING for name in (OPEN_BOOK, SCAN)}
         tag_run("AutoRun", portfolio=args.portfolio)
 
-        self.phase = OPEN_BOOK
+        self._phase(OPEN_BOOK, f"opening the book {args.portfolio}")
         book: OpenedBook = await track(
             self.steps,
             OPEN_BOOK,
@@ -202,7 +207,7 @@ class AutoRunWorkflow(Resumable):
             ),
         )
 
-        self.phase = SCAN
+        self._phase(SCAN, f"scanning the market for up to {args.max_tickers} stocks")
         scan: ScanResult = await self._child(
             SCAN,
             "Scan",
@@ -224,7 +229,10 @@ class AutoRunWorkflow(Resumable):
         for name in (PORTFOLIO, REPORT, *([REFLECT] if args.reflect else [])):
             self.steps[name] = StepState.PENDING
 
-        self.phase = "pipelines"
+        self._phase(
+            "pipelines",
+            f"analysing {', '.join(self.tickers) or 'nothing'}, {args.concurrency} at once",
+        )
 
         async def analyse(symbol: str) -> None:
             position = book.holdings.get(symbol)
@@ -255,7 +263,7 @@ class AutoRunWorkflow(Resumable):
         await run_bounded(self.tickers, args.concurrency, analyse)
         decisions = [TickerDecision.of(self.results[s]) for s in self.tickers if s in self.results]
 
-        self.phase = PORTFOLIO
+        self._phase(PORTFOLIO, f"deciding on {len(decisions)} decision(s) for {args.portfolio}")
         outcome: PortfolioResult = await self._child(
             PORTFOLIO,
             "Portfolio",
@@ -272,7 +280,7 @@ class AutoRunWorkflow(Resumable):
         )
         self._count(PORTFOLIO, outcome.usage)
 
-        self.phase = REPORT
+        self._phase(REPORT, "writing the run report")
         report: RunReportFiles = await track(
             self.steps,
             REPORT,
@@ -302,7 +310,11 @@ class AutoRunWorkflow(Resumable):
         )
 
         reflections = await self._reflect(args) if args.reflect else []
-        self.phase = "done"
+        self._phase(
+            "done",
+            f"{len(decisions)} decision(s), {len(outcome.executed)} trade(s); report: "
+            f"{report.html.report.key}",
+        )
         return AutoRunResult(
             workflow_id=wf_id,
             portfolio=args.portfolio,
@@ -323,7 +335,7 @@ class AutoRunWorkflow(Resumable):
 
     async def _reflect(self, args: AutoRunInput) -> list[str]:
         """One ``Reflect`` per decision, started and left to wait out its horizon."""
-        self.phase = REFLECT
+        self._phase(REFLECT, f"starting {len(self.results)} Reflect run(s)")
         self.steps[REFLECT] = StepState.RUNNING
         started = []
         for symbol, result in self.results.items():

@@ -331,6 +331,12 @@ class PipelineWorkflow(Resumable):
         """Await ``work`` while ``name`` shows running, then done or failed."""
         return await track(self.steps, name, work)
 
+    def _enter(self, phase: str) -> None:
+        """Enter ``phase``; the Web UI's current details name it."""
+        self.phase = phase
+        symbol = self.saved.symbol if self.saved else ""
+        self.gate.show(f"**{phase}** {symbol}".strip())
+
     def _research(
         self, activity: str, request: BaseModel, result_type: type, step: str | None = None
     ) -> Any:
@@ -369,7 +375,7 @@ class PipelineWorkflow(Resumable):
             macro_context=args.macro_context,
             usage=self.usage,
         )
-        self.phase = RESOLVE_AS_OF
+        self._enter(RESOLVE_AS_OF)
         resolved: ResolvedAsOf = await self._research(
             RESOLVE_AS_OF,
             ResolveAsOfRequest(symbol=args.symbol, as_of=args.as_of, not_after=scheduled_time()),
@@ -378,7 +384,7 @@ class PipelineWorkflow(Resumable):
         state.as_of = resolved.as_of
         tag_run("Pipeline", symbol=state.symbol, as_of=state.as_of)
         if args.macro_context_key is not None:
-            self.phase = LOAD_MACRO_CONTEXT
+            self._enter(LOAD_MACRO_CONTEXT)
             loaded: LoadedText = await self._research(
                 "load_text",
                 LoadTextRequest(
@@ -390,7 +396,7 @@ class PipelineWorkflow(Resumable):
                 LOAD_MACRO_CONTEXT,
             )
             state.macro_context = loaded.text
-        self.phase = "analysts"
+        self._enter("analysts")
         await self._analysts(args, state)
         await self._recall(state)
         aborted = state.reports.critical_abort()
@@ -400,7 +406,7 @@ class PipelineWorkflow(Resumable):
                 self.steps[name] = StepState.SKIPPED
         else:
             await self._debate_and_trade(args, state)
-        self.phase = PORTFOLIO_MANAGER
+        self._enter(PORTFOLIO_MANAGER)
         inputs = ManagerInputs(
             symbol=state.symbol,
             reports=state.reports,
@@ -414,7 +420,7 @@ class PipelineWorkflow(Resumable):
         state.decision = PortfolioDecision.model_validate(
             await self._chat(args, PORTFOLIO_MANAGER, manager_messages, inputs)
         )
-        self.phase = REPORT
+        self._enter(REPORT)
         state.report = await self._research(
             "store_report",
             StoreReportRequest(
@@ -426,7 +432,7 @@ class PipelineWorkflow(Resumable):
             StoredReport,
             REPORT,
         )
-        self.phase = "done"
+        self._enter("done")
         return PipelineResult.model_validate({**state.model_dump(), "run_id": info.run_id})
 
     async def _chat(self, args: PipelineInput, agent: str, build: Any, inputs: BaseModel) -> Any:
@@ -509,7 +515,7 @@ class PipelineWorkflow(Resumable):
         """Every role's closest lessons from before ``as_of``, matched on the reports; the
         portfolio manager reads its own on the abort path too."""
         assert state.as_of is not None
-        self.phase = RECALL_MEMORIES
+        self._enter(RECALL_MEMORIES)
         situation = situation_of(state.reports)
         recalled: RecalledMemories = await self._research(
             RECALL_MEMORIES,
@@ -525,7 +531,7 @@ class PipelineWorkflow(Resumable):
         assert state.as_of is not None
         wf_id = workflow.info().workflow_id
 
-        self.phase = DEBATE
+        self._enter(DEBATE)
         self.child_started(f"{wf_id}-debate")
         debate: DebateResult = await self._step(
             DEBATE,
@@ -542,7 +548,7 @@ class PipelineWorkflow(Resumable):
         state.research_transcript = debate.transcript
         state.research_plan = debate.research_plan
 
-        self.phase = TRADER
+        self._enter(TRADER)
         price = state.price or PriceFacts()
         trader = TraderInputs(
             symbol=state.symbol,
@@ -557,7 +563,7 @@ class PipelineWorkflow(Resumable):
             await self._chat(args, TRADER, trader_messages, trader)
         )
 
-        self.phase = RISK
+        self._enter(RISK)
         self.child_started(f"{wf_id}-risk")
         risk: RiskResult = await self._step(
             RISK,

@@ -45,16 +45,22 @@ class ResumeGate:
         self.resumes = 0
         self.waiting: dict[str, str] = {}
         self.children: set[str] = set()
+        self.details = ""
+
+    def show(self, details: str) -> None:
+        """What the run is doing, for the Web UI's current details (waits come first)."""
+        self.details = details
+        self._show()
 
     def _show(self) -> None:
         if self.waiting:
             steps = "; ".join(f"{step}: {reason}" for step, reason in self.waiting.items())
             workflow.set_current_details(
                 f"**Waiting for a fix.** {steps}\n\nFix the setting, then send the `resume` "
-                f"signal (`quantdesk resume {workflow.info().workflow_id}`)."
+                f"signal (`quantdesk resume {workflow.info().workflow_id}`).\n\n{self.details}"
             )
         else:
-            workflow.set_current_details("")
+            workflow.set_current_details(self.details)
 
     async def guard(self, step: str, attempt: Callable[[], Awaitable[T]]) -> T:
         """``attempt()``; after a user-fixable failure, wait for ``resume`` and try again."""
