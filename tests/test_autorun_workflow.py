@@ -24,11 +24,14 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from rich.console import Console
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+import cli.run as cli_run
+import cli.views as cli_views
 from cli.report import fetch_report
 from shared.config import Settings
 from shared.portfolio.models import Side, TradeRequest
@@ -185,3 +188,29 @@ async def test_the_desk_runs_offline_end_to_end(
     for reflect_id in result.reflections:
         reflected = await ts_env.client.get_workflow_handle(reflect_id).result()
         assert reflected["inserted"] >= 1
+
+
+async def test_quantdesk_run_autorun_prints_the_decisions_and_downloads_the_report(
+    ts_env: WorkflowEnvironment,
+    workers: None,
+    settings: Settings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shown = Console(record=True, width=240)
+    monkeypatch.setattr(cli_run, "console", shown)
+    monkeypatch.setattr(cli_views, "console", shown)
+    here = settings.model_copy(
+        update={"temporal": settings.temporal.model_copy(update={"address": _address(ts_env)})}
+    )
+    payload = {"portfolio": "clidesk", "as_of": AS_OF, "max_tickers": 2, "min_conviction": "low"}
+    payload |= {"analysts": ["market"], "reflect": False}
+
+    status = await cli_run._run_autorun(here, payload, "autorun-cli-test", tmp_path)
+
+    text = shown.export_text()
+    assert status == 0
+    assert "AutoRun clidesk as of 2012-06-01" in text and "approved_auto" in text
+    report = tmp_path / "autorun-cli-test" / "report.html"
+    assert report.exists() and f"report: {report.resolve()}" in text.replace("\n", "")
+    assert "Web UI: http://127.0.0.1:" in text
