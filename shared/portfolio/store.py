@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from sqlalchemy import Connection, Row, delete, select, update
 from sqlalchemy.exc import IntegrityError
 
@@ -51,6 +51,9 @@ class TradeRefused(QuantdeskError):
     def __init__(self, symbol: str, problem: str) -> None:
         self.symbol = symbol
         super().__init__(f"trade in {symbol} refused: {problem}")
+
+
+R = TypeVar("R", bound=BaseModel)
 
 
 class PortfolioStore(SqlStore):
@@ -352,64 +355,31 @@ class PortfolioStore(SqlStore):
         return max(found) if found else None
 
 
-def _portfolio(row: Row[Any]) -> Portfolio:
-    return Portfolio(
-        name=row.name,
-        currency=row.currency,
-        initial_cash=row.initial_cash,
-        cash=row.cash,
-        created_at=row.created_at,
+def _record(model: type[R], row: Row[Any], **given: Any) -> R:
+    """The model of a row: each field from its column of the same name, or from ``given``
+    where the column is named or stored otherwise."""
+    columns = row._mapping
+    return model.model_validate(
+        {name: given[name] if name in given else columns[name] for name in model.model_fields}
     )
+
+
+def _portfolio(row: Row[Any]) -> Portfolio:
+    return _record(Portfolio, row)
 
 
 def _holding(row: Row[Any]) -> Holding:
-    return Holding(
-        symbol=row.symbol,
-        shares=row.shares,
-        avg_cost=row.avg_cost,
-        sector=row.sector,
-        opened_at=row.opened_at,
-        updated_at=row.updated_at,
-    )
+    return _record(Holding, row)
 
 
 def _trade(row: Row[Any]) -> Trade:
-    return Trade(
-        key=row.idempotency_key,
-        symbol=row.symbol,
-        side=row.side,
-        shares=row.shares,
-        price=row.price,
-        value=row.value,
-        fees=row.fees,
-        cash_change=row.cash_change,
-        realized_pnl=row.realized_pnl,
-        executed_at=row.executed_at,
-        rationale=row.rationale,
-        stop_loss=row.stop_loss,
-        take_profit=row.take_profit,
-        source=row.source,
-        created_at=row.created_at,
-    )
+    return _record(Trade, row, key=row.idempotency_key)
 
 
 def _snapshot(row: Row[Any]) -> Snapshot:
-    return Snapshot(
-        key=row.snapshot_key,
-        as_of=row.as_of,
-        total_value=row.total_value,
-        cash=row.cash,
-        equity=row.equity,
-        positions=[SnapshotPosition.model_validate(p) for p in json.loads(row.positions)],
-        created_at=row.created_at,
-    )
+    positions = [SnapshotPosition.model_validate(p) for p in json.loads(row.positions)]
+    return _record(Snapshot, row, key=row.snapshot_key, positions=positions)
 
 
 def _decision(row: Row[Any]) -> DecisionRecord:
-    return DecisionRecord(
-        key=row.decision_key,
-        as_of=row.as_of,
-        status=row.status,
-        decision=json.loads(row.decision),
-        created_at=row.created_at,
-    )
+    return _record(DecisionRecord, row, key=row.decision_key, decision=json.loads(row.decision))
