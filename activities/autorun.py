@@ -18,6 +18,7 @@ from pydantic import AwareDatetime, BaseModel, Field
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.heartbeat import heartbeating
 from activities.research import MARKDOWN
 from activities.services import Services, StoredReport
 from shared.data.contracts import DataKind
@@ -125,6 +126,7 @@ class AutoRunActivities(Services):
         )
 
     @activity.defn(name="store_run_report")
+    @heartbeating
     def store_run_report(self, request: RunReportRequest) -> RunReportFiles:
         """Draw the charts, render Markdown and HTML, store all three kinds side by side."""
         with as_temporal_failures():

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.heartbeat import heartbeating
 from activities.services import Services, StoredReport
 from shared.backtest import Book, Performance, PricePoint, WalkForward, walk_forward
 from shared.backtest.report import equity_csv, render_report
@@ -130,6 +131,7 @@ class BacktestActivities(Services):
         ) from None
 
     @activity.defn(name="plan_backtest")
+    @heartbeating
     def plan_backtest(self, request: PlanRequest) -> BacktestPlan:
         """The trading dates the flow runs at, and every close the positions are marked at."""
         with as_temporal_failures():
@@ -139,6 +141,7 @@ class BacktestActivities(Services):
         return self.put_report(ref.model_copy(update={"content_type": content_type}), data)
 
     @activity.defn(name="score_backtest")
+    @heartbeating
     def score_backtest(self, request: ScoreRequest) -> BacktestScore:
         """Metrics of the strategy and buy-and-hold; the Markdown report and the CSV, stored."""
         with as_temporal_failures():
@@ -152,6 +155,7 @@ class BacktestActivities(Services):
             )
 
     @activity.defn(name="render_equity_chart")
+    @heartbeating
     def render_equity_chart(self, request: EquityChartRequest) -> StoredReport:
         """The equity curves against buy-and-hold as a PNG, stored."""
         from shared.backtest.chart import render_equity_chart

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.heartbeat import heartbeating
 from activities.services import Services
 from shared.charts import render
 from shared.charts.candles import png_dimensions
@@ -73,6 +74,7 @@ class ChartActivities(Services):
         )
 
     @activity.defn(name="render_pattern_chart")
+    @heartbeating
     def render_pattern_chart(self, request: ChartRequest) -> ChartResult:
         """Candles (and volume) of the last 40 bars, for the pattern agent."""
         with as_temporal_failures():
@@ -82,6 +84,7 @@ class ChartActivities(Services):
             return self._stored(request, png, None)
 
     @activity.defn(name="render_trend_chart")
+    @heartbeating
     def render_trend_chart(self, request: ChartRequest) -> ChartResult:
         """Candles of the last 50 bars with four trendlines, for the trend agent."""
         with as_temporal_failures():

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.heartbeat import heartbeating
 from activities.services import Services, StoredReport
 from shared.agents.quantagent import Direction
 from shared.evaluation.report import render_csv, render_json, render_markdown
@@ -136,6 +137,7 @@ class EvaluationActivities(Services):
         return WindowPage.model_validate_json(self.store.get_bytes(ref))
 
     @activity.defn(name="load_eval_windows")
+    @heartbeating
     def load_eval_windows(self, request: LoadWindowsRequest) -> WindowManifest:
         """Read and validate every window, store them in pages, return the manifest."""
         with as_temporal_failures():
@@ -174,6 +176,7 @@ class EvaluationActivities(Services):
             )
 
     @activity.defn(name="score_evaluation")
+    @heartbeating
     def score_evaluation(self, request: ScoreRequest) -> ScoredEvaluation:
         """Score the calls on the stored windows; store the Markdown, CSV and JSON tables."""
         with as_temporal_failures():
@@ -194,6 +197,7 @@ class EvaluationActivities(Services):
             )
 
     @activity.defn(name="render_evaluation_plot")
+    @heartbeating
     def render_evaluation_plot(self, request: PlotRequest) -> StoredReport:
         """The accuracy plot as a PNG in the reports bucket."""
         # matplotlib loads only in the process that draws (the charts worker), not in every

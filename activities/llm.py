@@ -12,13 +12,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 from pydantic import BaseModel
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.heartbeat import heartbeating
 from shared.agents.schemas import schema_named
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError, InvalidInput, QuantdeskError, StructuredOutputError
@@ -30,25 +29,6 @@ from shared.llm.reply_cache import ReplyCache, cache_key
 from shared.llm.structured import repair_messages, schema_instruction, validate_reply
 from shared.storage.buckets import PAYLOADS_BUCKET
 from shared.storage.objects import ObjectRef, ObjectStore
-
-# Tell Temporal the call is alive well inside the workflow's heartbeat timeout.
-HEARTBEAT_EVERY_SECONDS = 10.0
-
-
-@asynccontextmanager
-async def _heartbeating() -> AsyncIterator[None]:
-    """Heartbeat while a slow vendor call is in flight, so a dead worker is noticed fast."""
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(HEARTBEAT_EVERY_SECONDS)
-
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        task.cancel()
 
 
 class LlmActivities:
@@ -112,17 +92,16 @@ class LlmActivities:
         if spec.client is ClientKind.OFFLINE:
             return answer_offline(request, model)
         schema = schema_named(request.response_schema) if request.response_schema else None
-        async with _heartbeating():
-            return await clients.complete(
-                request,
-                spec=spec,
-                model=model,
-                api_key=self.settings.api_key(spec),
-                base_url=self.settings.base_url(spec),
-                timeout=self.settings.provider(spec.name).timeout_seconds,
-                images=images,
-                json_schema=schema.model_json_schema() if schema else None,
-            )
+        return await clients.complete(
+            request,
+            spec=spec,
+            model=model,
+            api_key=self.settings.api_key(spec),
+            base_url=self.settings.base_url(spec),
+            timeout=self.settings.provider(spec.name).timeout_seconds,
+            images=images,
+            json_schema=schema.model_json_schema() if schema else None,
+        )
 
     def _keep_raw_reply(self, request: ChatRequest, reply: str) -> str:
         """Store an unusable reply so a human can read it; return its key."""
@@ -135,6 +114,7 @@ class LlmActivities:
         return f"s3://{ref.bucket}/{ref.key}"
 
     @activity.defn(name="chat")
+    @heartbeating
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """One LLM turn: validate, call the provider, validate the structure, repair once."""
         with as_temporal_failures():

@@ -141,6 +141,13 @@ class Settings(BaseSettings):
             "QUANTDESK_PAPER_COSTS__FEE_BPS=2; a Portfolio run may override them"
         ),
     )
+    retry_budget_minutes: int = Field(
+        60,
+        ge=1,
+        le=7 * 24 * 60,
+        description="how long a workflow step keeps retrying a transient fault (S3, SQL, a "
+        "vendor's 5xx or 429, a timeout) before it fails; read by the workflows worker",
+    )
     llm_cache: bool = Field(
         False,
         description="answer a repeated LLM request from the reply cache in S3 "

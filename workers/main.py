@@ -28,6 +28,7 @@ from shared.llm.providers import providers_on_queue
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from workers.roles import WorkerRole
 from workflows.catalog import WORKFLOWS
+from workflows.retries import set_retry_budget
 
 # Sync activities (tools, charts) run in threads; a few per core is plenty.
 SYNC_THREADS = 8
@@ -57,6 +58,7 @@ def _llm_plan(settings: Settings, queue: str) -> WorkerPlan:
 
 
 def _plan_workflows(settings: Settings) -> WorkerPlan:
+    set_retry_budget(timedelta(minutes=settings.retry_budget_minutes))
     return WorkerPlan(queue=settings.queues.workflows, workflows=list(WORKFLOWS))
 
 

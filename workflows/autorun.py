@@ -22,7 +22,6 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field, field_validator
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ChildWorkflowError
 from temporalio.workflow import ParentClosePolicy
 
@@ -43,11 +42,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.portfolio import Approval, PortfolioInput, PortfolioResult
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
+    from workflows.retries import HEARTBEAT, durable
     from workflows.scan import MAX_TICKERS, ScanInput, ScanResult
     from workflows.visibility import tag_run
 
 STEP_START_TO_CLOSE = timedelta(minutes=2)
-STEP_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=5)
 DEFAULT_CASH = Decimal(100_000)
 MAX_CONCURRENCY = 32
 CONVICTION_RANK = {Conviction.LOW: 1, Conviction.MEDIUM: 2, Conviction.HIGH: 3}
@@ -202,8 +201,7 @@ class AutoRunWorkflow(Resumable):
                 OpenBookRequest(portfolio=args.portfolio, initial_cash=args.initial_cash),
                 result_type=OpenedBook,
                 task_queue=TOOLS_QUEUE,
-                start_to_close_timeout=STEP_START_TO_CLOSE,
-                retry_policy=STEP_RETRY,
+                **durable(STEP_START_TO_CLOSE),
             ),
         )
 
@@ -304,8 +302,7 @@ class AutoRunWorkflow(Resumable):
                 ),
                 result_type=RunReportFiles,
                 task_queue=CHARTS_QUEUE,
-                start_to_close_timeout=STEP_START_TO_CLOSE,
-                retry_policy=STEP_RETRY,
+                **durable(STEP_START_TO_CLOSE, heartbeat=HEARTBEAT),
             ),
         )
 

@@ -31,7 +31,6 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field, ValidationInfo, field_validator
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.backtest import (
@@ -61,11 +60,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.quantagent import QuantAgentInput, QuantAgentResult
     from workflows.reflect import ReflectResult
     from workflows.resume import Resumable
+    from workflows.retries import HEARTBEAT, durable
     from workflows.visibility import tag_run
 
 PLAN_START_TO_CLOSE = timedelta(minutes=2)
 SCORE_START_TO_CLOSE = timedelta(minutes=2)
-DATA_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 PLAN = "plan_backtest"
 SCORE = "score_backtest"
 CHART = "render_equity_chart"
@@ -292,8 +291,7 @@ class BacktestWorkflow(Resumable):
                 PlanRequest(symbol=args.symbol, start=args.start, end=args.end, every=args.every),
                 result_type=BacktestPlan,
                 task_queue=TOOLS_QUEUE,
-                start_to_close_timeout=PLAN_START_TO_CLOSE,
-                retry_policy=DATA_RETRY,
+                **durable(PLAN_START_TO_CLOSE, heartbeat=HEARTBEAT),
             ),
         )
 
@@ -410,8 +408,7 @@ class BacktestWorkflow(Resumable):
             ScoreRequest(book=book, report=self._ref("report.md"), csv=self._ref("equity.csv")),
             result_type=BacktestScore,
             task_queue=TOOLS_QUEUE,
-            start_to_close_timeout=SCORE_START_TO_CLOSE,
-            retry_policy=DATA_RETRY,
+            **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
 
     async def _chart(self, book: Book) -> StoredReport:
@@ -420,6 +417,5 @@ class BacktestWorkflow(Resumable):
             EquityChartRequest(book=book, target=self._ref("equity.png")),
             result_type=StoredReport,
             task_queue=CHARTS_QUEUE,
-            start_to_close_timeout=SCORE_START_TO_CLOSE,
-            retry_policy=DATA_RETRY,
+            **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )

@@ -24,7 +24,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
@@ -49,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.progress import RunProgress
     from workflows.quantagent import QuantAgentInput, QuantAgentResult
     from workflows.resume import Resumable
+    from workflows.retries import HEARTBEAT, durable
     from workflows.visibility import tag_run
 
 LOAD_START_TO_CLOSE = timedelta(minutes=5)
@@ -56,7 +56,6 @@ LOAD_START_TO_CLOSE = timedelta(minutes=5)
 PAGE_START_TO_CLOSE = timedelta(minutes=1)
 SCORE_START_TO_CLOSE = timedelta(minutes=5)
 PLOT_START_TO_CLOSE = timedelta(minutes=2)
-EVALUATION_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 FAIL_FAST_AFTER = 3
 """This many failures before any success stop the evaluation: the cause is not the windows."""
 MAX_CONCURRENCY = 64
@@ -178,8 +177,7 @@ class EvaluateWorkflow(Resumable):
             LoadWindowsRequest(windows=args.windows, prefix=prefix),
             result_type=WindowManifest,
             task_queue=TOOLS_QUEUE,
-            start_to_close_timeout=LOAD_START_TO_CLOSE,
-            retry_policy=EVALUATION_RETRY,
+            **durable(LOAD_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
         return EvaluateCarry(prefix=prefix, manifest=manifest)
 
@@ -192,8 +190,7 @@ class EvaluateWorkflow(Resumable):
                     carry.manifest.pages[page],
                     result_type=VisiblePage,
                     task_queue=TOOLS_QUEUE,
-                    start_to_close_timeout=PAGE_START_TO_CLOSE,
-                    retry_policy=EVALUATION_RETRY,
+                    **durable(PAGE_START_TO_CLOSE),
                     summary=f"read_visible_windows page {page}",
                 )
             )
@@ -267,16 +264,14 @@ class EvaluateWorkflow(Resumable):
             ),
             result_type=ScoredEvaluation,
             task_queue=TOOLS_QUEUE,
-            start_to_close_timeout=SCORE_START_TO_CLOSE,
-            retry_policy=EVALUATION_RETRY,
+            **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
         plot: StoredReport = await workflow.execute_activity(
             "render_evaluation_plot",
             PlotRequest(summary=scored.summary, prefix=carry.prefix),
             result_type=StoredReport,
             task_queue=CHARTS_QUEUE,
-            start_to_close_timeout=PLOT_START_TO_CLOSE,
-            retry_policy=EVALUATION_RETRY,
+            **durable(PLOT_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
         self.phase = DONE
         return EvaluateResult(

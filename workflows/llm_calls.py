@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
@@ -35,18 +34,12 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.buckets import PAYLOADS_BUCKET
     from shared.storage.objects import ObjectRef
     from workflows.resume import current_gate
+    from workflows.retries import durable
 
 # A vendor call rarely takes more than a minute; the heartbeat catches dead workers sooner.
 CHAT_START_TO_CLOSE = timedelta(minutes=5)
 CHAT_HEARTBEAT = timedelta(seconds=30)
-CHAT_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=2),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(minutes=1),
-    maximum_attempts=6,
-)
 TOOL_START_TO_CLOSE = timedelta(minutes=2)
-TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 MAX_TOOL_ROUNDS = 5
 
 
@@ -87,9 +80,7 @@ async def chat(request: ChatRequest, *, summary: str | None = None) -> ChatRespo
             request,
             result_type=ChatResponse,
             task_queue=PROVIDERS[request.provider].task_queue,
-            start_to_close_timeout=CHAT_START_TO_CLOSE,
-            heartbeat_timeout=CHAT_HEARTBEAT,
-            retry_policy=CHAT_RETRY,
+            **durable(CHAT_START_TO_CLOSE, heartbeat=CHAT_HEARTBEAT),
             summary=label,
         )
 
@@ -107,8 +98,7 @@ async def run_tool(
             ToolRequest(call=call, context=context),
             result_type=ToolResult,
             task_queue=queue,
-            start_to_close_timeout=TOOL_START_TO_CLOSE,
-            retry_policy=TOOL_RETRY,
+            **durable(TOOL_START_TO_CLOSE),
             summary=f"{agent}: {call.name}",
         )
     except ActivityError as error:

@@ -21,7 +21,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -92,10 +91,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.progress import RunProgress, StepState, track
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
     from workflows.resume import Resumable
+    from workflows.retries import durable
     from workflows.visibility import tag_run
 
 RESEARCH_START_TO_CLOSE = timedelta(minutes=1)
-RESEARCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 MACRO_CONTEXT_MAX = 20_000
 """Characters of macro context, inline or stored: a Scan summary is a few thousand."""
 
@@ -348,8 +347,7 @@ class PipelineWorkflow(Resumable):
                 request,
                 result_type=result_type,
                 task_queue=TOOLS_QUEUE,
-                start_to_close_timeout=RESEARCH_START_TO_CLOSE,
-                retry_policy=RESEARCH_RETRY,
+                **durable(RESEARCH_START_TO_CLOSE),
                 summary=activity,
             ),
         )

@@ -22,7 +22,6 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field, field_validator
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -81,18 +80,14 @@ with workflow.unsafe.imports_passed_through():
     from workflows.llm_calls import chat, request_for
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
+    from workflows.retries import durable
     from workflows.visibility import tag_run
 
 BOOK_START_TO_CLOSE = timedelta(minutes=2)
 """A data read may build the simulated market first (seconds); SQL and S3 are quick."""
-BOOK_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 EXECUTE_START_TO_CLOSE = timedelta(minutes=5)
 EXECUTE_HEARTBEAT = timedelta(seconds=5)
 """Each fill heartbeats; a worker silent this long is taken for dead and the fills retried."""
-EXECUTE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=10
-)
-"""Generous: every fill is keyed, so another attempt only books what is missing."""
 DEFAULT_APPROVAL_MINUTES = 24 * 60
 MAX_APPROVAL_MINUTES = 30 * 24 * 60
 MAX_DECISIONS = 100
@@ -283,8 +278,7 @@ class PortfolioWorkflow(Resumable):
                 request,
                 result_type=result_type,
                 task_queue=TOOLS_QUEUE,
-                start_to_close_timeout=BOOK_START_TO_CLOSE,
-                retry_policy=BOOK_RETRY,
+                **durable(BOOK_START_TO_CLOSE),
                 summary=activity,
             ),
         )
@@ -539,9 +533,7 @@ class PortfolioWorkflow(Resumable):
                 request,
                 result_type=Execution,
                 task_queue=TOOLS_QUEUE,
-                start_to_close_timeout=EXECUTE_START_TO_CLOSE,
-                heartbeat_timeout=EXECUTE_HEARTBEAT,
-                retry_policy=EXECUTE_RETRY,
+                **durable(EXECUTE_START_TO_CLOSE, heartbeat=EXECUTE_HEARTBEAT),
                 summary=f"{EXECUTE}: {len(plan.orders)} orders",
             ),
         )

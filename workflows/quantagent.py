@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.charts import ChartRequest, ChartResult
@@ -45,11 +44,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.llm_calls import chat, run_tool_loop
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
+    from workflows.retries import HEARTBEAT, durable
     from workflows.visibility import tag_run
 
 DATA_START_TO_CLOSE = timedelta(minutes=1)
 CHART_START_TO_CLOSE = timedelta(minutes=2)
-DATA_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 # The trend chart (50 bars) needs the most; MACD's signal line needs 34.
 MIN_BARS = qa.TREND_WINDOW
 DEFAULT_LOOKBACK = 100
@@ -173,8 +172,7 @@ class QuantAgentWorkflow(Resumable):
                 ),
                 result_type=LoadedBars,
                 task_queue=TOOLS_QUEUE,
-                start_to_close_timeout=DATA_START_TO_CLOSE,
-                retry_policy=DATA_RETRY,
+                **durable(DATA_START_TO_CLOSE),
             ),
         )
         tag_run("QuantAgent", symbol=args.symbol.upper(), as_of=loaded.bars[-1].time)
@@ -275,8 +273,7 @@ class QuantAgentWorkflow(Resumable):
                 ),
                 result_type=ChartResult,
                 task_queue=CHARTS_QUEUE,
-                start_to_close_timeout=CHART_START_TO_CLOSE,
-                retry_policy=DATA_RETRY,
+                **durable(CHART_START_TO_CLOSE, heartbeat=HEARTBEAT),
                 summary=step,
             ),
         )
@@ -295,8 +292,7 @@ class QuantAgentWorkflow(Resumable):
                     PatternScanRequest(bars=window),
                     result_type=PatternScan,
                     task_queue=TOOLS_QUEUE,
-                    start_to_close_timeout=DATA_START_TO_CLOSE,
-                    retry_policy=DATA_RETRY,
+                    **durable(DATA_START_TO_CLOSE),
                 ),
             ),
         )

@@ -17,7 +17,6 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field, field_validator
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -43,13 +42,12 @@ with workflow.unsafe.imports_passed_through():
     from workflows.llm_calls import chat
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
+    from workflows.retries import durable
     from workflows.visibility import tag_run
 
 DATA_START_TO_CLOSE = timedelta(minutes=1)
-MEMORY_START_TO_CLOSE = timedelta(minutes=1)
-DATA_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 # Memory writes are idempotent, so retrying through a database restart is safe.
-MEMORY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_attempts=5)
+MEMORY_START_TO_CLOSE = timedelta(minutes=1)
 # Enough for a 5-day horizon over a long holiday with a late feed, without waiting forever
 # on a symbol whose data stopped.
 DEFAULT_MAX_WAITS = 10
@@ -187,8 +185,7 @@ class ReflectWorkflow(Resumable):
                 RecordLessonsRequest(lessons=lessons),
                 result_type=RecordedLessons,
                 task_queue=TOOLS_QUEUE,
-                start_to_close_timeout=MEMORY_START_TO_CLOSE,
-                retry_policy=MEMORY_RETRY,
+                **durable(MEMORY_START_TO_CLOSE),
             ),
         )
         return ReflectResult(
@@ -235,8 +232,7 @@ class ReflectWorkflow(Resumable):
                     ),
                     result_type=MeasuredOutcome,
                     task_queue=TOOLS_QUEUE,
-                    start_to_close_timeout=DATA_START_TO_CLOSE,
-                    retry_policy=DATA_RETRY,
+                    **durable(DATA_START_TO_CLOSE),
                     summary=f"measure_outcome {args.symbol} (try {self.waits + 1})",
                 ),
             )

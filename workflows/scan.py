@@ -26,7 +26,6 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field, ValidationError
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -91,10 +90,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.llm_calls import ToolLoopResult, chat, request_for, run_tool, run_tool_loop
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
+    from workflows.retries import durable
     from workflows.visibility import tag_run
 
 SCAN_START_TO_CLOSE = timedelta(minutes=1)
-SCAN_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
 CLOCK_SYMBOL = SECTOR_ETFS[Sector.INFORMATION_TECHNOLOGY]
 """Without ``as_of`` the scan runs as of this sector ETF's latest daily bar: the sector
@@ -198,8 +197,7 @@ class ScanWorkflow(Resumable):
             request,
             result_type=result_type,
             task_queue=TOOLS_QUEUE,
-            start_to_close_timeout=SCAN_START_TO_CLOSE,
-            retry_policy=SCAN_RETRY,
+            **durable(SCAN_START_TO_CLOSE),
             summary=activity,
         )
 

@@ -1,0 +1,84 @@
+"""Heartbeats for long activities, so a dead worker is noticed in seconds.
+
+Temporal retries an attempt whose worker died only when the attempt times out. A
+step allowed minutes (a chart render, loading a benchmark, scoring an evaluation)
+would sit that long after a ``kill -9``; with a heartbeat timeout of half a minute
+the retry starts on a live worker as soon as the beats stop. The beats come from a
+side thread (or, for async activities, a task), so the step's own code needs no
+changes, and they stop with the step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from functools import wraps
+from typing import Any, ParamSpec, TypeVar
+
+from temporalio import activity
+
+BEAT_EVERY_SECONDS = 5.0
+"""Well inside the workflows' heartbeat timeout (``workflows.retries.HEARTBEAT``)."""
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@contextmanager
+def keep_alive(every: float = BEAT_EVERY_SECONDS) -> Iterator[None]:
+    """Heartbeat now and every ``every`` seconds until the block ends."""
+    activity.heartbeat()
+    stop = threading.Event()
+    # The activity's context (which heartbeat reads) lives in this thread's context vars.
+    context = contextvars.copy_context()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            context.run(activity.heartbeat)
+
+    thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+@asynccontextmanager
+async def keep_alive_async(every: float = BEAT_EVERY_SECONDS) -> AsyncIterator[None]:
+    """``keep_alive`` for async activities: the beats come from a task on the worker's loop."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(every)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+def heartbeating(step: Callable[P, R]) -> Callable[P, R]:
+    """Run an activity, sync or async, while it heartbeats (put it below ``@activity.defn``)."""
+    if inspect.iscoroutinefunction(step):
+
+        @wraps(step)
+        async def run_async(*args: P.args, **kwargs: P.kwargs) -> Any:
+            async with keep_alive_async():
+                return await step(*args, **kwargs)  # type: ignore[misc]
+
+        return run_async  # type: ignore[return-value]
+
+    @wraps(step)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        with keep_alive():
+            return step(*args, **kwargs)
+
+    return run
