@@ -66,11 +66,14 @@ async def keep_alive_async(every: float = BEAT_EVERY_SECONDS) -> AsyncIterator[N
 
 
 def heartbeating(step: Callable[P, R]) -> Callable[P, R]:
-    """Run an activity, sync or async, while it heartbeats (put it below ``@activity.defn``)."""
+    """Run an activity, sync or async, while it heartbeats (put it below ``@activity.defn``).
+    Called as a plain function (a unit test), it just runs."""
     if inspect.iscoroutinefunction(step):
 
         @wraps(step)
         async def run_async(*args: P.args, **kwargs: P.kwargs) -> Any:
+            if not activity.in_activity():
+                return await step(*args, **kwargs)  # type: ignore[misc]
             async with keep_alive_async():
                 return await step(*args, **kwargs)  # type: ignore[misc]
 
@@ -78,6 +81,8 @@ def heartbeating(step: Callable[P, R]) -> Callable[P, R]:
 
     @wraps(step)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        if not activity.in_activity():
+            return step(*args, **kwargs)
         with keep_alive():
             return step(*args, **kwargs)
 

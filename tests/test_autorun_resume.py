@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
@@ -31,8 +32,8 @@ from tests.fakes.replay import ReplayVendor, recording_chat
 from tests.servers import isolated_settings, running_workers, tools_reading
 from workers.main import WorkerPlan, plan_for
 from workers.roles import WorkerRole
-from workflows.autorun import AutoRunResult
-from workflows.scan import ScanProgress
+from workflows.autorun import AutoRunProgress, AutoRunResult
+from workflows.progress import RunProgress
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 KEY = "sk-revoked-then-fixed-0000"
@@ -81,20 +82,20 @@ async def vendor(
         yield server
 
 
-async def _until_waiting(env: WorkflowEnvironment, scan_id: str, calls: int) -> ScanProgress:
-    """The Scan child's progress once ``calls`` of its calls wait for ``resume``."""
-    child = env.client.get_workflow_handle(scan_id)
+async def _until_waiting(env: WorkflowEnvironment, run_id: str, calls: int) -> RunProgress:
+    """A run's progress once ``calls`` calls in it (or below it) wait for ``resume``."""
+    child = env.client.get_workflow_handle(run_id)
     for _ in range(600):
         try:  # a short timeout: the test server holds a query to a run not started yet
             progress = await child.query(
-                "progress", result_type=ScanProgress, rpc_timeout=timedelta(seconds=1)
+                "progress", result_type=RunProgress, rpc_timeout=timedelta(seconds=1)
             )
         except RPCError:
             progress = None
         if progress is not None and len(progress.waiting) >= calls:
             return progress
         await asyncio.sleep(0.05)
-    raise AssertionError(f"fewer than {calls} calls of {scan_id} ever waited")
+    raise AssertionError(f"fewer than {calls} calls of {run_id} ever waited")
 
 
 async def test_a_refused_key_parks_the_run_and_resume_finishes_it(
@@ -125,13 +126,26 @@ async def test_a_refused_key_parks_the_run_and_resume_finishes_it(
             waiting = await _until_waiting(ts_env, f"{handle.id}-scan", 3)
             assert all("401" in r or "API key" in r for r in waiting.waiting.values())
             assert all(KEY not in reason for reason in waiting.waiting.values())
+            # The AutoRun itself says which child waits, at which step, and why.
+            shown = await _until_waiting(ts_env, handle.id, 3)
+            assert {f"scan › {step}" for step in waiting.waiting} <= set(shown.waiting)
+            assert all("401" in r or "API key" in r for r in shown.waiting.values())
+            metadata = await handle.query(
+                "__temporal_workflow_metadata", result_type=WorkflowMetadata
+            )
+            assert "Waiting for a fix" in metadata.current_details
+            assert "scan › " in metadata.current_details
+            assert f"quantdesk resume {handle.id}" in metadata.current_details
+            assert KEY not in metadata.current_details
             refused_before_fix = vendor.refused
 
             vendor.key_valid = True  # the user fixes the key ...
             await handle.signal("resume")  # ... and resumes the AutoRun
             result = await handle.result()
+            after = await handle.query("progress", result_type=AutoRunProgress)
 
     assert refused_before_fix == vendor.refused == 3  # the three first scanners, once each
+    assert after.waiting == {}  # each wait was cleared as its call went on
     assert [(d.symbol, d.rating) for d in result.decisions] == [
         (d.symbol, d.rating) for d in offline.decisions
     ]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 
 import pytest
 import pytest_asyncio
@@ -18,6 +19,7 @@ from tests.flows import ProbeResult, ToolLoopProbe
 from tests.probe_tools import TEST_TOOLS_QUEUE
 from tests.servers import running_workers
 from workers.main import WorkerPlan
+from workflows import retries
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 QUEUE = "test-workflows"
@@ -67,8 +69,18 @@ async def test_falling_prices_give_the_opposite_conclusion(
     assert result.note.stance == "bearish"
 
 
+@pytest.fixture
+def short_retry_budget() -> Iterator[None]:
+    """A budget of seconds, so the retries of a tool that never heals end in the test."""
+    retries.set_retry_budget(timedelta(seconds=4))
+    try:
+        yield
+    finally:
+        retries.set_retry_budget(retries.DEFAULT_RETRY_BUDGET)
+
+
 async def test_a_failing_tool_reaches_the_model_as_an_error_message(
-    ts_env: WorkflowEnvironment, workers: None
+    ts_env: WorkflowEnvironment, workers: None, short_retry_budget: None
 ) -> None:
     result = await _run(ts_env, {"symbol": "BROKEN", "closes": [1, 2]})
 

@@ -326,18 +326,21 @@ class BacktestWorkflow(Resumable):
         as_of = self.book.schedule.step_times[k]
         child_id = child_workflow_id(k, kind)
         self.child_started(child_id)
-        result = await track(
-            self.steps,
-            step_name(k, as_of, kind),
-            workflow.execute_child_workflow(
-                flow,
-                child_input,
-                id=child_id,
-                result_type=result_type,
-                static_summary=f"{flow} {self.book.symbol} as of {as_of.date()} "
-                f"(backtest step {k + 1})",
-            ),
-        )
+        try:
+            result = await track(
+                self.steps,
+                step_name(k, as_of, kind),
+                workflow.execute_child_workflow(
+                    flow,
+                    child_input,
+                    id=child_id,
+                    result_type=result_type,
+                    static_summary=f"{flow} {self.book.symbol} as of {as_of.date()} "
+                    f"(backtest step {k + 1})",
+                ),
+            )
+        finally:
+            self.child_finished(child_id)
         self._count(result.usage)
         return result
 

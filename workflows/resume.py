@@ -13,6 +13,13 @@ The gate travels in a context variable set at the start of ``run``, so every
 threading it through each signature. A run without a gate fails as before.
 ``resume`` is forwarded to the run's children, so resuming an AutoRun resumes
 the Pipeline that is actually waiting.
+
+A wait is also reported up: a parked call signals ``child_waits`` to the run's
+parent, which shows it among its own waits under the child's path (``scan ›
+geopolitical_scanner round 1``) and passes it on to its own parent; the same
+signal with no reason clears it once the call goes on. So an AutoRun's
+``progress`` and details say which grandchild waits and why, and ``quantdesk
+resume`` on the AutoRun reaches it.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import TypeVar
 
+from pydantic import BaseModel, Field
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
@@ -28,6 +36,22 @@ T = TypeVar("T")
 
 RESUMABLE_FAILURES: frozenset[str] = frozenset({"ProviderError", "ConfigError"})
 """Failure types of the ``chat`` activity that only a change of settings can fix."""
+CHILD_WAITS = "child_waits"
+WAITS_REPORTED_PATCH = "waits-reported-to-parent"
+PATH_SEPARATOR = " › "
+
+
+class ChildWait(BaseModel):
+    """A call waiting for ``resume`` somewhere below a run, as its parent is told."""
+
+    path: str = Field(description="the child (and grandchild...) and step, e.g. scan › sector")
+    reason: str | None = Field(description="why it waits; None: it waits no more")
+
+
+def child_label(parent_id: str, child_id: str) -> str:
+    """How a parent names its child: the child's id less the parent's prefix (``scan`` for
+    ``ar-1-scan`` under ``ar-1``), or the whole id when it has no such prefix."""
+    return child_id.removeprefix(f"{parent_id}-") or child_id
 
 
 def fixable_by_user(error: ActivityError) -> str | None:
@@ -44,8 +68,14 @@ class ResumeGate:
     def __init__(self) -> None:
         self.resumes = 0
         self.waiting: dict[str, str] = {}
+        self.below: dict[str, str] = {}
+        """Waits reported by children and their children, by path."""
         self.children: set[str] = set()
         self.details = ""
+
+    def all_waiting(self) -> dict[str, str]:
+        """This run's own waits, then those below it."""
+        return {**self.waiting, **self.below}
 
     def show(self, details: str) -> None:
         """What the run is doing, for the Web UI's current details (waits come first)."""
@@ -53,8 +83,8 @@ class ResumeGate:
         self._show()
 
     def _show(self) -> None:
-        if self.waiting:
-            steps = "; ".join(f"{step}: {reason}" for step, reason in self.waiting.items())
+        if waiting := self.all_waiting():
+            steps = "; ".join(f"{step} waits: {reason}" for step, reason in waiting.items())
             workflow.set_current_details(
                 f"**Waiting for a fix.** {steps}\n\nFix the setting, then send the `resume` "
                 f"signal (`quantdesk resume {workflow.info().workflow_id}`).\n\n{self.details}"
@@ -75,9 +105,46 @@ class ResumeGate:
             self.waiting[step] = reason
             self._show()
             workflow.logger.warning("%s waits for resume: %s", step, reason)
+            await self.tell_parent(step, reason)
             await workflow.wait_condition(lambda seen=seen: self.resumes > seen)
             self.waiting.pop(step, None)
             self._show()
+            await self.tell_parent(step, None)
+
+    def child_waits(self, report: ChildWait) -> None:
+        """Record (or, with no reason, clear) a wait below this run."""
+        if report.reason is None:
+            self.below.pop(report.path, None)
+        else:
+            self.below[report.path] = report.reason
+        self._show()
+
+    def child_closed(self, workflow_id: str) -> None:
+        """A closed child waits no more, nor does anything below it."""
+        self.children.discard(workflow_id)
+        label = child_label(workflow.info().workflow_id, workflow_id)
+        gone = [p for p in self.below if p == label or p.startswith(label + PATH_SEPARATOR)]
+        for path in gone:
+            del self.below[path]
+        if gone:
+            self._show()
+
+    async def tell_parent(self, path: str, reason: str | None) -> None:
+        """Report a wait below (or in) this run to its parent, if it has one.
+
+        Runs parked before parents were told replay without this signal in their history;
+        the patch keeps them replaying exactly (README: Changing workflow code safely).
+        """
+        parent = workflow.info().parent
+        if parent is None or not workflow.patched(WAITS_REPORTED_PATCH):
+            return
+        label = child_label(parent.workflow_id, workflow.info().workflow_id)
+        try:
+            await workflow.get_external_workflow_handle(parent.workflow_id).signal(
+                CHILD_WAITS, ChildWait(path=f"{label}{PATH_SEPARATOR}{path}", reason=reason)
+            )
+        except Exception as error:  # a parent that closed (a Reflect left running) needs no word
+            workflow.logger.debug("wait not reported to %s: %s", parent.workflow_id, error)
 
 
 _GATE: ContextVar[ResumeGate | None] = ContextVar("quantdesk_resume_gate", default=None)
@@ -100,17 +167,25 @@ class Resumable:
         return self.gate
 
     def waiting_steps(self) -> dict[str, str]:
-        """The calls waiting for ``resume`` and why, for the progress queries."""
+        """The calls waiting for ``resume`` and why, here and below, for the progress queries."""
         gate: ResumeGate | None = getattr(self, "gate", None)
-        return dict(gate.waiting) if gate is not None else {}
+        return gate.all_waiting() if gate is not None else {}
 
     def child_started(self, workflow_id: str) -> None:
         """Remember a running child so that ``resume`` reaches it too."""
         self.gate.children.add(workflow_id)
 
     def child_finished(self, workflow_id: str) -> None:
-        """A closed child needs no more signals."""
-        self.gate.children.discard(workflow_id)
+        """A closed child needs no more signals, and waits no more."""
+        self.gate.child_closed(workflow_id)
+
+    @workflow.signal(name=CHILD_WAITS)
+    async def child_waits(self, report: ChildWait) -> None:
+        """A call below this run waits (or goes on): show it here and tell the parent."""
+        if getattr(self, "gate", None) is None:
+            return  # not started yet: no child can exist
+        self.gate.child_waits(report)
+        await self.gate.tell_parent(report.path, report.reason)
 
     @workflow.signal(name="resume")
     async def resume(self) -> None:
