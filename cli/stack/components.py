@@ -5,7 +5,9 @@ external and only checked) and a check that says why it is not healthy yet.
 `up` polls the same check that `status` runs once, so "started" and "running"
 mean the same thing in both. A worker is healthy only when the server lists a
 poller on its task queue whose identity names the worker's pid: a poller of a
-killed predecessor lingers in the list for minutes and must not count.
+killed predecessor lingers in the list for minutes and must not count. The S3
+server is healthy only when a probe object round-trips in every bucket
+(``cli.stack.storage_probe``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from cli.stack.servers import LOOPBACK, ServerLaunch, http_answers, s3_server, temporal_dev_server
+from cli.stack.storage_probe import round_trip_problem
 from shared.config import ENV_PREFIX, Settings, TaskQueues
 from shared.errors import QuantdeskError
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
@@ -38,8 +41,19 @@ Problem = str | None
 """Why a component is not healthy, or None when it is."""
 
 RPC_TIMEOUT = 3.0
-SERVER_START_TIMEOUT = 30.0
-WORKER_START_TIMEOUT = 45.0
+# How long a freshly started component may take to pass its check. Generous on
+# purpose: idle, each passes in 2-20 s here, but on a loaded 2-core machine a
+# worker (pandas, matplotlib, TA-Lib imports, the sandbox validating every
+# workflow) was still "unhealthy" after 60 s (issue 14), and the servers (SQLite
+# schema and namespace; SeaweedFS growing its first volumes) share the same cores.
+# A healthy component ends the wait at once, so a long limit costs nothing.
+SERVER_HEALTH_TIMEOUT = 90.0
+WORKER_HEALTH_TIMEOUT = 120.0
+# How long a worker that was already running may show no poller before `up`
+# restarts it. After the dev server went away, a worker retries its polls with a
+# back-off that reaches several seconds (measured here: pollers back within 8 s of
+# the server's return after a 150 s outage); 30 s is a few back-off periods.
+WORKER_RECONNECT_GRACE = 30.0
 # The queue each non-LLM role polls; an LLM role polls the queue named like the role.
 ROLE_QUEUES: dict[WorkerRole, Callable[[TaskQueues], str]] = {
     WorkerRole.WORKFLOWS: lambda queues: queues.workflows,
@@ -59,8 +73,17 @@ class Component:
     address: str
     check: Callable[[int | None], Problem]
     launch: Callable[[], ServerLaunch] | None = None
-    timeout: float = SERVER_START_TIMEOUT
+    timeout: float = SERVER_HEALTH_TIMEOUT
     is_worker: bool = False
+
+    @property
+    def patience(self) -> float:
+        """How long `up` waits for this component when it was already running.
+
+        A worker gets the reconnect grace, then it is restarted; a server (or an
+        external endpoint) is never restarted while it lives, so it gets its whole
+        health timeout: it may still be starting from an earlier `up`."""
+        return WORKER_RECONNECT_GRACE if self.is_worker else self.timeout
 
 
 class TemporalProbe:
@@ -135,7 +158,7 @@ class TemporalProbe:
                 )
                 if any(own_pid.search(poller.identity) for poller in response.pollers):
                     return None
-            return f"pid {pid} does not poll task queue {queue!r} yet"
+            return f"no poller of pid {pid} on task queue {queue!r} yet"
 
         return self._problem(polled)
 
@@ -145,12 +168,13 @@ def _ui_problem(url: str) -> Problem:
 
 
 def _s3_problem(settings: Settings) -> Problem:
-    """Create the buckets if missing: this proves the endpoint answers and takes our keys."""
+    """Create missing buckets (the endpoint answers, takes our keys), then probe each one."""
+    store = ObjectStore.from_settings(settings)
     try:
-        ObjectStore.from_settings(settings).ensure_buckets(*settings.s3.buckets)
+        store.ensure_buckets(*settings.s3.buckets)
     except QuantdeskError as error:
         return str(error)
-    return None
+    return round_trip_problem(store, settings.s3.buckets)
 
 
 def ui_url(settings: Settings) -> str:
@@ -205,7 +229,7 @@ def _worker(settings: Settings, role: WorkerRole, probe: TemporalProbe) -> Compo
         queue,
         lambda pid: probe.poller_problem(queue, pid),
         lambda: worker_launch(settings, role),
-        WORKER_START_TIMEOUT,
+        WORKER_HEALTH_TIMEOUT,
         is_worker=True,
     )
 

@@ -28,6 +28,16 @@ LOOPBACK = "127.0.0.1"
 # each also opens a gRPC port at +10000. We lay them out after the S3 port.
 S3_COMPANION_OFFSETS = {"master": 1, "volume": 2, "filer": 3, "admin": 4}
 WEED_GRPC_OFFSET = 10000
+# SeaweedFS's filer and S3 gateway also listen on unix sockets, by default
+# /tmp/seaweedfs-<kind>-<port>.sock; we place them in the data dir instead, so a
+# stack's sockets live and die with its files. A socket path longer than this
+# cannot be bound (sun_path is 104 bytes on macOS, 108 on Linux, with the NUL), so
+# a data dir that deep keeps SeaweedFS's port-named default. The gRPC sockets
+# (/tmp/seaweedfs-<kind>-grpc-<grpc port>.sock) are hard-coded in `weed mini` 4.x
+# with no flag; their names carry our ports, so stacks on different ports never
+# share one.
+WEED_SOCKETS = ("filer", "s3")
+UNIX_SOCKET_PATH_MAX = 103
 # The dev server's HTTP API and metrics ports, placed next to its gRPC port.
 TEMPORAL_HTTP_OFFSET = 10
 TEMPORAL_METRICS_OFFSET = 11
@@ -138,6 +148,12 @@ def temporal_dev_server(settings: Settings, search_attributes: dict[str, str]) -
     return ServerLaunch("temporal", argv, ports, cwd=data_dir)
 
 
+def weed_sockets(data_dir: Path) -> dict[str, Path]:
+    """The unix sockets `weed mini` is told to place in ``data_dir`` (those a path fits)."""
+    paths = {kind: data_dir / f"{kind}.sock" for kind in WEED_SOCKETS}
+    return {kind: path for kind, path in paths.items() if len(str(path)) <= UNIX_SOCKET_PATH_MAX}
+
+
 def s3_server(settings: Settings, access_key: str, secret_key: str) -> ServerLaunch:
     """SeaweedFS ``weed mini`` on loopback only, with our credentials and buckets."""
     data_dir = (settings.data_dir / "s3").resolve()
@@ -153,10 +169,13 @@ def s3_server(settings: Settings, access_key: str, secret_key: str) -> ServerLau
         "-s3.port.iceberg=0",
         "-s3.port.lance=0",
         "-webdav=false",
+        # weed reports usage to telemetry.seaweedfs.com by default; we stay on loopback.
+        "-master.telemetry=false",
         # Like MinIO and AWS: writing to a missing bucket is an error, not a new bucket.
         "-s3.autoCreateBucket=false",
         f"-bucket={','.join(settings.s3.buckets)}",
     ]
+    argv += [f"-{kind}.localSocket={path}" for kind, path in weed_sockets(data_dir).items()]
     ports = [PortClaim(s3_port, setting, "S3 API")]
     for component, offset in S3_COMPANION_OFFSETS.items():
         port = s3_port + offset

@@ -5,6 +5,11 @@ appended to ``<data_dir>/logs/<name>.log``) and recorded in
 ``<data_dir>/run/<name>.pid`` with its command line. A pid file counts only while
 the live process under that pid still has that command line, so a reused pid is
 never mistaken for ours: `up` does not skip it and `down` never signals it.
+
+`up` heals: it starts what is missing, waits for every component together
+(saying what it waits for), and restarts a worker that was running but shows no
+poller (see ``_restart_stuck``). It holds a lock per data dir, touches nothing
+healthy, and may be called as often as wanted, also while runs are in flight.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import fcntl
 import os
 import signal
 import subprocess
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -32,12 +39,27 @@ KILL_WAIT_SECONDS = 3.0
 LOG_TAIL_LINES = 15
 EXITED = "the process exited"
 ALL_ROLES = tuple(WorkerRole)
+# How often `up` checks what it waits for, and when it says so: nothing about a
+# component that passes within QUIET_SECONDS, then a line every NOTICE_EVERY
+# seconds, or sooner (never within NOTICE_GAP) when the reason changes.
+POLL_INTERVAL = 0.25
+QUIET_SECONDS = 2.0
+NOTICE_EVERY = 10.0
+NOTICE_GAP = 2.0
+
+Say = Callable[[str], None]
+"""Where `up` reports what it waits for and what it restarts, a line at a time."""
+
+
+def _quiet(_line: str) -> None:
+    """The default ``Say``: a caller without a terminal hears nothing."""
 
 
 class ComponentState(StrEnum):
     """What a command found or did, as shown in the table."""
 
     STARTED = "started"
+    RESTARTED = "restarted"
     ALREADY_RUNNING = "already running"
     RUNNING = "running"
     UNHEALTHY = "unhealthy"
@@ -48,6 +70,7 @@ class ComponentState(StrEnum):
 
 CLAIMS_HEALTH = {
     ComponentState.STARTED,
+    ComponentState.RESTARTED,
     ComponentState.ALREADY_RUNNING,
     ComponentState.RUNNING,
     ComponentState.EXTERNAL,
@@ -146,20 +169,51 @@ def _log_tail(path: Path) -> str:
     return "\n".join(lines[-LOG_TAIL_LINES:])
 
 
-def _health(component: Component, record: PidRecord) -> Problem:
+def _health(component: Component, record: PidRecord | None) -> Problem:
+    """The component's check: of the process we run under ``record``, or of an external one."""
+    if record is None:
+        return component.check(None)
     return component.check(record.pid) if _is_ours(record) else EXITED
 
 
-def _wait_healthy(component: Component, record: PidRecord) -> Problem:
-    """Poll the check until it passes, the process exits, or the component's timeout ends."""
-    outcome: list[Problem] = [EXITED]
+@dataclass
+class _Wait:
+    """One component `up` waits for: in what state, for how long, and what it last found."""
 
-    def settled() -> bool:
-        outcome[0] = _health(component, record)
-        return outcome[0] in (None, EXITED)
+    component: Component
+    record: PidRecord | None  # None for an external endpoint
+    state: ComponentState
+    limit: float
+    since: float = field(default_factory=time.monotonic)
+    problem: Problem = "not checked yet"
+    told: Problem = None
+    told_at: float = float("-inf")
 
-    wait_until(settled, timeout=component.timeout, interval=0.25)
-    return outcome[0]
+    def settled(self) -> bool:
+        """Check once; settled when it passed, the process exited or the time is up."""
+        self.problem = _health(self.component, self.record)
+        waited = time.monotonic() - self.since
+        return self.problem in (None, EXITED) or waited >= self.limit
+
+    def tell(self, say: Say) -> None:
+        """Say what is missing, unless it is early or was just said."""
+        now = time.monotonic()
+        waited = now - self.since
+        gap = NOTICE_GAP if self.problem != self.told else NOTICE_EVERY
+        if waited >= QUIET_SECONDS and now - self.told_at >= gap:
+            say(f"waiting for {self.component.name}: {self.problem} ({waited:.0f} s)")
+            self.told, self.told_at = self.problem, now
+
+
+def _settle(waits: list[_Wait], say: Say) -> None:
+    """Check every wait together until each one passed, exited or ran out of time."""
+    pending = list(waits)
+    while pending:
+        pending = [wait for wait in pending if not wait.settled()]
+        for wait in pending:
+            wait.tell(say)
+        if pending:
+            time.sleep(POLL_INTERVAL)
 
 
 def _report(
@@ -193,8 +247,62 @@ def _observe(
     if record is not None:
         return _report(settings, component, state, record, _health(component, record))
     if component.launch is None:
-        return _report(settings, component, ComponentState.EXTERNAL, None, component.check(None))
+        return _report(settings, component, ComponentState.EXTERNAL, None, _health(component, None))
     return _report(settings, component, ComponentState.STOPPED)
+
+
+def _start_or_watch(
+    settings: Settings, component: Component, record: PidRecord | None, launch: ServerLaunch | None
+) -> _Wait:
+    """Start the component if it is missing; either way, what `up` waits for."""
+    if launch is not None:
+        record = _spawn(settings, component.name, launch)
+        return _Wait(component, record, ComponentState.STARTED, component.timeout)
+    if record is not None:
+        return _Wait(component, record, ComponentState.ALREADY_RUNNING, component.patience)
+    return _Wait(component, None, ComponentState.EXTERNAL, component.timeout)
+
+
+def _is_stuck(wait: _Wait) -> bool:
+    """A process that was running and exited while `up` waited, or a worker that never polled."""
+    if wait.state is not ComponentState.ALREADY_RUNNING:
+        return False
+    return wait.problem == EXITED or (wait.component.is_worker and wait.problem is not None)
+
+
+def _restart_stuck(settings: Settings, waits: list[_Wait], say: Say) -> list[_Wait]:
+    """Restart what was running but is stuck, and wait for the new processes.
+
+    Why a worker is restarted rather than waited for longer: a worker whose server
+    went away keeps its process and retries its polls with a back-off. It usually
+    polls again within seconds of the server's return (hence the grace), but
+    nothing bounds that, and a worker whose poll loop died for another reason never
+    polls again. A new process connects at once and is checked like any other.
+    This is safe while runs are in flight: only a worker without a poller is
+    touched, SIGTERM first (an activity it still runs may finish within
+    STOP_GRACE_SECONDS), and what it held is retried by Temporal once the
+    activity's timeout expires (activities are idempotent). A server is never
+    restarted while it lives; one that exited while `up` waited is started again.
+    """
+    stuck = [
+        (wait, launch) for wait in waits if (launch := wait.component.launch) and _is_stuck(wait)
+    ]
+    if not stuck:
+        return waits
+    for wait, _launch in stuck:
+        waited = time.monotonic() - wait.since
+        say(f"restarting {wait.component.name} after {waited:.0f} s: {wait.problem}")
+    _terminate([wait.record for wait, _launch in stuck if wait.record and _is_ours(wait.record)])
+    fresh: dict[str, _Wait] = {}
+    for wait, launch in stuck:
+        spec = launch()
+        check_ports_free(spec)
+        record = _spawn(settings, wait.component.name, spec)
+        fresh[wait.component.name] = _Wait(
+            wait.component, record, ComponentState.RESTARTED, wait.component.timeout
+        )
+    _settle(list(fresh.values()), say)
+    return [fresh.get(wait.component.name, wait) for wait in waits]
 
 
 def _bring_up(
@@ -202,24 +310,13 @@ def _bring_up(
     group: list[Component],
     running: dict[str, PidRecord | None],
     launches: dict[str, ServerLaunch],
+    say: Say,
 ) -> list[ComponentReport]:
-    """Start the group's missing processes at once, then wait for each to be healthy."""
-    fresh = {
-        c.name: _spawn(settings, c.name, launches[c.name]) for c in group if c.name in launches
-    }
-    reports = []
-    for component in group:
-        record = fresh.get(component.name)
-        if record is None:
-            reports.append(
-                _observe(
-                    settings, component, running[component.name], ComponentState.ALREADY_RUNNING
-                )
-            )
-        else:
-            problem = _wait_healthy(component, record)
-            reports.append(_report(settings, component, ComponentState.STARTED, record, problem))
-    return reports
+    """Start the group's missing processes at once, wait for all together, heal the stuck."""
+    waits = [_start_or_watch(settings, c, running[c.name], launches.get(c.name)) for c in group]
+    _settle(waits, say)
+    waits = _restart_stuck(settings, waits, say)
+    return [_report(settings, w.component, w.state, w.record, w.problem) for w in waits]
 
 
 @contextlib.contextmanager
@@ -232,11 +329,14 @@ def _exclusive(settings: Settings) -> Iterator[None]:
         yield
 
 
-def up(settings: Settings, roles: Sequence[WorkerRole] = ALL_ROLES) -> list[ComponentReport]:
+def up(
+    settings: Settings, roles: Sequence[WorkerRole] = ALL_ROLES, say: Say = _quiet
+) -> list[ComponentReport]:
     """Start every component that is not running, servers before workers, and check them all.
 
     Every port is checked before anything starts, so a conflict leaves nothing half-up.
     Workers are not started while a server is unhealthy: they could not connect.
+    ``say`` hears what `up` waits for while it waits, and what it restarts.
     """
     with _exclusive(settings), TemporalProbe(settings) as probe:
         if settings.s3.embedded:
@@ -248,14 +348,14 @@ def up(settings: Settings, roles: Sequence[WorkerRole] = ALL_ROLES) -> list[Comp
             check_ports_free(launch)
         servers = [c for c in components if not c.is_worker]
         workers = [c for c in components if c.is_worker]
-        reports = _bring_up(settings, servers, running, launches)
+        reports = _bring_up(settings, servers, running, launches, say)
         unhealthy = [r.name for r in reports if not r.healthy]
         if unhealthy:
             why = f"not started: {', '.join(unhealthy)} unhealthy"
             return reports + [
                 _report(settings, w, ComponentState.NOT_STARTED, problem=why) for w in workers
             ]
-        return reports + _bring_up(settings, workers, running, launches)
+        return reports + _bring_up(settings, workers, running, launches, say)
 
 
 def status(settings: Settings, roles: Sequence[WorkerRole] = ALL_ROLES) -> list[ComponentReport]:

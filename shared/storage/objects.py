@@ -139,6 +139,11 @@ class ObjectStore:
             return False
         return True
 
+    def delete(self, ref: ObjectRef) -> None:
+        """Remove the object under the ref's key (no error if there is none)."""
+        with self._translated(ref.bucket, ref.key):
+            self._client.remove_object(ref.bucket, ref.key)
+
     def presigned_url(self, ref: ObjectRef, expires: timedelta = timedelta(days=7)) -> str:
         """A URL anyone can GET the object with until it expires."""
         with self._translated(ref.bucket, ref.key):
