@@ -84,9 +84,14 @@ def summary_table(summary: EvaluationSummary) -> Table:
     for row in summary.rows:
         add(row)
     add(summary.overall, "bold")
+    irregular = (
+        f"; {summary.irregular} with irregular spacing (see the report)"
+        if summary.irregular
+        else ""
+    )
     table.caption = (
         f"{summary.windows} windows, last {summary.held_out} bars held out; "
-        f"random baseline seed {summary.seed}"
+        f"random baseline seed {summary.seed}{irregular}"
     )
     return table
 
