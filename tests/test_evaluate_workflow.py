@@ -325,23 +325,33 @@ async def test_a_dst_shifted_window_is_scored_and_a_broken_one_fails_alone(
 
 
 @pytest.mark.parametrize(
-    ("payload", "field"),
+    ("payload", "field", "given"),
     [
-        ({"windows": {"kind": "directory", "path": "/nonexistent/benchmark"}}, "windows.path"),
+        (
+            {"windows": {"kind": "directory", "path": "/nonexistent/benchmark"}},
+            "windows.path",
+            "/nonexistent/benchmark is not a directory",
+        ),
         (
             {"windows": {"kind": "cut", "symbols": ["NOPE"], "timeframe": "1d", "count": 1}},
             "symbol",
+            "unknown symbol 'NOPE'",
         ),
-        ({"windows": {"kind": "tape"}}, "windows"),
-        ({"windows": {"kind": "directory", "path": "x"}, "concurrency": 0}, "concurrency"),
+        ({"windows": {"kind": "tape"}}, "windows", "{'kind': 'tape'} is invalid"),
+        (
+            {"windows": {"kind": "directory", "path": "x"}, "concurrency": 0},
+            "concurrency",
+            "0 is invalid: Input should be greater than or equal to 1",
+        ),
         (
             {"windows": {"kind": "directory", "path": "x"}, "llm": {"provider": "skynet"}},
             "llm.provider",
+            "'skynet'",
         ),
     ],
 )
-async def test_bad_input_fails_the_evaluation_naming_the_field(
-    ts_env: WorkflowEnvironment, workers: None, payload: dict[str, Any], field: str
+async def test_bad_input_fails_the_evaluation_naming_the_field_and_the_value(
+    ts_env: WorkflowEnvironment, workers: None, payload: dict[str, Any], field: str, given: str
 ) -> None:
     handle = await _start(ts_env, payload)
 
@@ -352,6 +362,7 @@ async def test_bad_input_fails_the_evaluation_naming_the_field(
     while cause is not None and cause.__cause__ is not None:
         cause = cause.__cause__
     assert f"`{field}" in str(cause)
+    assert given in str(cause)
 
 
 async def test_the_cli_follows_an_evaluation_prints_the_table_and_writes_the_reports(
