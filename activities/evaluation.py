@@ -5,7 +5,9 @@ pages of at most ``PAGE_BARS`` bars, so the benchmark's 1,600 windows never
 cross Temporal in one payload, and the scorer later reads exactly the bars the
 agents were given, even if the directory changed meanwhile.
 ``read_visible_windows`` returns one page *without its held-out bars*: the
-held-out bars leave S3 only inside ``score_evaluation``. The plot is rendered
+held-out bars leave S3 only inside ``score_evaluation``. An invalid window (bad
+rows) is stored with its reason and listed in the manifest with it, so the
+workflow records it as failed without analysing it. The plot is rendered
 on the charts queue, where matplotlib already runs. Object keys come from the
 workflow, so a retried activity overwrites its own objects.
 """
@@ -25,7 +27,13 @@ from shared.agents.quantagent import Direction
 from shared.evaluation.report import render_csv, render_json, render_markdown
 from shared.evaluation.scoring import AgentCall, EvaluationSummary, score_windows
 from shared.evaluation.sources import WindowSpec, load_windows
-from shared.evaluation.windows import VisibleWindow, Window
+from shared.evaluation.windows import (
+    InvalidWindow,
+    LoadedWindow,
+    VisibleWindow,
+    Window,
+    bar_count,
+)
 from shared.market.bars import Timeframe
 from shared.storage.buckets import PAYLOADS_BUCKET, REPORTS_BUCKET
 from shared.storage.objects import ObjectRef
@@ -57,12 +65,13 @@ class WindowInfo(BaseModel):
     timeframe: Timeframe
     bars: int
     page: int = Field(description="index into the manifest's pages")
+    error: str | None = Field(None, description="why the window is invalid: not analysed")
 
 
 class WindowPage(BaseModel):
     """One stored page of whole windows (held-out bars included): the scorer's copy."""
 
-    windows: list[Window]
+    windows: list[LoadedWindow]
 
 
 class WindowManifest(BaseModel):
@@ -107,16 +116,18 @@ class PlotRequest(BaseModel):
     prefix: str
 
 
-def paginate(windows: Sequence[Window], page_bars: int = PAGE_BARS) -> Iterator[list[Window]]:
+def paginate(
+    windows: Sequence[Window | InvalidWindow], page_bars: int = PAGE_BARS
+) -> Iterator[list[Window | InvalidWindow]]:
     """Consecutive runs of windows holding at most ``page_bars`` bars (at least one window)."""
-    page: list[Window] = []
+    page: list[Window | InvalidWindow] = []
     held = 0
     for window in windows:
-        if page and held + len(window.bars) > page_bars:
+        if page and held + bar_count(window) > page_bars:
             yield page
             page, held = [], 0
         page.append(window)
-        held += len(window.bars)
+        held += bar_count(window)
     if page:
         yield page
 
@@ -158,8 +169,9 @@ class EvaluationActivities(Services):
                         window_id=w.window_id,
                         asset=w.asset,
                         timeframe=w.timeframe,
-                        bars=len(w.bars),
+                        bars=bar_count(w),
                         page=number,
+                        error=w.error if isinstance(w, InvalidWindow) else None,
                     )
                     for w in page
                 ]
@@ -169,7 +181,7 @@ class EvaluationActivities(Services):
     def read_visible_windows(self, page: ObjectRef) -> VisiblePage:
         """One stored page with the held-out bars cut off, and each window's truth."""
         with as_temporal_failures():
-            windows = self._page(page).windows
+            windows = [w for w in self._page(page).windows if isinstance(w, Window)]
             return VisiblePage(
                 windows=[VisibleWindow.of(w) for w in windows],
                 truths={w.window_id: w.truth for w in windows},

@@ -19,12 +19,13 @@ from rich.table import Table
 
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import start_and_follow
+from cli.inputs import check_input
 from cli.views import console
 from shared.backtest import Flow
 from shared.backtest.report import POSITION_NAMES, metrics_rows
 from shared.config import Settings, load_settings
 from shared.storage.objects import ObjectStore
-from workflows.backtest import BacktestProgress, BacktestResult
+from workflows.backtest import BacktestInput, BacktestProgress, BacktestResult
 
 RECENT_STEPS = 12
 """Steps the live view lists (the latest ones)."""
@@ -164,6 +165,7 @@ def backtest(
                 "vision_model": vision_model,
             },
         }
+        check_input(BacktestInput, payload)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         workflow_id = f"backtest-{symbol}-{stamp}-{uuid.uuid4().hex[:6]}"
         folder = out or Path("backtests") / workflow_id

@@ -17,13 +17,18 @@ from rich.table import Table
 
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import start_and_follow
-from cli.inputs import llm_choice, new_workflow_id
+from cli.inputs import check_input, llm_choice, new_workflow_id
 from cli.views import console
 from shared.config import Settings, load_settings
 from shared.evaluation.baselines import BASELINE_TITLES, BASELINES
 from shared.evaluation.scoring import EvaluationSummary, ScoreRow
 from shared.storage.objects import ObjectStore
-from workflows.evaluate import DEFAULT_CONCURRENCY, EvaluateProgress, EvaluateResult
+from workflows.evaluate import (
+    DEFAULT_CONCURRENCY,
+    EvaluateInput,
+    EvaluateProgress,
+    EvaluateResult,
+)
 
 eval_app = typer.Typer(help="Score a flow on benchmark windows.", no_args_is_help=True)
 REPORT_FILES = {
@@ -84,9 +89,14 @@ def summary_table(summary: EvaluationSummary) -> Table:
     for row in summary.rows:
         add(row)
     add(summary.overall, "bold")
+    irregular = (
+        f"; {summary.irregular} with irregular spacing (see the report)"
+        if summary.irregular
+        else ""
+    )
     table.caption = (
         f"{summary.windows} windows, last {summary.held_out} bars held out; "
-        f"random baseline seed {summary.seed}"
+        f"random baseline seed {summary.seed}{irregular}"
     )
     return table
 
@@ -205,6 +215,7 @@ def quantagent(
             "concurrency": concurrency,
             "seed": seed,
         }
+        check_input(EvaluateInput, payload)
         workflow_id = new_workflow_id("evaluate-quantagent")
         status = asyncio.run(_evaluate(settings, payload, workflow_id, out))
     finish(status)

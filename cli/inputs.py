@@ -1,5 +1,5 @@
 """What every `quantdesk` command that starts a run builds the same way: its workflow id,
-its as-of time and its LLM choice."""
+its as-of time, its LLM choice, and the check of its input before anything starts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from shared.config import Settings
+from shared.validation_errors import invalid_input
 
 
 def new_workflow_id(*parts: str) -> str:
@@ -24,3 +27,12 @@ def utc_iso(moment: datetime) -> str:
 def llm_choice(settings: Settings, provider: str | None, **models: str | None) -> dict[str, Any]:
     """The ``llm`` input: the provider (default: the settings') and the models given."""
     return {"provider": provider or settings.default_provider, **models}
+
+
+def check_input(model: type[BaseModel], payload: dict[str, Any]) -> None:
+    """Validate ``payload`` as the workflow will, so a bad option fails at once, without a
+    server, naming the field and the value given (``timeframe '7x' is not one of ...``)."""
+    try:
+        model.model_validate(payload)
+    except ValidationError as error:
+        raise invalid_input(error) from None

@@ -305,7 +305,9 @@ def run(
     """Run the Portfolio workflow for NAME and print what it traded."""
     import uuid
 
+    from cli.inputs import check_input
     from cli.run import _object_ref
+    from workflows.portfolio import PortfolioInput
 
     with fail_on_quantdesk_errors():
         settings = load_settings()
@@ -321,6 +323,7 @@ def run(
         }
         if scan_summary:
             payload["scan_summary"] = _object_ref(scan_summary, "--scan-summary")
+        check_input(PortfolioInput, payload)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         workflow_id = f"portfolio-{name}-{stamp}-{uuid.uuid4().hex[:6]}"
         status = asyncio.run(_run_portfolio(settings, payload, workflow_id))

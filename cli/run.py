@@ -15,15 +15,15 @@ from temporalio.service import RPCError
 
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import start_and_follow
-from cli.inputs import llm_choice, new_workflow_id, utc_iso
+from cli.inputs import check_input, llm_choice, new_workflow_id, utc_iso
 from cli.views import console, print_links
 from shared.config import Settings, load_settings
 from shared.llm.contracts import UsageReport
-from workflows.autorun import AutoRunResult
+from workflows.autorun import AutoRunInput, AutoRunResult
 from workflows.debates import DebateResult, RiskResult
-from workflows.pipeline import PipelineResult, PipelineState
-from workflows.quantagent import QuantAgentResult
-from workflows.scan import ScanResult
+from workflows.pipeline import PipelineInput, PipelineResult, PipelineState
+from workflows.quantagent import QuantAgentInput, QuantAgentResult
+from workflows.scan import ScanInput, ScanResult
 
 run_app = typer.Typer(help="Run a flow on the stack and show its result.", no_args_is_help=True)
 
@@ -115,6 +115,7 @@ def quantagent(
             payload["as_of"] = utc_iso(as_of)
         if csv is not None:
             payload |= {"source": "csv", "csv_path": str(csv.resolve())}
+        check_input(QuantAgentInput, payload)
         workflow_id = new_workflow_id("quantagent", symbol)
         status = asyncio.run(_run_quantagent(settings, payload, workflow_id))
     finish(status)
@@ -200,6 +201,7 @@ def pipeline(
         }
         if as_of is not None:
             payload["as_of"] = utc_iso(as_of)
+        check_input(PipelineInput, payload)
         workflow_id = new_workflow_id("pipeline", symbol)
         status = asyncio.run(_run_pipeline(settings, payload, workflow_id))
     finish(status)
@@ -349,6 +351,7 @@ def scan(
         }
         if as_of is not None:
             payload["as_of"] = utc_iso(as_of)
+        check_input(ScanInput, payload)
         workflow_id = new_workflow_id("scan")
         status = asyncio.run(_run_scan(settings, payload, workflow_id))
     finish(status)
@@ -448,6 +451,7 @@ def autorun(
         }
         if as_of is not None:
             payload["as_of"] = utc_iso(as_of)
+        check_input(AutoRunInput, payload)
         workflow_id = new_workflow_id("autorun", portfolio)
         status = asyncio.run(_run_autorun(settings, payload, workflow_id, out))
     finish(status)

@@ -35,6 +35,7 @@ from cli.exit import fail_on_quantdesk_errors, finish
 from cli.views import console
 from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
+from shared.validation_errors import describe_validation_error
 from workflows.autorun import AutoRunInput
 from workflows.pipeline import PipelineInput
 from workflows.quantagent import QuantAgentInput
@@ -89,10 +90,7 @@ def _checked(request: ScheduleRequest) -> tuple[str, dict[str, Any]]:
     try:
         model.model_validate(request.workflow_input)
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in item['loc']) or '(input)'}: {item['msg']}"
-            for item in error.errors()
-        )
+        problems = describe_validation_error(error)
         raise InvalidInput("--input", f"not a valid {workflow_type} input ({problems})") from None
     return workflow_type, request.workflow_input
 

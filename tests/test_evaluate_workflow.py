@@ -18,6 +18,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import pytest
 import pytest_asyncio
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
@@ -41,7 +43,11 @@ from shared.market.sources import BundledSource
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.storage.objects import ObjectStore
 from tests.servers import running_workers
-from tests.test_evaluation import write_benchmark_file
+from tests.test_evaluation import (
+    FALL_BACK,
+    write_benchmark_file,
+    write_dst_shifted_file,
+)
 from workers.main import WorkerPlan
 from workflows.evaluate import EvaluateProgress, EvaluateResult, EvaluateWorkflow
 from workflows.quantagent import QuantAgentResult, QuantAgentWorkflow
@@ -284,24 +290,68 @@ async def test_windows_that_all_fail_stop_the_evaluation_after_the_first_three(
     assert (progress.done, progress.failed, progress.total) == (3, 3, 6)
 
 
+async def test_a_dst_shifted_window_is_scored_and_a_broken_one_fails_alone(
+    ts_env: WorkflowEnvironment, workers: None, s3_settings: Settings, tmp_path: Path
+) -> None:
+    prices = BundledSource().read("EURUSD", "1h")
+    four_hourly = [
+        bar.model_copy(update={"time": FALL_BACK + i * timedelta(hours=4)})
+        for i, bar in enumerate(prices[2000 : 2000 + WINDOW_BARS])
+    ]
+    write_benchmark_file(tmp_path / "BTC" / "BTC_4h_1.csv", four_hourly)
+    write_dst_shifted_file(tmp_path / "BTC" / "BTC_4h_2.csv", prices[3000 : 3000 + WINDOW_BARS])
+    broken = prices[4000 : 4000 + WINDOW_BARS]
+    bad = broken[40].model_copy(update={"high": broken[40].low, "low": broken[40].high + 1})
+    write_benchmark_file(tmp_path / "BTC" / "BTC_4h_3.csv", [*broken[:40], bad, *broken[41:]])
+
+    handle = await _start(ts_env, {"windows": {"kind": "directory", "path": str(tmp_path)}})
+    result: EvaluateResult = await handle.result()
+
+    summary = result.summary
+    assert (summary.overall.n, summary.overall.failed, summary.irregular) == (2, 1, 1)
+    progress = await handle.query("progress", result_type=EvaluateProgress)
+    assert (progress.done, progress.failed, progress.total) == (3, 1, 3)
+    stored = json.loads(
+        ObjectStore.from_settings(s3_settings).get_bytes(result.reports.json_table.report)
+    )
+    windows = {w["window_id"]: w for w in stored["windows"]}
+    assert windows["BTC_4h_1"]["correct"] is not None and windows["BTC_4h_1"]["spacing"] == []
+    assert windows["BTC_4h_2"]["correct"] is not None
+    assert windows["BTC_4h_2"]["spacing"][0]["first_row"] == 79
+    assert "BTC_4h_3.csv`: row 40 at" in windows["BTC_4h_3"]["error"]
+    assert "high is below low" in windows["BTC_4h_3"]["error"]
+    with pytest.raises(RPCError):  # the broken window was never analysed
+        await ts_env.client.get_workflow_handle(f"{handle.id}-BTC_4h_3").describe()
+
+
 @pytest.mark.parametrize(
-    ("payload", "field"),
+    ("payload", "field", "given"),
     [
-        ({"windows": {"kind": "directory", "path": "/nonexistent/benchmark"}}, "windows.path"),
+        (
+            {"windows": {"kind": "directory", "path": "/nonexistent/benchmark"}},
+            "windows.path",
+            "/nonexistent/benchmark is not a directory",
+        ),
         (
             {"windows": {"kind": "cut", "symbols": ["NOPE"], "timeframe": "1d", "count": 1}},
             "symbol",
+            "unknown symbol 'NOPE'",
         ),
-        ({"windows": {"kind": "tape"}}, "windows"),
-        ({"windows": {"kind": "directory", "path": "x"}, "concurrency": 0}, "concurrency"),
+        ({"windows": {"kind": "tape"}}, "windows", "{'kind': 'tape'} is invalid"),
+        (
+            {"windows": {"kind": "directory", "path": "x"}, "concurrency": 0},
+            "concurrency",
+            "0 is invalid: Input should be greater than or equal to 1",
+        ),
         (
             {"windows": {"kind": "directory", "path": "x"}, "llm": {"provider": "skynet"}},
             "llm.provider",
+            "'skynet'",
         ),
     ],
 )
-async def test_bad_input_fails_the_evaluation_naming_the_field(
-    ts_env: WorkflowEnvironment, workers: None, payload: dict[str, Any], field: str
+async def test_bad_input_fails_the_evaluation_naming_the_field_and_the_value(
+    ts_env: WorkflowEnvironment, workers: None, payload: dict[str, Any], field: str, given: str
 ) -> None:
     handle = await _start(ts_env, payload)
 
@@ -312,6 +362,7 @@ async def test_bad_input_fails_the_evaluation_naming_the_field(
     while cause is not None and cause.__cause__ is not None:
         cause = cause.__cause__
     assert f"`{field}" in str(cause)
+    assert given in str(cause)
 
 
 async def test_the_cli_follows_an_evaluation_prints_the_table_and_writes_the_reports(

@@ -6,9 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -33,7 +34,14 @@ from shared.evaluation.sources import (
     load_benchmark_directory,
     load_windows,
 )
-from shared.evaluation.windows import HELD_OUT, MIN_WINDOW_BARS, VisibleWindow, Window
+from shared.evaluation.windows import (
+    HELD_OUT,
+    MIN_WINDOW_BARS,
+    InvalidWindow,
+    SpacingNote,
+    VisibleWindow,
+    Window,
+)
 from shared.market.bars import Bar, Timeframe
 from shared.market.sources import BundledSource
 
@@ -69,15 +77,52 @@ def flat_then(last_seen: float, future: float, n: int = 100) -> list[float]:
     return [100.0] * (n - HELD_OUT - 1) + [last_seen] + [100.0] * (HELD_OUT - 1) + [future]
 
 
-def write_benchmark_file(path: Path, bars: Sequence[Bar], header: str = BENCHMARK_HEADER) -> Path:
+def utc_stamp(time: datetime) -> str:
+    """A time as the benchmark writes it: no offset."""
+    return time.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def write_benchmark_file(
+    path: Path,
+    bars: Sequence[Bar],
+    header: str = BENCHMARK_HEADER,
+    stamp: Callable[[datetime], str] = utc_stamp,
+) -> Path:
     """A window file in QuantAgent's layout and column order."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [header]
     for bar in bars:
-        stamp = bar.time.strftime("%Y-%m-%d %H:%M:%S")
-        lines.append(f"{stamp},{bar.close},{bar.high},{bar.low},{bar.open},{bar.volume}")
+        lines.append(f"{stamp(bar.time)},{bar.close},{bar.high},{bar.low},{bar.open},{bar.volume}")
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+NEW_YORK = ZoneInfo("America/New_York")
+FALL_BACK_ROW = 79
+FALL_BACK = datetime(2024, 11, 3, 3, tzinfo=UTC)
+"""Where the DST-shifted file's short step is, as read: the row and time of the issue's error."""
+
+
+def new_york_stamp(time: datetime) -> str:
+    """New York wall-clock time, written without an offset."""
+    return utc_stamp(time.astimezone(NEW_YORK))
+
+
+def write_dst_shifted_file(path: Path, prices: Sequence[Bar]) -> Path:
+    """QuantAgent's 4h BTC layout across the 2024-11-03 fall-back in New York.
+
+    The bars lie on the UTC 4h grid (00:00, 04:00, ... UTC) but are written in New
+    York wall-clock time without an offset, which loaders read as UTC: 00:00 EDT
+    (04:00 UTC) is followed by 03:00 EST (08:00 UTC), so row 79 reads as
+    2024-11-03T03:00 UTC, only 3 hours after row 78, the step the published
+    ``BTC_4h_29.csv`` stopped the evaluation at. ``prices`` give the values.
+    """
+    first = datetime(2024, 11, 3, 4, tzinfo=UTC) - (FALL_BACK_ROW - 1) * timedelta(hours=4)
+    bars = [
+        bar.model_copy(update={"time": first + i * timedelta(hours=4)})
+        for i, bar in enumerate(prices)
+    ]
+    return write_benchmark_file(path, bars, stamp=new_york_stamp)
 
 
 # --- the protocol split ------------------------------------------------------------------
@@ -266,22 +311,52 @@ def _too_short(path: Path, bars: list[Bar]) -> None:
 
 
 def _high_below_close(path: Path, bars: list[Bar]) -> None:
-    write_benchmark_file(path, [*bars[:7], bars[7].model_copy(update={"high": 1.0}), *bars[8:]])
+    write_benchmark_file(
+        path, [*bars[:7], bars[7].model_copy(update={"high": bars[7].low}), *bars[8:]]
+    )
+
+
+def _high_below_low(path: Path, bars: list[Bar]) -> None:
+    bar = bars[7]
+    swapped = bar.model_copy(update={"high": bar.low, "low": bar.high + 1})
+    write_benchmark_file(path, [*bars[:7], swapped, *bars[8:]])
+
+
+def _empty_cell(path: Path, bars: list[Bar]) -> None:
+    write_benchmark_file(path, bars)
+    lines = path.read_text().splitlines()
+    cells = lines[12].split(",")  # line 0 is the header: data row 11
+    lines[12] = ",".join([*cells[:2], "", *cells[3:]])
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _out_of_order(path: Path, bars: list[Bar]) -> None:
+    write_benchmark_file(path, [*bars[:20], bars[21], bars[20], *bars[22:]])
+
+
+def _empty_file(path: Path, bars: list[Bar]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("")
+
+
+def _hourly_bars_named_daily(path: Path, bars: list[Bar]) -> None:
+    hourly = [
+        bar.model_copy(update={"time": START + i * timedelta(hours=1)})
+        for i, bar in enumerate(bars)
+    ]
+    write_benchmark_file(path, hourly)
 
 
 @pytest.mark.parametrize(
     ("name", "make", "expected"),
     [
         ("GOOG_1d_1.csv", _missing_volume, "missing column Volume"),
-        ("GOOG_1d_1.csv", _text_close, "row 4: 'abc' is not a number in column close"),
-        ("GOOG_1d_1.csv", _too_short, f"has {MIN_WINDOW_BARS - 1} bars"),
-        ("GOOG_1d_1.csv", _high_below_close, "row 7"),
         ("GOOG-1d-1.csv", write_benchmark_file, "file name is not <ASSET>_<tf>_<n>.csv"),
         ("AAPL_1d_1.csv", write_benchmark_file, "says asset 'AAPL' but it is in folder 'GOOG'"),
         ("GOOG_2d_1.csv", write_benchmark_file, "unknown timeframe '2d'"),
     ],
 )
-def test_a_bad_benchmark_file_fails_naming_the_file_and_the_problem(
+def test_a_file_in_the_wrong_layout_fails_the_whole_input_naming_the_file(
     tmp_path: Path, name: str, make: object, expected: str
 ) -> None:
     bars = BundledSource().read("GOOG", "1d", lookback=100)
@@ -294,6 +369,98 @@ def test_a_bad_benchmark_file_fails_naming_the_file_and_the_problem(
 
     assert caught.value.field == str(bad)
     assert expected in str(caught.value)
+
+
+def _at(row: int, bar: int, problem: str) -> Callable[[list[Bar]], str]:
+    """The expected error: ``row`` as read from the file holds ``bars[bar]``."""
+    return lambda bars: f"row {row} at {bars[bar].time.isoformat()}: {problem}"
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (_text_close, lambda _: "row 4: 'abc' is not a number in column close"),
+        (_too_short, lambda _: f"has {MIN_WINDOW_BARS - 1} bars"),
+        (_high_below_close, _at(7, 7, "high is below max(open, close)")),
+        (_high_below_low, _at(7, 7, "high is below low")),
+        (_empty_cell, _at(11, 11, "high is not finite")),
+        (_out_of_order, _at(21, 20, "time is earlier than row 20")),
+        (_empty_file, lambda _: "not a readable CSV file"),
+        (_hourly_bars_named_daily, lambda _: "typically 1:00:00 apart, shorter than one 1d bar"),
+    ],
+)
+def test_a_file_with_bad_rows_is_an_invalid_window_and_the_others_load(
+    tmp_path: Path,
+    make: Callable[[Path, list[Bar]], None],
+    expected: Callable[[list[Bar]], str],
+) -> None:
+    bars = BundledSource().read("GOOG", "1d", lookback=100)
+    benchmark_dir(tmp_path)
+    bad = tmp_path / "GOOG" / "GOOG_1d_3.csv"
+    make(bad, bars)
+
+    windows = load_benchmark_directory(tmp_path)
+
+    invalid = [w for w in windows if isinstance(w, InvalidWindow)]
+    assert [w.window_id for w in invalid] == ["GOOG_1d_3"]
+    assert (invalid[0].asset, invalid[0].timeframe) == ("GOOG", Timeframe.D1)
+    assert str(bad) in invalid[0].error
+    assert expected(bars) in invalid[0].error
+    assert sum(isinstance(w, Window) for w in windows) == 4
+
+
+def test_a_dst_shift_in_local_time_is_kept_and_noted(tmp_path: Path) -> None:
+    prices = BundledSource().read("EURUSD", "1h")[:100]
+    write_dst_shifted_file(tmp_path / "BTC" / "BTC_4h_29.csv", prices)
+
+    (window,) = load_benchmark_directory(tmp_path)
+    scored = score_windows([window], {}, seed=0, label="t").windows[0]
+
+    assert isinstance(window, Window) and len(window.bars) == 100
+    assert window.bars[FALL_BACK_ROW].time == FALL_BACK
+    assert [bar.close for bar in window.bars] == [bar.close for bar in prices]
+    assert scored.spacing == [
+        SpacingNote(gap=timedelta(hours=3), count=1, first_row=FALL_BACK_ROW, first_time=FALL_BACK)
+    ]
+
+
+def test_a_missing_bar_is_kept_and_noted(tmp_path: Path) -> None:
+    bars = BundledSource().read("EURUSD", "1h")[:101]
+    four_hourly = [
+        bar.model_copy(update={"time": START + i * timedelta(hours=4)})
+        for i, bar in enumerate(bars)
+    ]
+    write_benchmark_file(tmp_path / "BTC" / "BTC_4h_1.csv", [*four_hourly[:40], *four_hourly[41:]])
+
+    (window,) = load_benchmark_directory(tmp_path)
+    scored = score_windows([window], {}, seed=0, label="t").windows[0]
+
+    assert isinstance(window, Window) and len(window.bars) == 100
+    assert scored.spacing == [
+        SpacingNote(gap=timedelta(hours=8), count=1, first_row=40, first_time=four_hourly[41].time)
+    ]
+
+
+def test_evenly_spaced_windows_have_no_notes() -> None:
+    windows, calls = known_windows()
+
+    evaluation = score_windows(windows, calls, seed=0, label="t")
+
+    assert all(score.spacing == [] for score in evaluation.windows)
+    assert evaluation.summary.irregular == 0
+
+
+def test_a_directory_whose_windows_are_all_invalid_fails_naming_the_first(tmp_path: Path) -> None:
+    bars = BundledSource().read("GOOG", "1d", lookback=100)
+    for n in (1, 2):
+        _high_below_low(tmp_path / "GOOG" / f"GOOG_1d_{n}.csv", bars)
+
+    with pytest.raises(InvalidInput) as caught:
+        load_benchmark_directory(tmp_path)
+
+    assert caught.value.field == "windows.path"
+    assert "none of the 2 windows" in str(caught.value)
+    assert "GOOG_1d_1.csv" in str(caught.value) and "high is below low" in str(caught.value)
 
 
 def test_csv_files_directly_in_the_directory_are_refused_with_the_layout(tmp_path: Path) -> None:
@@ -310,6 +477,13 @@ def test_a_missing_directory_is_refused(tmp_path: Path) -> None:
         load_benchmark_directory(tmp_path / "nope")
 
     assert caught.value.field == "windows.path"
+
+
+def test_an_empty_directory_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "GOOG").mkdir()
+
+    with pytest.raises(InvalidInput, match="holds no <asset>/<ASSET>_<tf>_<n>.csv files"):
+        load_benchmark_directory(tmp_path)
 
 
 # --- windows cut from a source -----------------------------------------------------------
@@ -361,6 +535,37 @@ def test_the_table_renders_as_markdown_csv_json_and_png() -> None:
     assert restored == evaluation
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert render_accuracy_plot(evaluation.summary) == png
+
+
+def test_invalid_and_irregular_windows_show_in_every_rendering() -> None:
+    windows, calls = known_windows()
+    broken = InvalidWindow(
+        window_id="A4",
+        asset="A",
+        timeframe=Timeframe.D1,
+        error="A_1d_4.csv: row 7: high is below low",
+    )
+    bars = bars_from_closes(flat_then(100, 104))
+    later = [bar.model_copy(update={"time": bar.time + timedelta(days=1)}) for bar in bars[30:]]
+    gappy = Window(window_id="A5", asset="A", timeframe=Timeframe.D1, bars=[*bars[:30], *later])
+    calls["A5"] = AgentCall(window_id="A5", decision=Direction.LONG, risk_reward=1.5)
+    evaluation = score_windows([*windows, broken, gappy], calls, seed=5, label="t")
+
+    markdown = render_markdown(evaluation)
+    restored = Evaluation.model_validate(json.loads(render_json(evaluation)))
+    table = list(csv.DictReader(io.StringIO(render_csv(evaluation.summary))))
+
+    a = evaluation.summary.rows[0]
+    assert (a.n, a.failed, a.correct) == (4, 1, 3)
+    assert (evaluation.summary.failed, evaluation.summary.irregular) == (2, 1)
+    scored = {score.window_id: score for score in evaluation.windows}
+    assert scored["A4"].error == broken.error and scored["A4"].truth is None
+    assert scored["A5"].spacing[0].gap == timedelta(days=2)
+    assert "- `A4`: A_1d_4.csv: row 7: high is below low" in markdown
+    assert "## Irregular spacing" in markdown
+    assert "- `A5`: 2 days, 0:00:00 between bars once at row 30" in markdown
+    assert restored == evaluation
+    assert table[0]["failed"] == "1"
 
 
 def test_pages_hold_whole_windows_within_the_bar_budget() -> None:

@@ -9,9 +9,11 @@ No look-ahead by construction: a child's input is built from the window's
 they reach this workflow), inline, so a child's history shows exactly what its
 agents saw. Only the window's truth comes back with them, for the running
 accuracy of the ``progress`` query; it never goes into a child. A window whose
-analysis fails is recorded with its error and left out of the scores; if the
-first windows all fail, the cause is systematic (a provider that cannot read
-charts, an unknown model) and the evaluation stops. Every ``windows_per_run`` windows the run
+analysis fails is recorded with its error and left out of the scores, and so is a
+window the loader found invalid (bad rows), without a child; if the first windows
+analysed all fail, the cause is systematic (a provider that cannot read charts, an
+unknown model) and the evaluation stops. Invalid windows do not count towards that
+stop: their cause is their own rows. Every ``windows_per_run`` windows the run
 continues as new, carrying the calls so far, so the benchmark's 1,600 windows
 never make one history too long.
 """
@@ -130,6 +132,7 @@ class EvaluateWorkflow(Resumable):
         self.failed = 0
         self.running = 0
         self.carry: EvaluateCarry | None = None
+        self.invalid: set[str] = set()
         self._pages: dict[int, asyncio.Future[VisiblePage]] = {}
 
     @workflow.query(name="progress")
@@ -160,6 +163,7 @@ class EvaluateWorkflow(Resumable):
         carry = args.carry or await self._load(args)
         self.carry = carry
         self.total = len(carry.manifest.windows)
+        self.invalid = {w.window_id for w in carry.manifest.windows if w.error is not None}
         self.failed = sum(1 for call in carry.calls if call.error is not None)
         start = len(carry.calls)
         batch = carry.manifest.windows[start : start + args.windows_per_run]
@@ -197,7 +201,13 @@ class EvaluateWorkflow(Resumable):
         return self._pages[page]
 
     async def _analyse(self, args: EvaluateInput, carry: EvaluateCarry, info: WindowInfo) -> None:
-        """One QuantAgent child on the window's visible bars; its call (or error) is recorded."""
+        """One QuantAgent child on the window's visible bars; its call (or error) is recorded.
+
+        An invalid window is recorded as failed with the loader's reason, without a child.
+        """
+        if info.error is not None:
+            self._record(carry, AgentCall(window_id=info.window_id, error=info.error), None)
+            return
         page = await self._visible_page(carry, info.page)
         window = next(w for w in page.windows if w.window_id == info.window_id)
         self.running += 1
@@ -232,17 +242,21 @@ class EvaluateWorkflow(Resumable):
             self.child_finished(child_id(window.window_id))
         self._record(carry, call, page.truths[window.window_id])
 
-    def _record(self, carry: EvaluateCarry, call: AgentCall, truth: Direction) -> None:
-        """Count the call; stop the evaluation if every window so far failed."""
+    def _record(self, carry: EvaluateCarry, call: AgentCall, truth: Direction | None) -> None:
+        """Count the call; stop the evaluation if every window analysed so far failed."""
         carry.calls.append(call)
         if call.error is None:
             if call.decision == truth:
                 carry.correct += 1
             return
         self.failed += 1
-        if self.failed >= FAIL_FAST_AFTER and self.failed == len(carry.calls):
+        if call.window_id in self.invalid:
+            return
+        analysed = [c for c in carry.calls if c.window_id not in self.invalid]
+        if len(analysed) >= FAIL_FAST_AFTER and all(c.error is not None for c in analysed):
             raise ApplicationError(
-                f"the first {self.failed} windows all failed, so the cause is not the windows; "
+                f"the first {len(analysed)} windows all failed, "
+                "so the cause is not the windows; "
                 f"the last error: {call.error}",
                 type="EvaluationFailed",
                 non_retryable=True,

@@ -17,28 +17,26 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
 
+from shared.validation_errors import describe_validation_error
+
 M = TypeVar("M", bound=BaseModel)
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
 """Set by the server on every run a Schedule starts."""
 
 
-def _describe(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        field = ".".join(str(part) for part in item["loc"]) or "(input)"
-        parts.append(f"`{field}`: {item['msg']}")
-    return "; ".join(parts)
-
-
 def parse_input(model: type[M], raw: Any) -> M:
-    """``raw`` validated as ``model``; a missing input counts as ``{}``."""
+    """``raw`` validated as ``model``; a missing input counts as ``{}``.
+
+    The error names each bad field with the value given, e.g. ``timeframe '7x' is
+    not one of '1m', '5m', ...`` (see ``shared.validation_errors``).
+    """
     if isinstance(raw, model):
         return raw
     try:
         return model.model_validate({} if raw is None else raw)
     except ValidationError as error:
         raise ApplicationError(
-            f"invalid input for {model.__name__}: {_describe(error)}.",
+            f"invalid input for {model.__name__}: {describe_validation_error(error)}.",
             type="InvalidInput",
             non_retryable=True,
         ) from None

@@ -100,6 +100,7 @@ from shared.market.bars import Bar, Timeframe
 from shared.market.files import CSV_SUFFIXES, PARQUET_SUFFIXES
 from shared.market.series import check_lookback
 from shared.market.sources import CsvSource
+from shared.validation_errors import problem
 
 
 class _AboutSymbol(Protocol):
@@ -202,7 +203,7 @@ def _invalid(path: Path, where: str, error: ValidationError) -> InvalidInput:
     subject = f"field `{field}`" if field else "the record"
     return InvalidInput(
         str(path),
-        f"{where}, {subject}: {first['msg']}",
+        f"{where}, {subject}: {problem(first)}",
         fix="Correct or remove it; the layout is documented in shared/data/local.py.",
     )
 

@@ -12,10 +12,12 @@ import io
 from collections.abc import Iterator
 
 from shared.evaluation.baselines import BASELINE_TITLES, BASELINES, SLOPE_BARS
-from shared.evaluation.scoring import Evaluation, EvaluationSummary, ScoreRow
+from shared.evaluation.scoring import Evaluation, EvaluationSummary, ScoreRow, WindowScore
+from shared.evaluation.windows import describe_spacing
+from shared.market.bars import Timeframe
 
-MAX_LISTED_FAILURES = 50
-"""Failed windows listed in the Markdown report; the JSON lists all of them."""
+MAX_LISTED_WINDOWS = 50
+"""Failed or irregular windows listed in the Markdown report; the JSON lists all of them."""
 
 CSV_COLUMNS = (
     "asset",
@@ -48,13 +50,37 @@ def _interval(row: ScoreRow) -> str:
 
 def _failed(count: int) -> str:
     if count == 0:
-        return "No analysis failed."
-    windows = (
-        "1 window whose analysis failed is"
-        if count == 1
-        else f"{count} windows whose analysis failed are"
+        return "No window failed."
+    if count == 1:
+        return (
+            "1 failed window is left out of every number of its row (its analysis failed "
+            "or its rows are invalid; the reason is listed below)."
+        )
+    return (
+        f"{count} failed windows are left out of every number of their rows (their analysis "
+        "failed or their rows are invalid; the reasons are listed below)."
     )
-    return f"{windows} left out of every number of its row."
+
+
+def _irregular(count: int) -> str:
+    if count == 0:
+        return ""
+    windows = "1 window's bars are" if count == 1 else f"{count} windows' bars are"
+    return f" {windows} not evenly spaced (DST shifts, missing bars); they were analysed as given."
+
+
+def _listed(title: str, lines: list[str]) -> list[str]:
+    """A section of at most ``MAX_LISTED_WINDOWS`` lines, then how many more the JSON has."""
+    if not lines:
+        return []
+    section = ["", f"## {title}", "", *lines[:MAX_LISTED_WINDOWS]]
+    if len(lines) > MAX_LISTED_WINDOWS:
+        section.append(f"- … and {len(lines) - MAX_LISTED_WINDOWS} more (see the JSON)")
+    return section
+
+
+def _spacing_line(score: WindowScore) -> str:
+    return f"- `{score.window_id}`: {describe_spacing(score.spacing, Timeframe(score.timeframe))}"
 
 
 def render_markdown(evaluation: Evaluation) -> str:
@@ -67,7 +93,8 @@ def render_markdown(evaluation: Evaluation) -> str:
         "",
         f"{summary.windows} windows; the agent saw all but the last {summary.held_out} bars "
         f"of each. A LONG call is right when the close {summary.held_out} bars later is above "
-        f"the last close it saw, a SHORT call when it is not. {_failed(summary.failed)}",
+        f"the last close it saw, a SHORT call when it is not. {_failed(summary.failed)}"
+        f"{_irregular(summary.irregular)}",
         "",
         "| " + " | ".join(headings) + " |",
         "|" + "|".join(["---"] + ["---:"] * (len(headings) - 1)) + "|",
@@ -84,12 +111,11 @@ def render_markdown(evaluation: Evaluation) -> str:
         f"{summary.seed} and the window id; linreg slope calls LONG when the least-squares "
         f"slope of the last {SLOPE_BARS} visible closes is positive; always long calls LONG.",
     ]
-    failures = [w for w in evaluation.windows if w.error is not None]
-    if failures:
-        lines += ["", "## Failed windows", ""]
-        lines += [f"- `{w.window_id}`: {w.error}" for w in failures[:MAX_LISTED_FAILURES]]
-        if len(failures) > MAX_LISTED_FAILURES:
-            lines.append(f"- … and {len(failures) - MAX_LISTED_FAILURES} more (see the JSON)")
+    windows = evaluation.windows
+    lines += _listed(
+        "Failed windows", [f"- `{w.window_id}`: {w.error}" for w in windows if w.error is not None]
+    )
+    lines += _listed("Irregular spacing", [_spacing_line(w) for w in windows if w.spacing])
     return "\n".join(lines) + "\n"
 
 

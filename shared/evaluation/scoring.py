@@ -1,7 +1,7 @@
 """Scoring an agent's calls on benchmark windows: accuracy, Wilson intervals, baselines.
 
-One row per (asset, timeframe) and one overall. A window whose analysis failed
-is excluded from every number of its row, baselines included, so the agent and
+One row per (asset, timeframe) and one overall. A window whose analysis failed,
+or whose rows are invalid, is excluded from every number of its row, baselines included, so the agent and
 the baselines are always compared on exactly the same windows; the failures are
 counted and listed instead. The Wilson interval is used because accuracies near
 50% on a few hundred windows are what the benchmark produces, and it stays
@@ -17,7 +17,13 @@ from pydantic import BaseModel, Field
 
 from shared.agents.quantagent import Direction
 from shared.evaluation.baselines import BASELINES
-from shared.evaluation.windows import HELD_OUT, Window
+from shared.evaluation.windows import (
+    HELD_OUT,
+    InvalidWindow,
+    SpacingNote,
+    Window,
+    spacing_notes,
+)
 
 Z_95 = 1.959963984540054
 """The two-sided 95% quantile of the standard normal distribution."""
@@ -49,18 +55,26 @@ class AgentCall(BaseModel):
 
 
 class WindowScore(BaseModel):
-    """One window's outcome, the agent's call and every baseline's call."""
+    """One window's outcome, the agent's call and every baseline's call.
+
+    An invalid window (bad rows) has no closes, truth or baseline calls, only its error.
+    """
 
     window_id: str
     asset: str
     timeframe: str
-    last_seen_close: float
-    future_close: float
-    truth: Direction
+    last_seen_close: float | None = Field(description="None for an invalid window")
+    future_close: float | None
+    truth: Direction | None
     decision: Direction | None
     correct: bool | None = Field(description="None when the analysis failed")
     risk_reward: float | None
     baselines: dict[str, Direction]
+    spacing: list[SpacingNote] = Field(
+        default_factory=list,
+        description="steps between bars that are not one bar (DST shifts, missing bars); "
+        "the bars were analysed as they are",
+    )
     error: str | None
 
 
@@ -70,7 +84,7 @@ class ScoreRow(BaseModel):
     asset: str
     timeframe: str = Field(description="the bar length, or 'all' on the overall row")
     n: int = Field(description="windows scored: the analysis succeeded")
-    failed: int = Field(description="windows whose analysis failed, excluded from n")
+    failed: int = Field(description="windows whose analysis failed or rows are invalid, not in n")
     correct: int
     accuracy: float | None
     ci_low: float | None = Field(description="95% Wilson interval, lower end")
@@ -92,6 +106,7 @@ class EvaluationSummary(BaseModel):
     seed: int = Field(description="the random baseline's seed")
     windows: int = Field(description="windows evaluated, failed ones included")
     failed: int
+    irregular: int = Field(0, description="windows with spacing notes (see each window)")
     rows: list[ScoreRow]
     overall: ScoreRow
 
@@ -103,8 +118,22 @@ class Evaluation(BaseModel):
     windows: list[WindowScore]
 
 
-def score_window(window: Window, call: AgentCall | None, seed: int) -> WindowScore:
+def score_window(window: Window | InvalidWindow, call: AgentCall | None, seed: int) -> WindowScore:
     """The truth, the agent's call and each baseline's call on ``window``'s visible bars."""
+    if isinstance(window, InvalidWindow):
+        return WindowScore(
+            window_id=window.window_id,
+            asset=window.asset,
+            timeframe=window.timeframe.value,
+            last_seen_close=None,
+            future_close=None,
+            truth=None,
+            decision=None,
+            correct=None,
+            risk_reward=None,
+            baselines={},
+            error=window.error,
+        )
     call = call or AgentCall(window_id=window.window_id, error="no result was recorded")
     truth = window.truth
     failed = call.error is not None or call.decision is None
@@ -120,6 +149,7 @@ def score_window(window: Window, call: AgentCall | None, seed: int) -> WindowSco
         correct=None if failed else call.decision == truth,
         risk_reward=None if failed else call.risk_reward,
         baselines={name: rule(visible, window.window_id, seed) for name, rule in BASELINES.items()},
+        spacing=spacing_notes(window.bars, window.timeframe),
         error=(call.error or "no decision") if failed else None,
     )
 
@@ -152,9 +182,14 @@ def score_row(asset: str, timeframe: str, scores: Sequence[WindowScore]) -> Scor
 
 
 def score_windows(
-    windows: Sequence[Window], calls: Mapping[str, AgentCall], *, seed: int, label: str
+    windows: Sequence[Window | InvalidWindow],
+    calls: Mapping[str, AgentCall],
+    *,
+    seed: int,
+    label: str,
 ) -> Evaluation:
-    """Score every window (a window without a call counts as failed) and build the table."""
+    """Score every window (an invalid one, or one without a call, counts as failed) and
+    build the table."""
     scores = [score_window(w, calls.get(w.window_id), seed) for w in windows]
     groups: dict[tuple[str, str], list[WindowScore]] = {}
     for score in scores:
@@ -166,6 +201,7 @@ def score_windows(
         seed=seed,
         windows=len(scores),
         failed=overall.failed,
+        irregular=sum(1 for score in scores if score.spacing),
         rows=sorted(rows, key=lambda row: (row.asset, row.timeframe)),
         overall=overall,
     )

@@ -3,13 +3,20 @@
 - ``BenchmarkDirectory``: ``<dir>/<asset>/<ASSET>_<tf>_<n>.csv``, each file one
   window with the header ``Datetime,Close,High,Low,Open,Volume`` (QuantAgent's
   benchmark ships 100 bars a file). Every error names the file, and the row or
-  column when there is one.
+  column when there is one. A layout error (no such directory, no window files,
+  a file name that is not ``<ASSET>_<tf>_<n>.csv``, a header without the
+  benchmark's columns, two files for one window, every window invalid) fails the
+  whole input at once: the directory is not a benchmark. A bad row (a price that
+  is not a number, an empty cell, high below low, times out of order, too few
+  bars, an empty file) makes only its window an ``InvalidWindow``, scored as
+  failed. Uneven spacing (DST shifts, missing bars) is data, not an error: the
+  window keeps its bars and the scorer notes the spacing.
 - ``CutWindows``: ``count`` non-overlapping windows per symbol from any source
   (bundled, csv, yfinance), placed by ``seed``: the same data and seed give the
   same windows, so an evaluation can be repeated exactly.
 
-``load_windows`` takes either and returns the windows sorted by asset,
-timeframe and position.
+``load_windows`` takes either and returns the windows (valid or not) sorted by
+asset, timeframe and position.
 """
 
 from __future__ import annotations
@@ -28,10 +35,12 @@ from shared.evaluation.windows import (
     MAX_ASSET_LENGTH,
     MAX_WINDOW_BARS,
     MIN_WINDOW_BARS,
+    InvalidWindow,
     Window,
+    is_one_bar,
 )
 from shared.market.bars import Bar, Timeframe, frame_to_bars
-from shared.market.files import load_bar_file
+from shared.market.files import read_bar_frame
 from shared.market.sources import open_source
 
 BENCHMARK_COLUMNS = ("Datetime", "Close", "High", "Low", "Open", "Volume")
@@ -68,18 +77,18 @@ WindowSpec = Annotated[BenchmarkDirectory | CutWindows, Field(discriminator="kin
 """Either way of naming an evaluation's windows."""
 
 
-def load_windows(spec: BenchmarkDirectory | CutWindows) -> list[Window]:
+def load_windows(spec: BenchmarkDirectory | CutWindows) -> list[Window | InvalidWindow]:
     """The windows ``spec`` names, validated, sorted by asset, timeframe and time."""
     if isinstance(spec, BenchmarkDirectory):
         return load_benchmark_directory(spec.path)
-    return cut_windows(spec)
+    return [*cut_windows(spec)]
 
 
 # --- QuantAgent's directory layout -------------------------------------------------------
 
 
-def load_benchmark_directory(path: str | Path) -> list[Window]:
-    """Every ``<asset>/<ASSET>_<tf>_<n>.csv`` window under ``path``."""
+def load_benchmark_directory(path: str | Path) -> list[Window | InvalidWindow]:
+    """Every ``<asset>/<ASSET>_<tf>_<n>.csv`` window under ``path``, bad rows as invalid windows."""
     root = Path(path)
     if not root.is_dir():
         raise InvalidInput(
@@ -96,7 +105,7 @@ def load_benchmark_directory(path: str | Path) -> list[Window]:
         raise InvalidInput(
             "windows.path", f"{root} holds no {_LAYOUT} files", fix="Check the directory."
         )
-    windows: list[Window] = []
+    windows: list[Window | InvalidWindow] = []
     seen: dict[str, Path] = {}
     for file in files:
         window = load_benchmark_file(file)
@@ -107,6 +116,14 @@ def load_benchmark_directory(path: str | Path) -> list[Window]:
             )
         seen[key] = file
         windows.append(window)
+    invalid = [window for window in windows if isinstance(window, InvalidWindow)]
+    if len(invalid) == len(windows):
+        raise InvalidInput(
+            "windows.path",
+            f"none of the {len(windows)} windows in {root} can be analysed; "
+            f"the first, {invalid[0].window_id}: {invalid[0].error}",
+            fix="Correct the files, or point at a benchmark with valid windows.",
+        )
     return windows
 
 
@@ -118,8 +135,11 @@ def _sort_key(file: Path) -> tuple[str, str, int, str]:
     return (file.parent.name.upper(), match["timeframe"].lower(), int(match["number"]), file.name)
 
 
-def load_benchmark_file(file: Path) -> Window:
-    """One window file: its name gives asset and timeframe, its header must be the benchmark's."""
+def load_benchmark_file(file: Path) -> Window | InvalidWindow:
+    """One window file: its name gives asset and timeframe, its header must be the benchmark's.
+
+    Layout errors raise ``InvalidInput``; a bad row gives an ``InvalidWindow`` with the reason.
+    """
     field = str(file)
     match = _FILE_NAME.match(file.name)
     if match is None:
@@ -140,17 +160,32 @@ def load_benchmark_file(file: Path) -> Window:
             fix="Move it to the folder of its asset.",
         )
     timeframe = Timeframe.parse(match["timeframe"].lower(), field=field)
+    window_id, asset = file.stem, asset.upper()
     _check_header(file)
-    frame, _ = load_bar_file(file, timeframe=timeframe)
-    bars = frame_to_bars(frame, field=field)
-    _check_length(bars, field)
-    return Window(window_id=file.stem, asset=asset.upper(), timeframe=timeframe, bars=bars)
+    try:
+        bars = frame_to_bars(read_bar_frame(file), field=field)
+        _check_length(bars, field)
+        _check_typical_step(bars, timeframe, field)
+    except InvalidInput as error:
+        return InvalidWindow(
+            window_id=window_id, asset=asset, timeframe=timeframe, error=str(error)
+        )
+    return Window(window_id=window_id, asset=asset, timeframe=timeframe, bars=bars)
 
 
 def _check_header(file: Path) -> None:
-    """Every benchmark column must be there (any order, any case): Volume is not optional."""
-    with file.open(newline="", encoding="utf-8-sig") as handle:
-        header = next(csv.reader(handle), [])
+    """Every benchmark column must be there (any order, any case): Volume is not optional.
+
+    An empty file or one that is not text has no header to judge: reading its rows
+    reports it, as a broken window rather than a directory in the wrong layout.
+    """
+    try:
+        with file.open(newline="", encoding="utf-8-sig") as handle:
+            header = next(csv.reader(handle), None)
+    except (UnicodeDecodeError, csv.Error):
+        return
+    if header is None:
+        return
     present = {column.strip().lower() for column in header}
     missing = [column for column in BENCHMARK_COLUMNS if column.lower() not in present]
     if missing:
@@ -169,6 +204,26 @@ def _check_length(bars: Sequence[Bar], field: str) -> None:
             f"has {len(bars)} bars; a window needs {MIN_WINDOW_BARS} to {MAX_WINDOW_BARS} "
             "(the agent sees all but the last 3, and its trend chart needs 50)",
             fix="Use windows of 100 bars, as the benchmark does.",
+        )
+
+
+def _check_typical_step(bars: Sequence[Bar], timeframe: Timeframe, field: str) -> None:
+    """Most steps shorter than one bar mean the file name's timeframe is not the bars' own.
+
+    One short step is a DST shift or an extra bar, and is kept; a window of 1h bars
+    named 4h would show the agent a chart four times too short.
+    """
+    steps = [later.time - earlier.time for earlier, later in zip(bars, bars[1:], strict=False)]
+    short = [
+        step for step in steps if step < timeframe.duration and not is_one_bar(step, timeframe)
+    ]
+    if len(short) * 2 > len(steps):
+        typical = sorted(steps)[len(steps) // 2]
+        raise InvalidInput(
+            field,
+            f"its bars are typically {typical} apart, shorter than one {timeframe} bar "
+            f"({timeframe.duration}), the timeframe its name gives",
+            fix="Name the file after its bars' real timeframe.",
         )
 
 

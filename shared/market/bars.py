@@ -128,8 +128,8 @@ def validate_bars(
     """Raise ``InvalidInput`` naming the first bad row, or return if the bars are usable.
 
     Checks, in order: enough bars (``min_bars``), times present, timezone-aware,
-    strictly increasing; prices finite and positive; high >= max(open, close) and
-    low <= min(open, close); volume finite and >= 0. Accepts a frame as produced by
+    strictly increasing; prices finite and positive; high >= low, high >= max(open,
+    close) and low <= min(open, close); volume finite and >= 0. Accepts a frame as produced by
     ``bars_to_frame`` so file loaders can check data before it becomes ``Bar``.
     """
     import pandas as pd
@@ -173,6 +173,7 @@ def _value_checks(frame: pd.DataFrame) -> Iterator[tuple[np.ndarray, str, np.nda
         yield values <= 0, f"{column} is not positive", values, None, _PRICE_FIX
     open_, high, low, close = (frame[c].to_numpy(dtype="float64") for c in COLUMNS[:4])
     top, bottom = np.maximum(open_, close), np.minimum(open_, close)
+    yield high < low, "high is below low", high, low, _RANGE_FIX
     yield high < top, "high is below max(open, close)", high, top, _RANGE_FIX
     yield low > bottom, "low is above min(open, close)", low, bottom, _RANGE_FIX
     volume = frame["volume"].to_numpy(dtype="float64")

@@ -57,9 +57,19 @@ def load_bar_file(
     """
     path = Path(path)
     field = str(path)
-    frame = _normalise(_read_table(path, field), field)
+    frame = read_bar_frame(path)
     validate_bars(frame, field=field)
     return frame, _check_timeframe(frame, timeframe, field)
+
+
+def read_bar_frame(path: str | Path) -> pd.DataFrame:
+    """The file's rows as a bar frame, parsed but not yet validated or checked for spacing.
+
+    For callers with their own rules on what a bad row means (the evaluation's
+    loader scores a window with a bad row as failed instead of stopping).
+    """
+    path = Path(path)
+    return _normalise(_read_table(path, str(path)), str(path))
 
 
 def _read_table(path: Path, field: str) -> pd.DataFrame:

@@ -114,7 +114,9 @@ class MemoryStore(SqlStore):
         it; ``symbol`` limits them to one ticker. Only scores of at least
         ``MIN_RELEVANCE`` count; equal scores put the newer decision first."""
         if as_of.tzinfo is None:
-            raise InvalidInput("as_of", "naive datetime", fix="Give a timezone-aware time.")
+            raise InvalidInput(
+                "as_of", f"{as_of.isoformat()} has no timezone", fix="Give a timezone-aware time."
+            )
         if top_k < 1:
             raise InvalidInput("top_k", f"{top_k} is below 1")
         query = tokenise(situation_text)

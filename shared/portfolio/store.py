@@ -43,6 +43,7 @@ from shared.portfolio.schema import (
     snapshots,
     trades,
 )
+from shared.validation_errors import problem
 
 
 class TradeRefused(QuantdeskError):
@@ -76,7 +77,7 @@ class PortfolioStore(SqlStore):
         except ValidationError as error:
             first = error.errors()[0]
             field = "cash" if first["loc"][0] == "initial_cash" else str(first["loc"][0])
-            raise InvalidInput(field, f"{first['msg']} (got {first.get('input')!r})") from None
+            raise InvalidInput(field, problem(first)) from None
         try:
             with self._engine.begin() as conn:
                 conn.execute(portfolios.insert().values(**created.model_dump()))

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from shared.errors import InvalidInput
 from shared.market.bars import Bar, bars_to_frame, validate_bars
+from shared.validation_errors import problem
 
 
 class IndicatorName(StrEnum):
@@ -244,7 +245,7 @@ def _parameters(spec: IndicatorSpec, given: dict[str, int]) -> _Parameters:
     except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(map(str, first["loc"])) or "parameters"
-        raise InvalidInput(field, f"{spec.label}: {first['msg']}") from None
+        raise InvalidInput(field, f"{spec.label}: {problem(first)}") from None
 
 
 def _check_window(spec: IndicatorSpec, chosen: _Parameters, needed: int, given: int) -> None:

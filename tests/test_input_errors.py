@@ -1,0 +1,168 @@
+"""Bad input names the field and echoes the value given: every workflow input model, the CLI.
+
+The models are found the way the workflows use them (the model each workflow's
+``run`` passes to ``parse_input``), so a new workflow without a case here fails
+the first test.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ValidationError
+from temporalio.exceptions import ApplicationError
+
+from shared.validation_errors import MAX_SHOWN, SECRET_NAME, describe_validation_error
+from workflows.autorun import AutoRunInput
+from workflows.backtest import BacktestInput
+from workflows.catalog import WORKFLOWS
+from workflows.debates import DebateInput, RiskInput
+from workflows.evaluate import EvaluateInput
+from workflows.inputs import parse_input
+from workflows.pipeline import PipelineInput
+from workflows.portfolio import PortfolioInput
+from workflows.quantagent import QuantAgentInput
+from workflows.reflect import ReflectInput
+from workflows.scan import ScanInput
+
+ROOT = Path(__file__).resolve().parent.parent
+AS_OF = "2024-06-03T00:00:00Z"
+PROPOSAL = {"action": "Buy", "reasoning": "trend", "position_sizing": 0.05}
+PLAN = {"recommendation": "Buy", "rationale": "trend", "strategic_actions": ["buy"]}
+REFLECT = {
+    "source": {"workflow_id": "pipeline-GOOG", "run_id": "r1"},
+    "symbol": "GOOG",
+    "as_of": AS_OF,
+    "situation": "GOOG near its highs",
+    "decisions": {"trader": "Buy"},
+}
+
+BAD_INPUTS: dict[type[BaseModel], tuple[dict[str, Any], str, str]] = {
+    QuantAgentInput: ({"symbol": "GOOG", "timeframe": "7x"}, "timeframe", "'7x'"),
+    PipelineInput: ({"symbol": "GOOG", "debate_rounds": 99}, "debate_rounds", "99"),
+    DebateInput: ({"symbol": "GOOG", "as_of": "yesterday", "reports": {}}, "as_of", "'yesterday'"),
+    RiskInput: (
+        {
+            "symbol": "GOOG",
+            "as_of": AS_OF,
+            "reports": {},
+            "proposal": PROPOSAL,
+            "research_plan": {**PLAN, "recommendation": "Moon"},
+        },
+        "research_plan.recommendation",
+        "'Moon'",
+    ),
+    ReflectInput: ({**REFLECT, "horizon_bars": -3}, "horizon_bars", "-3"),
+    BacktestInput: (
+        {"symbol": "GOOG", "start": "2020-01-02", "end": "2020-13-40"},
+        "end",
+        "'2020-13-40'",
+    ),
+    EvaluateInput: (
+        {"windows": {"kind": "cut", "symbols": ["GOOG"], "timeframe": "7x", "count": 1}},
+        "windows.cut.timeframe",
+        "'7x'",
+    ),
+    ScanInput: ({"max_tickers": 500}, "max_tickers", "500"),
+    AutoRunInput: ({"min_conviction": "extreme"}, "min_conviction", "'extreme'"),
+    PortfolioInput: (
+        {"portfolio": "demo", "as_of": AS_OF, "approval": "maybe"},
+        "approval",
+        "'maybe'",
+    ),
+}
+"""Each workflow input model: a payload valid but for one field, that field, its value as echoed."""
+
+
+def parse_input_models() -> set[type[BaseModel]]:
+    """The models the workflows validate their input with, read from their ``run`` methods."""
+    found = set()
+    for workflow_class in WORKFLOWS:
+        module = sys.modules[workflow_class.__module__]
+        for name in re.findall(r"parse_input\((\w+),", inspect.getsource(workflow_class)):
+            found.add(getattr(module, name))
+    return found
+
+
+def test_every_workflow_input_model_has_a_bad_value_case() -> None:
+    assert parse_input_models() == set(BAD_INPUTS)
+
+
+@pytest.mark.parametrize("model", list(BAD_INPUTS), ids=lambda model: model.__name__)
+def test_the_error_names_the_field_and_echoes_the_value_given(model: type[BaseModel]) -> None:
+    payload, field, given = BAD_INPUTS[model]
+
+    with pytest.raises(ApplicationError) as caught:
+        parse_input(model, payload)
+
+    message = str(caught.value)
+    assert f"`{field}` {given} is " in message
+    assert message.count("`") == 2, message  # the rest of the payload is valid
+    assert caught.value.non_retryable and caught.value.type == "InvalidInput"
+
+
+def test_an_unknown_timeframe_lists_the_accepted_ones_after_the_value() -> None:
+    with pytest.raises(ApplicationError) as caught:
+        parse_input(QuantAgentInput, {"symbol": "GOOG", "timeframe": "7x"})
+
+    assert caught.value.message == (
+        "invalid input for QuantAgentInput: `timeframe` '7x' is not one of "
+        "'1m', '5m', '15m', '30m', '1h', '4h', '1d', '1wk' or '1mo'."
+    )
+
+
+def test_a_long_value_is_shortened() -> None:
+    with pytest.raises(ApplicationError) as caught:
+        parse_input(QuantAgentInput, {"symbol": "G" * 5000, "timeframe": "1d"})
+
+    echoed = re.search(r"`symbol` ('G+…)", str(caught.value))
+    assert echoed is not None and len(echoed[1]) == MAX_SHOWN
+
+
+def test_a_field_named_for_a_secret_is_never_echoed() -> None:
+    class Login(BaseModel):
+        api_key: int
+
+    with pytest.raises(ValidationError) as caught:
+        Login.model_validate({"api_key": "sk-live-123"})
+
+    described = describe_validation_error(caught.value)
+    assert "sk-live-123" not in described
+    assert described.startswith("`api_key` (a value not shown) is invalid")
+
+
+def _field_names(schema: dict[str, Any]) -> set[str]:
+    names = set(schema.get("properties", {}))
+    for definition in schema.get("$defs", {}).values():
+        names |= set(definition.get("properties", {}))
+    return names
+
+
+@pytest.mark.parametrize("model", list(BAD_INPUTS), ids=lambda model: model.__name__)
+def test_no_workflow_input_model_carries_a_secret(model: type[BaseModel]) -> None:
+    names = _field_names(model.model_json_schema())
+
+    assert names and not [name for name in names if SECRET_NAME.search(name)]
+
+
+def test_the_cli_echoes_a_bad_option_before_starting_anything(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "QUANTDESK_DATA_DIR": str(tmp_path),
+        "QUANTDESK_TEMPORAL__ADDRESS": "127.0.0.1:9",  # nothing listens: nothing may connect
+        "COLUMNS": "200",
+    }
+    command = [sys.executable, "-m", "cli.main", "run", "quantagent", "GOOG", "--timeframe", "7x"]
+
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+    assert done.returncode == 1
+    assert "invalid input `timeframe`: '7x' is not one of '1m', '5m'" in done.stderr
+    assert "started" not in done.stdout
