@@ -34,6 +34,7 @@ from activities.tools import run_tool_activity
 from shared.agents.quantagent import PatternReport, QuantDecision, TrendReport
 from shared.config import Settings, load_settings
 from shared.llm.providers import QUEUE_ANTHROPIC, QUEUE_OPENAI, provider_spec
+from shared.llm.strict_schema import strict_json_schema
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
 from tests.fakes.llm_server import (
@@ -90,6 +91,12 @@ TREND_REPLY = {
     "confidence": 0.61,
     "analysis": "Price bounced off close-based support and holds above it.",
 }
+TREND_PROSE = (
+    "Price bounced off the close-based support line twice and now holds above it, so I "
+    "expect it to keep rising."
+)
+# What a model sometimes writes as a call's arguments: JSON cut short.
+BROKEN_ARGUMENTS = '{"timeperiod": 14'
 DECISION_REPLY = {
     "decision": "LONG",
     "forecast_horizon_bars": 3,
@@ -198,6 +205,11 @@ class AgentRoutedFake(FakeLlmServer):
         """Queue ``replies`` for the requests of route ``name``, in order."""
         with self._lock:
             self.replies[name].extend(replies)
+
+    def instead(self, name: str, *replies: Scripted) -> None:
+        """Replace whatever was queued for route ``name`` with ``replies``."""
+        with self._lock:
+            self.replies[name] = deque(replies)
 
     def reset(self) -> None:
         with self._lock:
@@ -428,14 +440,23 @@ async def test_decision_request_carries_the_three_reports_and_becomes_the_result
     assert INDICATOR_REPORT in text
     assert PatternReport.model_validate(PATTERN_REPLY).model_dump_json() in text
     assert TrendReport.model_validate(TREND_REPLY).model_dump_json() in text
-    assert "tools" not in body
+    schema = QuantDecision.model_json_schema()
     if provider == "openai":
-        assert body["response_format"]["type"] == "json_schema"
-        assert body["response_format"]["json_schema"]["name"] == "QuantDecision"
-        assert body["response_format"]["json_schema"]["schema"] == (
-            QuantDecision.model_json_schema()
-        )
+        assert "tools" not in body
+        assert body["response_format"] == {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "QuantDecision",
+                "schema": strict_json_schema(schema),
+                "strict": True,
+            },
+        }
     else:
+        # The schema is the only tool, and the model must call it: Claude cannot answer prose.
+        assert [(tool["name"], tool["input_schema"]) for tool in body["tools"]] == [
+            ("QuantDecision", schema)
+        ]
+        assert body["tool_choice"] == {"type": "tool", "name": "QuantDecision"}
         assert "QuantDecision" in body["system"]
     assert result.decision == QuantDecision.model_validate(DECISION_REPLY)
     assert set(fake.routed) == {INDICATOR, INDICATOR_RESULTS, PATTERN, TREND, DECISION}
@@ -452,10 +473,11 @@ async def test_decision_request_carries_the_three_reports_and_becomes_the_result
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_out_of_range_decision_gets_one_repair_and_the_repair_is_used(
+async def test_a_decision_the_schema_cannot_refuse_gets_one_repair_and_the_repair_is_used(
     ts_env: WorkflowEnvironment, fake: AgentRoutedFake, provider: str
 ) -> None:
-    bad = {**DECISION_REPLY, "risk_reward_ratio": 2.5}
+    # Too short a justification: strict mode drops minLength, so only validation catches it.
+    bad = {**DECISION_REPLY, "justification": "MACD says up."}
     repaired = {**DECISION_REPLY, "decision": "SHORT", "risk_reward_ratio": 1.7}
     script_happy_path(fake, provider, decision=bad)
     fake.on(DECISION_REPAIR, Scripted(text=json.dumps(repaired)))
@@ -464,11 +486,57 @@ async def test_out_of_range_decision_gets_one_repair_and_the_repair_is_used(
 
     assert len(fake.routed[DECISION]) == 1
     repair = fake.only(DECISION_REPAIR).body
-    assert "risk_reward_ratio" in user_text(repair)
-    assert "less than or equal to 1.8" in user_text(repair)
+    assert "justification" in user_text(repair)
+    assert "at least 20 characters" in user_text(repair)
     assert json.dumps(bad) in assistant_texts(repair)  # the bad reply goes back as its turn
     assert result.decision == QuantDecision.model_validate(repaired)
     assert result.usage.by_agent["decision_agent"].calls == 2
+
+
+async def test_claude_answering_the_trend_in_prose_no_longer_fails_the_run(
+    ts_env: WorkflowEnvironment, fake: AgentRoutedFake
+) -> None:
+    # Unforced, the fake answers this in prose, as Claude does (see test_fake_llm_server);
+    # the forced answer tool makes it fill a TrendReport instead.
+    script_happy_path(fake, "anthropic")
+    fake.instead(TREND, Scripted(text=TREND_PROSE))
+
+    result = await run(ts_env, "anthropic")
+
+    trend = fake.only(TREND).body
+    assert trend["tool_choice"] == {"type": "tool", "name": "TrendReport"}
+    assert result.trend_report.analysis == TREND_PROSE
+    assert TREND_PROSE in user_text(fake.only(DECISION).body)
+    assert result.decision == QuantDecision.model_validate(DECISION_REPLY)
+    assert result.usage.by_agent["trend_agent"].calls == 1  # no repair turn was needed
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_tool_arguments_that_are_not_json_go_back_as_an_error_the_model_fixes(
+    ts_env: WorkflowEnvironment, fake: AgentRoutedFake, provider: str
+) -> None:
+    broken, fixed = _call_id(provider, "broken"), _call_id(provider, "rsi")
+    script_happy_path(fake, provider)
+    fake.instead(
+        INDICATOR, Scripted(tool_calls=(FakeToolCall("compute_rsi", BROKEN_ARGUMENTS, broken),))
+    )
+    fake.instead(
+        INDICATOR_RESULTS,
+        Scripted(tool_calls=(FakeToolCall("compute_rsi", {"timeperiod": 14}, fixed),)),
+        Scripted(text=INDICATOR_REPORT),
+    )
+
+    result = await run(ts_env, provider)
+
+    first, second = fake.routed[INDICATOR_RESULTS]
+    error = tool_results(first.body, wire_of(provider))[broken]
+    assert error.startswith("error: the arguments of compute_rsi are not a JSON object: ")
+    assert repr(BROKEN_ARGUMENTS) in error
+    assert "Call compute_rsi again with its arguments as one JSON object." in error
+    assert json.loads(tool_results(second.body, wire_of(provider))[fixed])["indicator"] == "rsi"
+    assert set(result.latest_indicators) == {"rsi"}
+    assert result.indicator_report == INDICATOR_REPORT
+    assert result.usage.by_agent["indicator_agent"].calls == 3
 
 
 async def test_a_missing_key_parks_the_run_until_resumed_after_the_fix(

@@ -14,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.llm.providers import LlmRole
 from shared.storage.objects import ObjectRef
 
+# The key under which a client keeps tool arguments that are not a JSON object, whole.
+UNPARSED_ARGUMENTS = "_raw"
+
 
 class ToolCall(BaseModel):
     """One function call the model asked for."""
@@ -21,6 +24,16 @@ class ToolCall(BaseModel):
     id: str = Field(description="the vendor's call id; tool results answer it")
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def unparsed_arguments(self) -> str | None:
+        """The arguments as the model wrote them, when they were not a JSON object.
+
+        Clients keep such a call (``{UNPARSED_ARGUMENTS: text}``) instead of failing the
+        reply, so the tool can answer with an error quoting them that the model fixes.
+        """
+        raw = self.arguments.get(UNPARSED_ARGUMENTS)
+        return raw if isinstance(raw, str) and len(self.arguments) == 1 else None
 
 
 class ChatMessage(BaseModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shared.errors import lookup
 
@@ -32,6 +32,32 @@ class LlmRole(StrEnum):
     VISION = "vision"
 
 
+class StructuredOutput(StrEnum):
+    """How a provider is asked for a reply that fits a schema, most reliable first.
+
+    Whatever the mechanism, the schema is also in the prompt and the worker
+    validates every reply against the pydantic model: a mechanism only makes a
+    valid reply likelier, it is never trusted.
+    """
+
+    JSON_SCHEMA = "json_schema"  # response_format json_schema, strict where the schema allows
+    TOOL = "tool"  # Anthropic: the schema is a tool the model is made to call
+    JSON_OBJECT = "json_object"  # response_format json_object: syntactically valid JSON only
+    PROMPT = "prompt"  # nothing on the wire: the schema in the prompt is all
+
+
+_CHAT_COMPLETIONS_MECHANISMS = frozenset(
+    {StructuredOutput.JSON_SCHEMA, StructuredOutput.JSON_OBJECT, StructuredOutput.PROMPT}
+)
+# Which mechanisms each wire format can carry.
+_STRUCTURED_BY_CLIENT: dict[ClientKind, frozenset[StructuredOutput]] = {
+    ClientKind.OPENAI: _CHAT_COMPLETIONS_MECHANISMS,
+    ClientKind.OPENAI_COMPATIBLE: _CHAT_COMPLETIONS_MECHANISMS,
+    ClientKind.ANTHROPIC: frozenset({StructuredOutput.TOOL, StructuredOutput.PROMPT}),
+    ClientKind.OFFLINE: frozenset({StructuredOutput.PROMPT}),
+}
+
+
 class Capabilities(BaseModel):
     """What the provider's chat endpoint accepts."""
 
@@ -39,7 +65,11 @@ class Capabilities(BaseModel):
 
     tools: bool = True
     vision: bool = True
-    structured_output: bool = True
+    structured_output: StructuredOutput = Field(
+        StructuredOutput.PROMPT,
+        description="how replies that fit a schema are asked for; prompt-only is the safe "
+        "default for a server whose support is unknown",
+    )
 
 
 class ProviderSpec(BaseModel):
@@ -59,6 +89,18 @@ class ProviderSpec(BaseModel):
     deep_model: str
     vision_model: str | None
 
+    @model_validator(mode="after")
+    def _structured_output_fits_the_wire(self) -> ProviderSpec:
+        """A row asking for a mechanism its wire format cannot carry is a mistake in the table."""
+        allowed = _STRUCTURED_BY_CLIENT[self.client]
+        if self.capabilities.structured_output not in allowed:
+            raise ValueError(
+                f"provider {self.name!r}: structured_output "
+                f"{self.capabilities.structured_output.value!r} is not spoken by the "
+                f"{self.client.value} client (it takes {', '.join(sorted(allowed))})"
+            )
+        return self
+
 
 QUEUE_OPENAI = "llm-openai"
 QUEUE_ANTHROPIC = "llm-anthropic"
@@ -77,6 +119,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             task_queue=QUEUE_OPENAI,
             key_env="OPENAI_API_KEY",
             base_url_env="OPENAI_BASE_URL",
+            capabilities=Capabilities(structured_output=StructuredOutput.JSON_SCHEMA),
             quick_model="gpt-4.1-mini",
             deep_model="gpt-4.1",
             vision_model="gpt-4.1",
@@ -87,6 +130,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             task_queue=QUEUE_ANTHROPIC,
             key_env="ANTHROPIC_API_KEY",
             base_url_env="ANTHROPIC_BASE_URL",
+            capabilities=Capabilities(structured_output=StructuredOutput.TOOL),
             quick_model="claude-haiku-4-5",
             deep_model="claude-sonnet-4-5",
             vision_model="claude-sonnet-4-5",
@@ -98,6 +142,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             key_env="DASHSCOPE_API_KEY",
             base_url_env="DASHSCOPE_BASE_URL",
             default_base_url="https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+            capabilities=Capabilities(structured_output=StructuredOutput.JSON_OBJECT),
             quick_model="qwen-plus",
             deep_model="qwen-max",
             vision_model="qwen-vl-max",
@@ -110,6 +155,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             base_url_env="OLLAMA_BASE_URL",
             key_required=False,
             default_base_url="http://127.0.0.1:11434/v1",
+            capabilities=Capabilities(structured_output=StructuredOutput.JSON_SCHEMA),
             quick_model="llama3.1",
             deep_model="llama3.1",
             vision_model="llava",
@@ -122,6 +168,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             base_url_env="VLLM_BASE_URL",
             key_required=False,
             default_base_url="http://127.0.0.1:8000/v1",
+            capabilities=Capabilities(structured_output=StructuredOutput.JSON_SCHEMA),
             quick_model="Qwen/Qwen2.5-7B-Instruct",
             deep_model="Qwen/Qwen2.5-7B-Instruct",
             vision_model="Qwen/Qwen2.5-VL-7B-Instruct",
@@ -133,7 +180,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             key_env="DEEPSEEK_API_KEY",
             base_url_env="DEEPSEEK_BASE_URL",
             default_base_url="https://api.deepseek.com/v1",
-            capabilities=Capabilities(vision=False),
+            capabilities=Capabilities(vision=False, structured_output=StructuredOutput.JSON_OBJECT),
             quick_model="deepseek-chat",
             deep_model="deepseek-reasoner",
             vision_model=None,
@@ -145,6 +192,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             key_env="OPENROUTER_API_KEY",
             base_url_env="OPENROUTER_BASE_URL",
             default_base_url="https://openrouter.ai/api/v1",
+            capabilities=Capabilities(structured_output=StructuredOutput.JSON_SCHEMA),
             quick_model="openai/gpt-4.1-mini",
             deep_model="openai/gpt-4.1",
             vision_model="openai/gpt-4.1",

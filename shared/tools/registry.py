@@ -34,6 +34,9 @@ from shared.llm.contracts import ToolRequest, ToolResult, ToolSpec
 from shared.storage.objects import ObjectRef, ObjectStore
 from shared.tools.capping import MAX_CONTENT_CHARS, preview, result_ref
 
+# How much of unparseable arguments an error quotes back to the model.
+_MAX_QUOTED = 500
+
 
 @dataclass(frozen=True)
 class ToolServices:
@@ -119,6 +122,12 @@ def _arguments(tool: Tool, request: ToolRequest) -> BaseModel:
     Only these validation errors are the model's to fix; one raised inside a tool
     is a bug and propagates.
     """
+    raw = request.call.unparsed_arguments
+    if raw is not None:
+        raise ToolError(
+            f"the arguments of {tool.name} are not a JSON object: {raw[:_MAX_QUOTED]!r}.",
+            fix=f"Call {tool.name} again with its arguments as one JSON object.",
+        )
     missing = sorted(tool.context_fields - set(request.context))
     if missing:
         raise InvalidInput(

@@ -8,6 +8,24 @@ endpoint that receives it, so one script serves a test parametrised over
 providers. An empty queue answers 500 "no scripted reply", so a test can never
 pass on a reply it did not script.
 
+What the vendors do with structured-output requests is done here too, because
+that is what the clients must get right:
+
+- OpenAI refuses (400, its error body) a ``json_schema`` with ``strict: true``
+  that breaks the strict-mode rules (``vendor_schemas.strict_schema_problem``),
+  a schema name outside ``[a-zA-Z0-9_-]{1,64}``, and a ``json_object`` request
+  whose messages never say "json". Scripted text is sent as given (a test
+  scripts prose or inconsistent fields on purpose); ``reply_conforming()`` is
+  what strict decoding answers: a value of the requested schema.
+- Anthropic refuses a ``tool_choice`` without tools or naming a tool not
+  offered, and tools whose input schema is not an object. It honours
+  ``tool_choice``: ``tool`` (or ``any`` when the script calls no tool) answers
+  with one ``tool_use`` block and ``stop_reason: "tool_use"``, no text (the API
+  prefills the turn), the scripted JSON object as the input, or, for prose, a
+  value of the tool's schema carrying the prose, as Claude fills a tool it must
+  call. Under ``any`` the answer goes to the last tool offered, where quantdesk
+  puts its answer tool. Without ``tool_choice`` prose stays prose, as Claude's does.
+
     with FakeLlmServer() as server:
         server.reply_text("hello")
         ...  # point a client at server.base_url_openai or server.base_url_anthropic
@@ -17,6 +35,7 @@ pass on a reply it did not script.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid
@@ -27,6 +46,8 @@ from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
+
+from tests.fakes.vendor_schemas import instance_of, strict_schema_problem
 
 
 class Wire(StrEnum):
@@ -93,6 +114,8 @@ class Scripted:
     ``message`` (errors only) may use ``{model}`` and ``{key}``: filled from the
     request, the way vendors echo the model and (some, partly) the key back.
     ``raw`` is sent verbatim with status 200, for malformed-body tests.
+    ``conforming`` answers with a value of the schema the request asks for (its
+    ``json_schema``, or the tool it forces), ``text`` in its prose fields.
     """
 
     status: int = 200
@@ -103,9 +126,103 @@ class Scripted:
     headers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
     raw: bytes | None = None
+    conforming: bool = False
 
 
-def _openai_reply(script: Scripted, model: str) -> dict[str, Any]:
+# -- what each vendor refuses before answering ------------------------------------
+
+
+class Refusal(Exception):
+    """A request the vendor answers with 400: what it says, and the parameter at fault."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+
+_SCHEMA_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def _message_text(body: dict[str, Any]) -> str:
+    """Every text of every message, for the "json" rule of ``json_object``."""
+    texts = []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts += [part.get("text", "") for part in content if isinstance(part, dict)]
+    return " ".join(texts)
+
+
+def _check_openai(body: dict[str, Any]) -> None:
+    response_format = body.get("response_format") or {}
+    kind = response_format.get("type")
+    if kind == "json_object" and "json" not in _message_text(body).lower():
+        raise Refusal(
+            "'messages' must contain the word 'json' in some form, to use 'response_format' of "
+            "type 'json_object'.",
+            "messages",
+        )
+    if kind != "json_schema":
+        return
+    spec = response_format.get("json_schema") or {}
+    name = spec.get("name", "")
+    if not _SCHEMA_NAME.match(name):
+        raise Refusal(
+            f"Invalid 'response_format.json_schema.name': string does not match pattern. "
+            f"Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$', got {name!r}.",
+            "response_format.json_schema.name",
+        )
+    if spec.get("strict"):
+        problem = strict_schema_problem(spec.get("schema"))
+        if problem is not None:
+            raise Refusal(
+                f"Invalid schema for response_format '{name}': {problem}", "response_format"
+            )
+
+
+def _check_anthropic(body: dict[str, Any]) -> None:
+    tools = body.get("tools") or []
+    names = [tool.get("name", "") for tool in tools]
+    for i, tool in enumerate(tools):
+        if not _SCHEMA_NAME.match(names[i]):
+            raise Refusal(f"tools.{i}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'")
+        if (tool.get("input_schema") or {}).get("type") != "object":
+            raise Refusal(f"tools.{i}.custom.input_schema.type: Input should be 'object'")
+    if len(set(names)) != len(names):
+        raise Refusal("tools: Tool names must be unique.")
+    choice = body.get("tool_choice")
+    if choice is None:
+        return
+    if not tools:
+        raise Refusal("tool_choice: tool_choice may only be specified while providing tools.")
+    if choice.get("type") == "tool" and choice.get("name") not in names:
+        raise Refusal(f"tool_choice: Tool '{choice.get('name')}' not found in tools.")
+
+
+# -- replies -----------------------------------------------------------------------
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """``text`` as a JSON object, if that is what it is."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _openai_text(script: Scripted, body: dict[str, Any]) -> str:
+    """The scripted text, or what strict decoding writes for a conforming script."""
+    spec = (body.get("response_format") or {}).get("json_schema")
+    if not script.conforming or not spec:
+        return script.text
+    return json.dumps(instance_of(spec["schema"], script.text))
+
+
+def _openai_reply(script: Scripted, model: str, body: dict[str, Any]) -> dict[str, Any]:
     calls = [
         {
             "id": call.id or _new_id(_TOOL_ID_PREFIX[Wire.OPENAI]),
@@ -119,7 +236,8 @@ def _openai_reply(script: Scripted, model: str) -> dict[str, Any]:
         }
         for call in script.tool_calls
     ]
-    message: dict[str, Any] = {"role": "assistant", "content": script.text or None, "refusal": None}
+    text = _openai_text(script, body)
+    message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
     if calls:
         message["tool_calls"] = calls
     prompt, completion = script.usage
@@ -145,17 +263,38 @@ def _openai_reply(script: Scripted, model: str) -> dict[str, Any]:
     }
 
 
-def _anthropic_reply(script: Scripted, model: str) -> dict[str, Any]:
+def _tool_use(name: str, arguments: object, call_id: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "tool_use",
+        "id": call_id or _new_id(_TOOL_ID_PREFIX[Wire.ANTHROPIC]),
+        "name": name,
+        "input": arguments,
+    }
+
+
+def _forced_tool(script: Scripted, body: dict[str, Any]) -> dict[str, Any] | None:
+    """The tool a reply must go through when ``tool_choice`` says one must be used."""
+    choice = body.get("tool_choice") or {}
+    tools = body.get("tools") or []
+    if choice.get("type") == "tool":
+        return next(tool for tool in tools if tool["name"] == choice["name"])
+    if choice.get("type") == "any" and not script.tool_calls:
+        return tools[-1]
+    return None
+
+
+def _anthropic_content(script: Scripted, body: dict[str, Any]) -> list[dict[str, Any]]:
+    forced = _forced_tool(script, body)
+    if forced is not None and not script.tool_calls:
+        given = None if script.conforming else _json_object(script.text)
+        value = given if given is not None else instance_of(forced["input_schema"], script.text)
+        return [_tool_use(forced["name"], value)]
     content: list[dict[str, Any]] = [{"type": "text", "text": script.text}] if script.text else []
-    content += [
-        {
-            "type": "tool_use",
-            "id": call.id or _new_id(_TOOL_ID_PREFIX[Wire.ANTHROPIC]),
-            "name": call.name,
-            "input": call.arguments,
-        }
-        for call in script.tool_calls
-    ]
+    return content + [_tool_use(c.name, c.arguments, c.id) for c in script.tool_calls]
+
+
+def _anthropic_reply(script: Scripted, model: str, body: dict[str, Any]) -> dict[str, Any]:
+    content = _anthropic_content(script, body)
     prompt, completion = script.usage
     return {
         "id": _new_id("msg_"),
@@ -163,7 +302,7 @@ def _anthropic_reply(script: Scripted, model: str) -> dict[str, Any]:
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": "tool_use" if script.tool_calls else "end_turn",
+        "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn",
         "stop_sequence": None,
         "usage": {
             "input_tokens": prompt,
@@ -174,12 +313,12 @@ def _anthropic_reply(script: Scripted, model: str) -> dict[str, Any]:
     }
 
 
-def _openai_error(status: int, message: str) -> dict[str, Any]:
+def _openai_error(status: int, message: str, param: str | None = None) -> dict[str, Any]:
     kind, code, _ = _ERROR_TYPES.get(status, _ERROR_TYPES[500])
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-def _anthropic_error(status: int, message: str) -> dict[str, Any]:
+def _anthropic_error(status: int, message: str, param: str | None = None) -> dict[str, Any]:
     kind = _ERROR_TYPES.get(status, _ERROR_TYPES[500])[2]
     return {
         "type": "error",
@@ -188,11 +327,15 @@ def _anthropic_error(status: int, message: str) -> dict[str, Any]:
     }
 
 
-_REPLY: dict[Wire, Callable[[Scripted, str], dict[str, Any]]] = {
+_CHECK: dict[Wire, Callable[[dict[str, Any]], None]] = {
+    Wire.OPENAI: _check_openai,
+    Wire.ANTHROPIC: _check_anthropic,
+}
+_REPLY: dict[Wire, Callable[[Scripted, str, dict[str, Any]], dict[str, Any]]] = {
     Wire.OPENAI: _openai_reply,
     Wire.ANTHROPIC: _anthropic_reply,
 }
-_ERROR: dict[Wire, Callable[[int, str], dict[str, Any]]] = {
+_ERROR: dict[Wire, Callable[[int, str, str | None], dict[str, Any]]] = {
     Wire.OPENAI: _openai_error,
     Wire.ANTHROPIC: _anthropic_error,
 }
@@ -208,18 +351,39 @@ class _Answer:
     body: bytes
 
 
+def _headers(wire: Wire) -> dict[str, str]:
+    return {"content-type": "application/json", _REQUEST_ID_HEADER[wire]: _new_id("req_")}
+
+
+def _body(request: RecordedRequest) -> dict[str, Any]:
+    return request.body if isinstance(request.body, dict) else {}
+
+
+def refused(wire: Wire, request: RecordedRequest) -> _Answer | None:
+    """The vendor's 400 for a request it refuses before any model sees it, else None."""
+    try:
+        _CHECK[wire](_body(request))
+    except Refusal as refusal:
+        payload = _ERROR[wire](400, refusal.message, refusal.param)
+        return _Answer(400, _headers(wire), json.dumps(payload).encode())
+    return None
+
+
 def _render(script: Scripted, wire: Wire, request: RecordedRequest) -> _Answer:
     """The HTTP answer ``script`` makes to ``request`` in ``wire``'s format."""
-    headers = {"content-type": "application/json", _REQUEST_ID_HEADER[wire]: _new_id("req_")}
-    headers |= script.headers
+    headers = _headers(wire) | dict(script.headers)
     if script.raw is not None:
         return _Answer(200, headers, script.raw)
-    model = str((request.body or {}).get("model", "unknown-model"))
+    refusal = refused(wire, request)
+    if refusal is not None:
+        return refusal
+    body = _body(request)
+    model = str(body.get("model", "unknown-model"))
     if script.status >= 400:
         message = script.message.format(model=model, key=request.api_key or "")
-        payload = _ERROR[wire](script.status, message)
+        payload = _ERROR[wire](script.status, message, None)
     else:
-        payload = _REPLY[wire](script, model)
+        payload = _REPLY[wire](script, model, body)
     return _Answer(script.status, headers, json.dumps(payload).encode())
 
 
@@ -338,15 +502,21 @@ class FakeLlmServer:
             return len(self._queue)
 
     def answer(self, request: RecordedRequest) -> _Answer:
-        """Record ``request`` and answer it with the next scripted reply."""
+        """Record ``request`` and answer it with the next scripted reply.
+
+        A request the vendor refuses takes no scripted reply: no model saw it.
+        """
+        wire = WIRE_BY_PATH.get(request.path)
+        refusal = refused(wire, request) if wire is not None else None
         with self._lock:
             self.requests.append(request)
-            script = self._queue.popleft() if self._queue else _NO_SCRIPT
-        wire = WIRE_BY_PATH.get(request.path)
+            script = self._queue.popleft() if self._queue and refusal is None else _NO_SCRIPT
         if wire is None:
             return _render(
                 Scripted(status=404, message=f"no route {request.path}"), Wire.OPENAI, request
             )
+        if refusal is not None:
+            return refusal
         if script.delay:
             self._stopping.wait(script.delay)
         return _render(script, wire, request)
@@ -367,6 +537,10 @@ class FakeLlmServer:
     def reply_json(self, value: Any) -> None:
         """An assistant message whose text is ``value`` as JSON (structured-output tests)."""
         self.reply_text(json.dumps(value))
+
+    def reply_conforming(self, text: str = "") -> None:
+        """What a schema-constrained model answers: a value of the requested schema."""
+        self.script(Scripted(text=text, conforming=True))
 
     def reply_tool_call(
         self,

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from shared.config import ENV_PREFIX
 from shared.errors import InvalidInput
-from shared.llm.contracts import ChatRequest, ChatResponse
+from shared.llm.contracts import UNPARSED_ARGUMENTS, ChatRequest, ChatResponse
 from shared.llm.providers import LlmRole, ProviderSpec
 from shared.storage.objects import ObjectRef
 
@@ -44,6 +44,11 @@ def url_settings(spec: ProviderSpec) -> list[str]:
 def without_none(**params: Any) -> dict[str, Any]:
     """The optional request parameters that are set: the SDKs reject explicit nulls."""
     return {name: value for name, value in params.items() if value is not None}
+
+
+def unparsed(raw: str) -> dict[str, Any]:
+    """Tool arguments that are not a JSON object, kept whole for the tool to quote back."""
+    return {UNPARSED_ARGUMENTS: raw}
 
 
 class EncodedImage(NamedTuple):

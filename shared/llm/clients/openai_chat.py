@@ -1,14 +1,15 @@
 """The chat-completions client, for OpenAI itself and every OpenAI-compatible server.
 
 One module serves both client kinds because they share the wire format. Where
-they differ (the max-tokens parameter, how JSON output is asked for) is a row
-of ``_DIALECTS``: OpenAI's reasoning models refuse ``max_tokens`` and it alone
-supports ``json_schema``; compatible servers (qwen, ollama, vllm, deepseek...)
-know ``max_tokens`` and ``json_object``.
+they differ is data: the max-tokens parameter by client kind (OpenAI's
+reasoning models refuse ``max_tokens``), and how a reply that fits a schema is
+asked for by the provider row's ``structured_output``: ``json_schema`` (strict
+when the schema has a strict form, see ``shared.llm.strict_schema``),
+``json_object``, or nothing on the wire.
 
 Malformed tool-call arguments are the model's mistake, not the vendor's: the
-call is returned with ``{"_raw": "<the string>"}`` as its arguments, so the
-tool can answer with an error the model reads and repairs on its next turn
+call is returned with its arguments kept whole (``ToolCall.unparsed_arguments``),
+so the tool answers with an error the model reads and repairs on its next turn
 instead of the whole reply being thrown away.
 """
 
@@ -16,42 +17,48 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
 
-from shared.llm.clients.common import SdkErrors, Target, Vendor, without_none
+from shared.llm.clients.common import SdkErrors, Target, Vendor, unparsed, without_none
 from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage
-from shared.llm.providers import ClientKind
+from shared.llm.providers import ClientKind, StructuredOutput
+from shared.llm.strict_schema import NotStrict, strict_json_schema
 
-RAW_ARGUMENTS = "_raw"
-
-
-@dataclass(frozen=True)
-class _Dialect:
-    """How one client kind spells the parameters that differ."""
-
-    max_tokens_param: str
-    response_format: Callable[[Target], dict[str, Any]]
+_MAX_TOKENS_PARAM: dict[ClientKind, str] = {
+    ClientKind.OPENAI: "max_completion_tokens",
+    ClientKind.OPENAI_COMPATIBLE: "max_tokens",
+}
 
 
-def _json_schema_format(target: Target) -> dict[str, Any]:
+def _json_schema_format(schema: dict[str, Any], target: Target) -> dict[str, Any]:
+    """Strict when the schema has a strict form; else the schema as it is, as a hint."""
+    try:
+        wire_schema, strict = strict_json_schema(schema), True
+    except NotStrict:
+        wire_schema, strict = schema, False
     return {
         "type": "json_schema",
-        "json_schema": {
-            "name": target.wire_schema_name,
-            "schema": target.json_schema,
-            "strict": False,
-        },
+        "json_schema": {"name": target.wire_schema_name, "schema": wire_schema, "strict": strict},
     }
 
 
-_DIALECTS: dict[ClientKind, _Dialect] = {
-    ClientKind.OPENAI: _Dialect("max_completion_tokens", _json_schema_format),
-    ClientKind.OPENAI_COMPATIBLE: _Dialect("max_tokens", lambda _: {"type": "json_object"}),
+_RESPONSE_FORMAT: dict[
+    StructuredOutput, Callable[[dict[str, Any], Target], dict[str, Any] | None]
+] = {
+    StructuredOutput.JSON_SCHEMA: _json_schema_format,
+    StructuredOutput.JSON_OBJECT: lambda schema, target: {"type": "json_object"},
+    StructuredOutput.PROMPT: lambda schema, target: None,
 }
+
+
+def _response_format(target: Target) -> dict[str, Any] | None:
+    """How this provider row asks for a reply that fits the schema, if one is wanted."""
+    if target.json_schema is None:
+        return None
+    return _RESPONSE_FORMAT[target.spec.capabilities.structured_output](target.json_schema, target)
 
 
 # -- request ------------------------------------------------------------------
@@ -111,15 +118,14 @@ def _tool_spec(tool: ToolSpec) -> dict[str, Any]:
 
 def request_params(request: ChatRequest, target: Target) -> dict[str, Any]:
     """The keyword arguments of ``chat.completions.create`` for ``request``."""
-    dialect = _DIALECTS[target.spec.client]
     return {
         "model": target.model,
         "messages": [_MESSAGE[message.role](message, target) for message in request.messages],
     } | without_none(
         tools=[_tool_spec(tool) for tool in request.tools] or None,
         temperature=request.temperature,
-        response_format=dialect.response_format(target) if target.json_schema is not None else None,
-        **{dialect.max_tokens_param: request.max_tokens},
+        response_format=_response_format(target),
+        **{_MAX_TOKENS_PARAM[target.spec.client]: request.max_tokens},
     )
 
 
@@ -127,7 +133,7 @@ def request_params(request: ChatRequest, target: Target) -> dict[str, Any]:
 
 
 def _arguments(raw: str | None) -> dict[str, Any]:
-    """Decoded tool arguments; undecodable ones kept whole under ``_raw`` (see module doc).
+    """Decoded tool arguments; undecodable ones kept whole (see module doc).
 
     Compatible servers send ``""`` or ``null`` for a call without arguments.
     """
@@ -136,8 +142,8 @@ def _arguments(raw: str | None) -> dict[str, Any]:
     try:
         value = json.loads(raw)
     except ValueError:
-        return {RAW_ARGUMENTS: raw}
-    return value if isinstance(value, dict) else {RAW_ARGUMENTS: raw}
+        return unparsed(raw)
+    return value if isinstance(value, dict) else unparsed(raw)
 
 
 def read_reply(completion: ChatCompletion, target: Target) -> ChatResponse:
@@ -145,7 +151,8 @@ def read_reply(completion: ChatCompletion, target: Target) -> ChatResponse:
     choice = completion.choices[0]
     usage = completion.usage
     return ChatResponse(
-        text=choice.message.content or "",
+        # A strict-mode refusal comes instead of content; it is what the model said.
+        text=choice.message.content or choice.message.refusal or "",
         tool_calls=[
             ToolCall(
                 id=call.id, name=call.function.name, arguments=_arguments(call.function.arguments)
