@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from shared.agents.missing import MissingStep
 from shared.agents.pipeline import prompts, roles
 from shared.agents.pipeline.facts import payloads_of_results, price_facts
 from shared.agents.pipeline.inputs import (
@@ -427,6 +428,30 @@ def test_debate_turns_are_normalised_into_their_debate() -> None:
 def test_a_report_given_under_another_analysts_name_is_refused() -> None:
     with pytest.raises(ValidationError, match="the news report was given as fundamentals"):
         AnalystReports(fundamentals=_report(AnalystKind.NEWS, "news"))
+
+
+NEWS_MISSING = MissingStep(
+    step="news_analyst",
+    reason="its reply did not match AnalystReport: the reply holds no JSON object",
+    raw_reply_key="s3://payloads/pipeline/run/news_analyst.raw.txt",
+)
+
+
+def test_a_missing_report_is_named_with_its_reason_where_it_would_have_been_read() -> None:
+    given = [_report(kind, f"TEXT-OF-{kind.value}") for kind in AnalystKind]
+    reports = AnalystReports.of(
+        [r for r in given if r.analyst is not AnalystKind.NEWS], {AnalystKind.NEWS: NEWS_MISSING}
+    )
+    inputs = DebaterInputs(symbol=SYMBOL, reports=reports)
+
+    text = _text(prompts.debater_messages(Speaker.BULL, inputs))
+
+    news = text.split("### News analyst report\n", 1)[1]
+    assert news.startswith("MISSING: news_analyst gave no usable output (its reply did not")
+    assert NEWS_MISSING.raw_reply_key in news and "do not guess" in text
+    assert "TEXT-OF-market" in text and "TEXT-OF-news" not in text
+    with pytest.raises(ValidationError, match="given and also marked missing"):
+        AnalystReports.of(given, {AnalystKind.NEWS: NEWS_MISSING})
 
 
 # --- roles and prompts ----------------------------------------------------------------------
