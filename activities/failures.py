@@ -16,10 +16,12 @@ from shared.errors import ProviderError, QuantdeskError, RateLimited
 
 
 def application_error(error: QuantdeskError) -> ApplicationError:
-    """The Temporal failure for ``error``: same message, typed, retryable or not."""
+    """The Temporal failure for ``error``: same message, typed, retryable or not, with the
+    error's ``details`` for a workflow to read."""
     delay = error.retry_after if isinstance(error, ProviderError | RateLimited) else None
     return ApplicationError(
         str(error),
+        *error.details,
         type=error.type_name,
         non_retryable=not error.retryable,
         next_retry_delay=delay,

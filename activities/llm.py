@@ -3,8 +3,8 @@
 Keys are read here, on the worker, from its own environment: they never enter
 a request, a result, a log line or an error. Everything that cannot succeed on
 retry (unknown model, missing key, images for a model that cannot see, a reply
-that will not fit its schema after one repair) fails non-retryably with a
-message that says what to set.
+that will not fit its schema after ``REPAIR_TURNS`` repairs) fails non-retryably
+with a message that says what to set.
 """
 
 from __future__ import annotations
@@ -24,11 +24,21 @@ from shared.errors import ConfigError, InvalidInput, QuantdeskError, StructuredO
 from shared.llm import clients
 from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, Usage
 from shared.llm.offline import answer_offline
-from shared.llm.providers import ClientKind, ProviderSpec, provider_spec
+from shared.llm.providers import ClientKind, LlmRole, ProviderSpec, provider_spec
 from shared.llm.reply_cache import ReplyCache, cache_key
 from shared.llm.structured import repair_messages, schema_instruction, validate_reply
 from shared.storage.buckets import PAYLOADS_BUCKET
 from shared.storage.objects import ObjectRef, ObjectStore
+
+REPAIR_TURNS = 2
+"""Repair calls after a reply that does not fit its schema, each quoting the exact problems:
+small models often fix one problem per turn."""
+INPUT_FIELD_OF_ROLE: dict[LlmRole, str] = {
+    LlmRole.QUICK: "llm.model",
+    LlmRole.DEEP: "llm.deep_model",
+    LlmRole.VISION: "llm.vision_model",
+}
+"""The run input that chooses each role's model."""
 
 
 class LlmActivities:
@@ -116,7 +126,7 @@ class LlmActivities:
     @activity.defn(name="chat")
     @heartbeating
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        """One LLM turn: validate, call the provider, validate the structure, repair once."""
+        """One LLM turn: validate, call the provider, validate the structure, repair it."""
         with as_temporal_failures():
             started = time.monotonic()
             spec, model = self._check(request)
@@ -187,25 +197,44 @@ class LlmActivities:
         model: str,
         images: dict[str, bytes],
     ) -> ChatResponse:
-        """Validate against the schema; on failure one repair call, then a kept-reply error."""
+        """Validate against the schema; on failure up to ``REPAIR_TURNS`` repair calls, each
+        answering the conversation so far with the exact problems; then a kept-reply error."""
         assert request.response_schema is not None
         schema = schema_named(request.response_schema)
         structured, problem = validate_reply(schema, response.text)
-        if problem is not None:
+        messages = list(request.messages)
+        for turn in range(1, REPAIR_TURNS + 1):
+            if problem is None:
+                break
             activity.logger.warning(
-                "%s: reply failed %s, repairing: %s", request.agent, schema.__name__, problem
+                "%s: reply failed %s, repair %d: %s", request.agent, schema.__name__, turn, problem
             )
-            repair = request.model_copy(
-                update={
-                    "messages": [*request.messages, *repair_messages(response.text, problem)],
-                    "tools": [],
-                }
-            )
+            messages += repair_messages(response.text, problem)
+            repair = request.model_copy(update={"messages": messages, "tools": []})
             retry = await self._complete(repair, spec, model, images)
-            retry = retry.model_copy(update={"usage": response.usage + retry.usage})
-            structured, problem = validate_reply(schema, retry.text)
-            response = retry
+            response = retry.model_copy(update={"usage": response.usage + retry.usage})
+            structured, problem = validate_reply(schema, response.text)
         if problem is not None:
             key = await asyncio.to_thread(self._keep_raw_reply, request, response.text)
-            raise StructuredOutputError(schema.__name__, problem, raw_reply_key=key)
+            raise StructuredOutputError(
+                schema.__name__,
+                f"{problem} (after {REPAIR_TURNS} repair turns)",
+                raw_reply_key=key,
+                fix=_model_fix(request, spec, model, self.queue),
+            )
         return response.model_copy(update={"structured": structured})
+
+
+def _model_fix(request: ChatRequest, spec: ProviderSpec, model: str, queue: str) -> str:
+    """What to do about a model that will not answer in the schema: another model, or a retry."""
+    field = INPUT_FIELD_OF_ROLE[request.role]
+    if request.model is not None:
+        return (
+            f"The run chose {field} {model!r} itself: resuming asks it again (replies vary); "
+            f"start the run with another {field} if it keeps failing."
+        )
+    setting = f"{ENV_PREFIX}{spec.name.upper()}__{request.role.value.upper()}_MODEL"
+    return (
+        f"Choose a model that follows JSON schemas: set {setting} on the {queue} worker and "
+        f"restart it, then resume the run (resuming alone asks {model!r} again)."
+    )

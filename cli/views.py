@@ -25,6 +25,7 @@ STATE_STYLE = {
     "done": "green",
     "failed": "bold red",
     "skipped": "dim strike",
+    "missing": "bold yellow",
 }
 
 

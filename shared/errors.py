@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -30,6 +30,11 @@ class QuantdeskError(Exception):
     def type_name(self) -> str:
         """The stable name Temporal records as the failure type."""
         return type(self).__name__
+
+    @property
+    def details(self) -> tuple[Any, ...]:
+        """Values a workflow reads from the failure without parsing its message (none here)."""
+        return ()
 
 
 class InvalidInput(QuantdeskError):
@@ -67,13 +72,26 @@ class ProviderError(QuantdeskError):
 
 
 class StructuredOutputError(QuantdeskError):
-    """The model's reply did not fit the schema, even after the repair call."""
+    """The model's reply did not fit the schema, even after the repair turns."""
 
-    def __init__(self, schema: str, problem: str, *, raw_reply_key: str | None = None) -> None:
+    def __init__(
+        self,
+        schema: str,
+        problem: str,
+        *,
+        raw_reply_key: str | None = None,
+        fix: str | None = None,
+    ) -> None:
         self.schema = schema
+        self.problem = problem
         self.raw_reply_key = raw_reply_key
         where = f" The raw reply is stored at `{raw_reply_key}`." if raw_reply_key else ""
-        super().__init__(f"reply does not match schema `{schema}`: {problem}.{where}")
+        super().__init__(f"reply does not match schema `{schema}`: {problem}.{where}", fix=fix)
+
+    @property
+    def details(self) -> tuple[Any, ...]:
+        """(schema, problem, raw reply key): what a run records when it goes on without it."""
+        return (self.schema, self.problem, self.raw_reply_key)
 
 
 class StorageUnavailable(QuantdeskError):

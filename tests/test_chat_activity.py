@@ -7,6 +7,7 @@ SDKs; S3 is the real SeaweedFS server; the retry tests run on the real dev serve
 from __future__ import annotations
 
 import base64
+import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
@@ -164,7 +165,7 @@ async def test_structured_reply_is_validated(fake: FakeLlmServer) -> None:
     assert schema_turn["role"] == "system" and "AnalystNote" in schema_turn["content"]
 
 
-async def test_invalid_structured_reply_gets_one_repair_call(fake: FakeLlmServer) -> None:
+async def test_invalid_structured_reply_gets_a_repair_call(fake: FakeLlmServer) -> None:
     fake.reply_json({**NOTE, "confidence": 7})
     fake.reply_json(NOTE)
 
@@ -177,12 +178,34 @@ async def test_invalid_structured_reply_gets_one_repair_call(fake: FakeLlmServer
     assert response.usage.calls == 2
 
 
-async def test_reply_still_invalid_after_repair_is_kept_in_s3_and_fails(
+async def test_a_second_repair_turn_quotes_the_new_problems_and_its_reply_is_used(
+    fake: FakeLlmServer,
+) -> None:
+    fake.reply_text("prose first")
+    fake.reply_json({**NOTE, "confidence": 7})
+    fake.reply_json(NOTE)
+
+    response = await _chat(_settings(fake), QUEUE_OPENAI, _request(response_schema="AnalystNote"))
+
+    assert response.structured == NOTE
+    assert response.usage.calls == 3
+    second = fake.requests[2].body["messages"]
+    first_repair, second_repair = [m["content"] for m in second if m["role"] == "user"][-2:]
+    assert "holds no JSON object" in first_repair
+    assert "confidence" in second_repair and "less than or equal to 1" in second_repair
+    assert [m["content"] for m in second if m["role"] == "assistant"][-2:] == [
+        "prose first",
+        json.dumps({**NOTE, "confidence": 7}),
+    ]
+
+
+async def test_reply_still_invalid_after_two_repairs_is_kept_in_s3_and_fails(
     fake: FakeLlmServer, s3_settings: Settings
 ) -> None:
     settings = _settings(fake, s3_settings)
     fake.reply_text("I think it goes up, no JSON for you")
     fake.reply_text("still prose")
+    fake.reply_text("prose, a third time")
     raw = ObjectRef(bucket=PAYLOADS_BUCKET, key=f"{uuid.uuid4()}/raw.txt")
 
     with pytest.raises(ApplicationError) as caught:
@@ -193,7 +216,13 @@ async def test_reply_still_invalid_after_repair_is_kept_in_s3_and_fails(
     assert caught.value.non_retryable
     assert caught.value.type == "StructuredOutputError"
     assert raw.key in caught.value.message
-    assert ObjectStore.from_settings(settings).get_bytes(raw) == b"still prose"
+    # The worker's default model was used: the fix names the setting that chooses another.
+    assert "QUANTDESK_OPENAI__QUICK_MODEL" in caught.value.message
+    schema, problem, key = caught.value.details
+    assert (schema, key) == ("AnalystNote", f"s3://{raw.bucket}/{raw.key}")
+    assert "no JSON object" in problem and "after 2 repair turns" in problem
+    assert len(fake.requests) == 3
+    assert ObjectStore.from_settings(settings).get_bytes(raw) == b"prose, a third time"
 
 
 @pytest.mark.parametrize(

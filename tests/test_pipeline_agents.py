@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from shared.agents.missing import MissingStep
 from shared.agents.pipeline import prompts, roles
 from shared.agents.pipeline.facts import payloads_of_results, price_facts
 from shared.agents.pipeline.inputs import (
@@ -276,9 +277,7 @@ def _pipeline(reports: AnalystReports, last_price: float = 100.0) -> PortfolioDe
 
 def _report(kind: AnalystKind, text: str, **fields: Any) -> AnalystReport:
     model = SentimentReport if kind is AnalystKind.SOCIAL else AnalystReport
-    extra = (
-        {"band": "neutral", "score": 5.0, "narrative": "calm"} if model is SentimentReport else {}
-    )
+    extra = {"score": 5.0, "narrative": "calm"} if model is SentimentReport else {}
     return model.model_validate(
         {
             "analyst": kind,
@@ -329,9 +328,14 @@ def test_market_and_fundamentals_analysts_may_raise_a_critical_abort(kind: Analy
 
 
 @pytest.mark.parametrize("kind", [AnalystKind.NEWS, AnalystKind.SOCIAL])
-def test_news_and_social_analysts_may_not_raise_a_critical_abort(kind: AnalystKind) -> None:
-    with pytest.raises(ValidationError, match="may not raise a critical abort"):
-        _report(kind, "text", critical_abort={"flag": True, "reason": "scary posts"})
+def test_a_news_or_social_abort_becomes_a_bearish_key_point(kind: AnalystKind) -> None:
+    report = _report(kind, "text", critical_abort={"flag": True, "reason": "scary posts"})
+
+    assert not report.critical_abort.flag and report.critical_abort.reason is None
+    alarm = report.key_points[-1]
+    assert alarm.leans is Stance.BEARISH
+    assert "only the fundamentals and market analysts may: scary posts" in alarm.point
+    assert AnalystReports.of([report]).critical_abort() is None
 
 
 def test_a_raised_abort_needs_a_reason_and_an_unraised_one_keeps_none() -> None:
@@ -341,13 +345,24 @@ def test_a_raised_abort_needs_a_reason_and_an_unraised_one_keeps_none() -> None:
     assert CriticalAbort(flag=False, reason="nothing catastrophic").reason is None
 
 
-def test_sentiment_band_must_match_its_score() -> None:
-    with pytest.raises(ValidationError, match="does not match score 8.5"):
-        _report(AnalystKind.SOCIAL, "text", band="negative", score=8.5)
+@pytest.mark.parametrize(
+    ("score", "band"),
+    [
+        (0.0, SentimentBand.VERY_NEGATIVE),
+        (3.9, SentimentBand.NEGATIVE),
+        (5.0, SentimentBand.NEUTRAL),
+        (6.0, SentimentBand.POSITIVE),
+        (10.0, SentimentBand.VERY_POSITIVE),
+    ],
+)
+def test_the_sentiment_band_is_derived_from_the_score_whatever_the_model_said(
+    score: float, band: SentimentBand
+) -> None:
+    report = _report(AnalystKind.SOCIAL, "text", band="very_negative", score=score)
 
-    assert _report(AnalystKind.SOCIAL, "t", band="very_positive", score=8.5).band is (
-        SentimentBand.VERY_POSITIVE
-    )
+    assert report.band is band
+    assert report.model_dump(mode="json")["band"] == band.value
+    assert "band" not in SentimentReport.model_json_schema()["properties"]
 
 
 @pytest.mark.parametrize(
@@ -387,8 +402,9 @@ def test_the_decision_signal_follows_from_the_rating(rating: Rating, signal: Tra
 
     assert decision.signal is signal
     wrong = next(s for s in TradeSignal if s is not signal)
-    with pytest.raises(ValidationError, match="contradicts rating"):
-        PortfolioDecision.model_validate({**fields, "time_horizon": "3m", "signal": wrong})
+    told = PortfolioDecision.model_validate({**fields, "time_horizon": "3m", "signal": wrong})
+    assert told.signal is signal
+    assert "signal" not in PortfolioDecision.model_json_schema()["properties"]
 
 
 def test_a_critical_abort_allows_only_sell_or_underweight() -> None:
@@ -401,16 +417,41 @@ def test_a_critical_abort_allows_only_sell_or_underweight() -> None:
     )
 
 
-def test_debate_turns_stay_within_their_debate() -> None:
-    with pytest.raises(ValidationError, match="can only rebut"):
-        _turn(Speaker.BULL, "a", rebuttal_of=Speaker.AGGRESSIVE)
-    with pytest.raises(ValidationError, match="only risk debaters"):
-        _turn(Speaker.BEAR, "a", position_sizing=0.1)
+def test_debate_turns_are_normalised_into_their_debate() -> None:
+    assert _turn(Speaker.BULL, "a", rebuttal_of=Speaker.AGGRESSIVE).rebuttal_of is None
+    assert _turn(Speaker.BULL, "a", rebuttal_of=Speaker.BULL).rebuttal_of is None
+    assert _turn(Speaker.BEAR, "a", rebuttal_of=Speaker.BULL).rebuttal_of is Speaker.BULL
+    assert _turn(Speaker.BEAR, "a", position_sizing=0.1).position_sizing is None
+    assert _turn(Speaker.NEUTRAL, "a", position_sizing=0.1).position_sizing == 0.1
 
 
 def test_a_report_given_under_another_analysts_name_is_refused() -> None:
     with pytest.raises(ValidationError, match="the news report was given as fundamentals"):
         AnalystReports(fundamentals=_report(AnalystKind.NEWS, "news"))
+
+
+NEWS_MISSING = MissingStep(
+    step="news_analyst",
+    reason="its reply did not match AnalystReport: the reply holds no JSON object",
+    raw_reply_key="s3://payloads/pipeline/run/news_analyst.raw.txt",
+)
+
+
+def test_a_missing_report_is_named_with_its_reason_where_it_would_have_been_read() -> None:
+    given = [_report(kind, f"TEXT-OF-{kind.value}") for kind in AnalystKind]
+    reports = AnalystReports.of(
+        [r for r in given if r.analyst is not AnalystKind.NEWS], {AnalystKind.NEWS: NEWS_MISSING}
+    )
+    inputs = DebaterInputs(symbol=SYMBOL, reports=reports)
+
+    text = _text(prompts.debater_messages(Speaker.BULL, inputs))
+
+    news = text.split("### News analyst report\n", 1)[1]
+    assert news.startswith("MISSING: news_analyst gave no usable output (its reply did not")
+    assert NEWS_MISSING.raw_reply_key in news and "do not guess" in text
+    assert "TEXT-OF-market" in text and "TEXT-OF-news" not in text
+    with pytest.raises(ValidationError, match="given and also marked missing"):
+        AnalystReports.of(given, {AnalystKind.NEWS: NEWS_MISSING})
 
 
 # --- roles and prompts ----------------------------------------------------------------------

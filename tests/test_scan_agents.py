@@ -153,10 +153,12 @@ def _summary(*stocks: dict) -> ScanSummary:
 # --- schemas, facts, prompts -----------------------------------------------------------------
 
 
-def test_a_summary_normalises_tickers_and_refuses_a_repeated_one() -> None:
+def test_a_summary_normalises_tickers_and_keeps_the_first_of_a_repeated_one() -> None:
     assert _summary(_stock(" qbtx ")).tickers() == ["QBTX"]
-    with pytest.raises(ValidationError, match="repeated: QBTX"):
-        _summary(_stock(), _stock("qbtx"))
+    repeated = _summary(_stock(), _stock("LMNW"), _stock("qbtx", rationale="said twice"))
+
+    assert repeated.tickers() == ["QBTX", "LMNW"]
+    assert repeated.stocks_to_investigate[0].rationale != "said twice"
 
 
 @pytest.mark.parametrize(

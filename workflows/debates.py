@@ -8,6 +8,9 @@ the same typed material its prompt shows. A separate workflow each, so a debate
 has its own history, progress and Web UI page, and can be started alone from a
 Pipeline's saved ``state`` to re-run only that part. The portfolio manager judges
 the risk debate in the Pipeline, which holds the plan and proposal it needs.
+
+A debate cannot do without a turn or the plan: a reply that stays invalid after its
+repair turns parks the call until ``resume`` (``workflows.resume``), with the reason.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ activity (in parallel) → append the results → chat again, at most
 ``MAX_TOOL_ROUNDS`` times. A tool that fails after its retries becomes an error
 message the model reads, not a crashed workflow. If the model is still asking
 for tools when the rounds run out, one last call without tools makes it answer.
+
+A call is ``optional`` when the graph can do without its step: a reply that stays
+invalid after its repair turns then fails the call (``missing_step`` turns that
+failure into the ``MissingStep`` the run records) instead of parking it.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from shared.agents.missing import MissingStep
     from shared.llm.contracts import (
         ChatMessage,
         ChatRequest,
@@ -33,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.llm.providers import PROVIDERS, LlmRole
     from shared.storage.buckets import PAYLOADS_BUCKET
     from shared.storage.objects import ObjectRef
-    from workflows.resume import current_gate
+    from workflows.resume import BAD_REPLY, RESUMABLE_FAILURES, current_gate
     from workflows.retries import durable
 
 # A vendor call rarely takes more than a minute; the heartbeat catches dead workers sooner.
@@ -69,9 +74,12 @@ def request_for(
     )
 
 
-async def chat(request: ChatRequest, *, summary: str | None = None) -> ChatResponse:
+async def chat(
+    request: ChatRequest, *, summary: str | None = None, optional: bool = False
+) -> ChatResponse:
     """One ``chat`` activity on the queue of the request's provider; in a resumable run, a
-    failure only a settings change can fix waits for ``resume`` instead of failing."""
+    failure only a settings change can fix waits for ``resume`` instead of failing, except
+    an ``optional`` step's reply that stayed invalid, which fails for the caller to record."""
     label = summary or request.agent
 
     def attempt() -> Awaitable[ChatResponse]:
@@ -85,7 +93,28 @@ async def chat(request: ChatRequest, *, summary: str | None = None) -> ChatRespo
         )
 
     gate = current_gate()
-    return await (gate.guard(label, attempt) if gate is not None else attempt())
+    if gate is None:
+        return await attempt()
+    parks = RESUMABLE_FAILURES - {BAD_REPLY} if optional else RESUMABLE_FAILURES
+    return await gate.guard(label, attempt, parks)
+
+
+def missing_step(request: ChatRequest, error: ActivityError) -> MissingStep | None:
+    """``request``'s agent as a missing step if ``error`` is its reply staying invalid after
+    the repair turns; None for every other failure (which the caller re-raises)."""
+    cause = error.cause
+    if not isinstance(cause, ApplicationError) or cause.type != BAD_REPLY:
+        return None
+    if len(cause.details) != 3:
+        # Not (schema, problem, raw reply key): a worker older than these details, whose
+        # message still says it all.
+        return MissingStep(step=request.agent, reason=cause.message)
+    schema, problem, raw_reply_key = cause.details
+    return MissingStep(
+        step=request.agent,
+        reason=f"its reply did not match {schema}: {problem}",
+        raw_reply_key=raw_reply_key,
+    )
 
 
 async def run_tool(
@@ -129,8 +158,10 @@ async def run_tool_loop(
     tool_context: dict[str, Any] | None = None,
     max_rounds: int = MAX_TOOL_ROUNDS,
     usage: UsageReport | None = None,
+    optional: bool = False,
 ) -> ToolLoopResult:
-    """Chat, run tools, repeat; returns the final answer and the whole conversation."""
+    """Chat, run tools, repeat; returns the final answer and the whole conversation.
+    ``optional``: see ``chat``."""
     messages = list(request.messages)
     results: list[ToolResult] = []
     total = Usage()
@@ -142,7 +173,7 @@ async def run_tool_loop(
         turn = request.model_copy(
             update={"messages": messages, "tools": request.tools if offer_tools else []}
         )
-        response = await chat(turn, summary=f"{request.agent} round {rounds}")
+        response = await chat(turn, summary=f"{request.agent} round {rounds}", optional=optional)
         total = total + response.usage
         if usage is not None:
             usage.add(request.agent, response.usage)
@@ -171,3 +202,17 @@ async def run_tool_loop(
         rounds=rounds,
         usage=total,
     )
+
+
+async def tool_loop_or_missing(
+    request: ChatRequest, **options: Any
+) -> ToolLoopResult | MissingStep:
+    """``run_tool_loop`` for a step the run can do without: its result, or the ``MissingStep``
+    a reply that stayed invalid makes of it (every other failure propagates)."""
+    try:
+        return await run_tool_loop(request, optional=True, **options)
+    except ActivityError as error:
+        missing = missing_step(request, error)
+        if missing is None:
+            raise
+        return missing

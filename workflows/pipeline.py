@@ -12,14 +12,21 @@ Each analyst's conversation stays its own: its request context is its
 market analyst, the trader's price facts). Later agents read reports by name
 through their typed inputs. The ``state`` query returns everything produced so
 far, which is what ``Debate`` and ``Risk`` can be restarted from.
+
+An analyst whose reply stays invalid after its repair turns is recorded as missing
+(``AnalystReports.missing``, the step shows ``missing``) and the run goes on with the
+other reports: every later prompt and the report say which is missing and why, with
+its raw reply's key. The later agents cannot be done without: a reply of theirs that
+stays invalid parks the call until ``resume`` (``workflows.resume``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, computed_field, field_validator, model_validator
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
@@ -36,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
         StoredReport,
         StoreReportRequest,
     )
+    from shared.agents.missing import MissingStep
     from shared.agents.pipeline.facts import PriceFacts, payloads_of_results, price_facts
     from shared.agents.pipeline.inputs import (
         AnalystInputs,
@@ -50,7 +58,7 @@ with workflow.unsafe.imports_passed_through():
         manager_messages,
         render_plan,
         render_proposal,
-        render_report,
+        report_or_absence,
         trader_messages,
     )
     from shared.agents.pipeline.roles import (
@@ -87,8 +95,8 @@ with workflow.unsafe.imports_passed_through():
         run_key_prefix,
     )
     from workflows.inputs import parse_input, scheduled_time
-    from workflows.llm_calls import chat, run_tool_loop
-    from workflows.progress import RunProgress, StepState, track
+    from workflows.llm_calls import chat, tool_loop_or_missing
+    from workflows.progress import RunProgress, StepState, mark_missing, track
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
     from workflows.resume import Resumable
     from workflows.retries import durable
@@ -176,6 +184,12 @@ class PipelineState(BaseModel):
     report: StoredReport | None = None
     usage: UsageReport = UsageReport()
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def missing(self) -> list[MissingStep]:
+        """The steps the run went on without (so far only analysts can be)."""
+        return list(self.reports.missing.values())
+
     def debate_input(self) -> DebateInput:
         """The ``Debate`` child's input, to re-run the bull/bear debate from this state."""
         if self.as_of is None or not self.reports.by_kind():
@@ -257,17 +271,17 @@ def render_run_report(state: PipelineState) -> str:
     """The whole run as Markdown, in graph order: reports, debate, plan, order, risk, decision."""
     decision = state.decision
     assert decision is not None and state.as_of is not None
+    without = ", ".join(m.step for m in state.missing)
     parts = [
         f"# {state.symbol}: {decision.rating.value} ({decision.signal.value})",
         f"Analysis as of {state.as_of.isoformat()} · run `{state.workflow_id}`",
         f"## Executive summary\n{decision.executive_summary}",
+        *([f"> Decided without the report of: {without} (see below)."] if without else []),
         "# Analyst reports",
     ]
-    given = state.reports.by_kind()
     parts += [
-        f"## {REPORT_HEADINGS[kind]}\n{render_report(given[kind])}"
+        f"## {REPORT_HEADINGS[kind]}\n{report_or_absence(state.reports, kind)}"
         for kind in state.analysts
-        if kind in given
     ]
     if state.abort_reason:
         parts.append(
@@ -297,6 +311,16 @@ def _turns(turns: list[DebateTurn]) -> str:
         + "".join(f"\n- {point}" for point in t.key_points)
         for t in turns
     )
+
+
+@dataclass(frozen=True)
+class AnalystOutcome:
+    """One analyst's report (or why it is missing), and the market analyst's price facts."""
+
+    kind: AnalystKind
+    report: AnalystReport | None
+    missing: MissingStep | None = None
+    facts: PriceFacts | None = None
 
 
 def _positive(value: float | None) -> float | None:
@@ -461,17 +485,27 @@ class PipelineWorkflow(Resumable):
             position=args.position,
         )
         done = await gather_all(*(self._analyst(args, kind, inputs) for kind in args.analysts))
-        state.reports = AnalystReports.of(report for report, _ in done)
-        market = next((facts for report, facts in done if facts is not None), None)
-        state.price = market
+        state.reports = AnalystReports.of(
+            [o.report for o in done if o.report is not None],
+            {o.kind: o.missing for o in done if o.missing is not None},
+        )
+        if not state.reports.by_kind():
+            raise ApplicationError(
+                "every analyst's report is missing, so there is nothing to debate: "
+                + "; ".join(m.describe() for m in state.missing),
+                type="NoReports",
+                non_retryable=True,
+            )
+        state.price = next((o.facts for o in done if o.facts is not None), None)
 
     async def _analyst(
         self, args: PipelineInput, kind: AnalystKind, inputs: AnalystInputs
-    ) -> tuple[AnalystReport, PriceFacts | None]:
+    ) -> AnalystOutcome:
         """One analyst's tool loop; the market analyst's tool results also give the price facts.
 
         The tool context fixes the symbol and the analysis time, so no tool reads another
-        ticker or anything after ``as_of`` whatever the model asks for.
+        ticker or anything after ``as_of`` whatever the model asks for. A reply that stays
+        invalid makes the report missing, not the run failed; the step shows as missing.
         """
         agent = ANALYST_AGENTS[kind]
         prefix = run_key_prefix("pipeline")
@@ -487,7 +521,7 @@ class PipelineWorkflow(Resumable):
         )
         loop = await self._step(
             agent,
-            run_tool_loop(
+            tool_loop_or_missing(
                 request,
                 tools_queue=TOOLS_QUEUE,
                 tool_context={
@@ -498,16 +532,22 @@ class PipelineWorkflow(Resumable):
                 usage=self.usage,
             ),
         )
+        if isinstance(loop, MissingStep):
+            return self._missing(kind, loop)
         if loop.response.structured is None:
-            raise ApplicationError(
-                f"{agent} ended without a structured report",
-                type="InvalidReply",
-                non_retryable=True,
-            )
-        report = AGENTS[agent].schema.model_validate(loop.response.structured)
+            reason = "it was still asking for tools when its rounds ran out, with no report"
+            return self._missing(kind, MissingStep(step=agent, reason=reason))
+        # The step, not the model, knows which analyst spoke.
+        structured = {**loop.response.structured, "analyst": kind.value}
+        report = AGENTS[agent].schema.model_validate(structured)
         assert isinstance(report, AnalystReport)
         facts = price_facts(payloads_of_results(loop.tool_results))
-        return report, facts if kind is AnalystKind.MARKET else None
+        return AnalystOutcome(kind, report, facts=facts if kind is AnalystKind.MARKET else None)
+
+    def _missing(self, kind: AnalystKind, missing: MissingStep) -> AnalystOutcome:
+        """Record an analyst's report as missing; the run goes on without it."""
+        mark_missing(self.steps, missing)
+        return AnalystOutcome(kind, None, missing)
 
     async def _recall(self, state: PipelineState) -> None:
         """Every role's closest lessons from before ``as_of``, matched on the reports; the

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from shared.agents.missing import MissingStep
     from shared.llm.contracts import UsageReport
 
 
@@ -29,9 +30,11 @@ class StepState(StrEnum):
     DONE = "done"
     FAILED = "failed"
     SKIPPED = "skipped"
+    MISSING = "missing"
+    """Ran, gave no usable output, and the run went on without it (see the result's missing)."""
 
 
-FINISHED: frozenset[StepState] = frozenset({StepState.DONE, StepState.SKIPPED})
+FINISHED: frozenset[StepState] = frozenset({StepState.DONE, StepState.SKIPPED, StepState.MISSING})
 
 
 class RunProgress(BaseModel):
@@ -92,3 +95,9 @@ async def track(steps: MutableMapping[str, StepState], name: str, work: Awaitabl
         raise
     steps[name] = StepState.DONE
     return result
+
+
+def mark_missing(steps: MutableMapping[str, StepState], missing: MissingStep) -> None:
+    """Show ``missing.step`` as missing, and log why: the run goes on without it."""
+    steps[missing.step] = StepState.MISSING
+    workflow.logger.warning("going on without %s: %s", missing.step, missing.reason)

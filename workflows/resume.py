@@ -1,7 +1,9 @@
 """Waiting for a person instead of failing: LLM calls that a fix outside the run can unblock.
 
 A bad key, an unknown model or an exhausted quota fails every retry, yet it is
-fixed in minutes by someone editing a worker's settings. Failing the run would
+fixed in minutes by someone editing a worker's settings; so is a model whose reply
+will not fit its schema even after the repair turns (choose another model, or
+simply try again: replies vary). Failing the run would
 throw away everything it finished; so a workflow that mixes in ``Resumable``
 parks the failed call instead: the step shows as waiting with the reason in the
 run's details (the Web UI's summary), and the call is tried again when the
@@ -34,8 +36,12 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 T = TypeVar("T")
 
-RESUMABLE_FAILURES: frozenset[str] = frozenset({"ProviderError", "ConfigError"})
-"""Failure types of the ``chat`` activity that only a change of settings can fix."""
+BAD_REPLY = "StructuredOutputError"
+"""The ``chat`` failure of a reply that stayed invalid after its repair turns. A step the
+graph can do without is recorded as missing instead of parked (``chat(optional=True)``)."""
+
+RESUMABLE_FAILURES: frozenset[str] = frozenset({"ProviderError", "ConfigError", BAD_REPLY})
+"""Failure types of the ``chat`` activity that only a change of settings (or a new try) can fix."""
 CHILD_WAITS = "child_waits"
 WAITS_REPORTED_PATCH = "waits-reported-to-parent"
 PATH_SEPARATOR = " › "
@@ -54,10 +60,10 @@ def child_label(parent_id: str, child_id: str) -> str:
     return child_id.removeprefix(f"{parent_id}-") or child_id
 
 
-def fixable_by_user(error: ActivityError) -> str | None:
-    """The reason, if ``error`` is a non-retryable failure a settings change can fix."""
+def fixable_by_user(error: ActivityError, parks: frozenset[str] = RESUMABLE_FAILURES) -> str | None:
+    """The reason, if ``error`` is a non-retryable failure of one of the ``parks`` types."""
     cause = error.cause
-    if isinstance(cause, ApplicationError) and cause.type in RESUMABLE_FAILURES:
+    if isinstance(cause, ApplicationError) and cause.type in parks:
         return cause.message
     return None
 
@@ -92,13 +98,19 @@ class ResumeGate:
         else:
             workflow.set_current_details(self.details)
 
-    async def guard(self, step: str, attempt: Callable[[], Awaitable[T]]) -> T:
-        """``attempt()``; after a user-fixable failure, wait for ``resume`` and try again."""
+    async def guard(
+        self,
+        step: str,
+        attempt: Callable[[], Awaitable[T]],
+        parks: frozenset[str] = RESUMABLE_FAILURES,
+    ) -> T:
+        """``attempt()``; after a user-fixable failure (of the ``parks`` types), wait for
+        ``resume`` and try again."""
         while True:
             try:
                 return await attempt()
             except ActivityError as error:
-                reason = fixable_by_user(error)
+                reason = fixable_by_user(error, parks)
                 if reason is None:
                     raise
             seen = self.resumes

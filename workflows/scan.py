@@ -14,6 +14,12 @@ leaders, the macro series) is read through calls the workflow makes before the
 agent's first turn (``prefetch``), so no routing rests on whether a model chose
 to call a tool; a model may ask for more through its tools. Each report is stored under the run's
 keys as soon as its agent finishes, so a failed synthesis still leaves them.
+
+A scanner (or the deep dive) whose reply stays invalid after its repair turns is
+recorded as missing and the scan goes on: what the workflow read for it (the sector
+moves, the screens, the leading companies) still counts, and every later prompt, the
+stored summary and the result name the missing report and why. The synthesis cannot
+be done without: a reply of its that stays invalid parks the call until ``resume``.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
         StoreReportRequest,
     )
     from activities.scan import ShortlistCheck, ShortlistVerdict, StoreJsonRequest
+    from shared.agents.missing import MissingStep
     from shared.agents.scan.facts import (
         Candidate,
         answers_of_results,
@@ -87,8 +94,15 @@ with workflow.unsafe.imports_passed_through():
     from workflows.concurrency import gather_all
     from workflows.debates import check_provider, run_key_prefix
     from workflows.inputs import parse_input, scheduled_time
-    from workflows.llm_calls import ToolLoopResult, chat, request_for, run_tool, run_tool_loop
-    from workflows.progress import RunProgress, StepState, track
+    from workflows.llm_calls import (
+        ToolLoopResult,
+        chat,
+        request_for,
+        run_tool,
+        run_tool_loop,
+        tool_loop_or_missing,
+    )
+    from workflows.progress import RunProgress, StepState, mark_missing, track
     from workflows.resume import Resumable
     from workflows.retries import durable
     from workflows.visibility import tag_run
@@ -135,6 +149,9 @@ class ScanResult(BaseModel):
     deep_dive_sectors: list[Sector] = Field(description="chosen by absolute 21-day move")
     summary: ScanSummary
     reports: dict[str, StoredReport] = Field(description="agent -> its stored Markdown report")
+    missing: list[MissingStep] = Field(
+        default_factory=list, description="agents whose report the scan went on without, and why"
+    )
     summary_json: StoredReport
     summary_markdown: StoredReport
     repaired: bool = Field(description="whether the shortlist needed the repair turn")
@@ -143,19 +160,28 @@ class ScanResult(BaseModel):
 
 @dataclass(frozen=True)
 class AgentRun:
-    """One agent's outcome: its tool loop, every tool result (prefetched ones first)."""
+    """One agent's outcome: its tool loop, every tool result (prefetched ones first), or,
+    for a step the scan can do without, why its reply was unusable."""
 
-    loop: ToolLoopResult
+    loop: ToolLoopResult | None
     results: list[ToolResult]
+    missing: MissingStep | None = None
 
 
 @dataclass(frozen=True)
 class Scanned:
-    """A scanner's (or the deep dive's) report, the tool answers behind it, where it is stored."""
+    """A scanner's (or the deep dive's) report, the tool answers behind it, where it is stored;
+    or, with no report, why it is missing (the answers the workflow read for it still count)."""
 
-    report: ScannerReport
+    agent: str
+    report: ScannerReport | None
     answers: list[tuple[str, Any]]
-    stored: StoredReport
+    stored: StoredReport | None = None
+    missing: MissingStep | None = None
+
+    def missing_list(self) -> list[MissingStep]:
+        """``[missing]`` if the report is missing, else ``[]``: what a reader is told."""
+        return [self.missing] if self.missing else []
 
 
 def scan_request(
@@ -168,6 +194,11 @@ def scan_request(
 
 def _invalid_reply(agent: str, problem: str) -> ApplicationError:
     return ApplicationError(f"{agent} {problem}", type="InvalidReply", non_retryable=True)
+
+
+def _stored(*scanned: Scanned) -> dict[str, StoredReport]:
+    """Each stored report by its agent."""
+    return {s.agent: s.stored for s in scanned if s.stored is not None}
 
 
 @workflow.defn(name="Scan")
@@ -239,6 +270,8 @@ class ScanWorkflow(Resumable):
         deep = await self._deep_dive(args, as_of, chosen, smart_money)
         self.phase = MACRO_SYNTHESIS
         pool = candidates([*movers.answers, *smart_money.answers, *deep.answers])
+        scanned = (geopolitical, movers, sector, smart_money, deep)
+        missing = [step for s in scanned for step in s.missing_list()]
         inputs = SynthesisInputs(
             as_of=as_of,
             max_tickers=args.max_tickers,
@@ -248,6 +281,7 @@ class ScanWorkflow(Resumable):
                 sector=sector.report,
                 smart_money=smart_money.report,
                 industry_deep_dive=deep.report,
+                missing=missing,
             ),
             sectors=moves,
             deep_dive_sectors=[move.sector for move in chosen],
@@ -257,7 +291,7 @@ class ScanWorkflow(Resumable):
         summary, repaired = await self._synthesis(args, inputs, flagged(pool))
         self.phase = STORE_SUMMARY
         summary_json, summary_markdown = await self._step(
-            STORE_SUMMARY, self._store_summary(summary, as_of)
+            STORE_SUMMARY, self._store_summary(summary, as_of, missing)
         )
         self.phase = "done"
         return ScanResult(
@@ -266,13 +300,8 @@ class ScanWorkflow(Resumable):
             max_tickers=args.max_tickers,
             deep_dive_sectors=inputs.deep_dive_sectors,
             summary=summary,
-            reports={
-                SCANNER_AGENTS[ScannerKind.GEOPOLITICAL]: geopolitical.stored,
-                SCANNER_AGENTS[ScannerKind.MARKET_MOVERS]: movers.stored,
-                SCANNER_AGENTS[ScannerKind.SECTOR]: sector.stored,
-                SCANNER_AGENTS[ScannerKind.SMART_MONEY]: smart_money.stored,
-                INDUSTRY_DEEP_DIVE: deep.stored,
-            },
+            reports=_stored(*scanned),
+            missing=missing,
             summary_json=summary_json,
             summary_markdown=summary_markdown,
             repaired=repaired,
@@ -286,11 +315,15 @@ class ScanWorkflow(Resumable):
         messages: list[ChatMessage],
         inputs: ScannerInputs | DeepDiveInputs | SynthesisInputs,
         prefetch: Sequence[ToolCall] = (),
+        *,
+        optional: bool = False,
     ) -> AgentRun:
         """The workflow's own calls first (if any), then the agent's tool loop, as one step.
 
         The tool context fixes the scan time, so no tool reads past it whatever the
-        model asks for; the request context is the agent's typed inputs.
+        model asks for; the request context is the agent's typed inputs. An ``optional``
+        agent whose reply stays invalid comes back with the reason and its step shows
+        as missing.
         """
         prefix = run_key_prefix(FLOW)
         context = {"as_of": inputs.as_of.isoformat(), "result_key_prefix": f"{prefix}/{agent}"}
@@ -310,19 +343,31 @@ class ScanWorkflow(Resumable):
                 tools=tool_specs(AGENTS[agent].tools),
                 context=inputs.model_dump(mode="json"),
             )
-            loop = await run_tool_loop(
+            loop = await (tool_loop_or_missing if optional else run_tool_loop)(
                 request, tools_queue=TOOLS_QUEUE, tool_context=context, usage=self.usage
             )
+            if isinstance(loop, MissingStep):
+                return AgentRun(None, fetched, loop)
             return AgentRun(loop, [*fetched, *loop.tool_results])
 
-        return await self._step(agent, work())
+        run: AgentRun = await self._step(agent, work())
+        if run.missing is not None:
+            mark_missing(self.steps, run.missing)
+        return run
 
     async def _reported(self, agent: str, run: AgentRun) -> Scanned:
-        """The agent's validated report, stored under the run's keys."""
+        """The agent's validated report, stored under the run's keys; or why it is missing."""
+        answers = answers_of_results(run.results)
+        if run.loop is None:
+            return Scanned(agent, None, answers, missing=run.missing)
         try:
             report = ScannerReport.model_validate(run.loop.response.structured)
         except ValidationError:
-            raise _invalid_reply(agent, "ended without a valid ScannerReport") from None
+            missing = MissingStep(
+                step=agent, reason="it ended its tool loop without a valid ScannerReport"
+            )
+            mark_missing(self.steps, missing)
+            return Scanned(agent, None, answers, missing=missing)
         stored: StoredReport = await self._tools(
             "store_report",
             StoreReportRequest(
@@ -333,14 +378,16 @@ class ScanWorkflow(Resumable):
             ),
             StoredReport,
         )
-        return Scanned(report, answers_of_results(run.results), stored)
+        return Scanned(agent, report, answers, stored)
 
     async def _scanner(self, args: ScanInput, kind: ScannerKind, inputs: ScannerInputs) -> Scanned:
         """One scanner's tool loop and its stored report."""
         agent = SCANNER_AGENTS[kind]
         with as_temporal_failures():
             messages = scanner_messages(kind, inputs)
-        run = await self._run_agent(args, agent, messages, inputs, scanner_prefetch(kind))
+        run = await self._run_agent(
+            args, agent, messages, inputs, scanner_prefetch(kind), optional=True
+        )
         return await self._reported(agent, run)
 
     async def _sector_then_smart_money(
@@ -349,7 +396,11 @@ class ScanWorkflow(Resumable):
         """The sector scanner, then the smart-money scanner with its report and numbers."""
         sector = await self._scanner(args, ScannerKind.SECTOR, opening)
         inputs = opening.model_copy(
-            update={"sector_report": sector.report, "sectors": sector_moves(sector.answers)}
+            update={
+                "sector_report": sector.report,
+                "sectors": sector_moves(sector.answers),
+                "missing": sector.missing_list(),
+            }
         )
         return sector, await self._scanner(args, ScannerKind.SMART_MONEY, inputs)
 
@@ -374,10 +425,13 @@ class ScanWorkflow(Resumable):
             sectors=chosen,
             smart_money_report=smart_money.report,
             smart_money=[c for c in pool if c.smart_money],
+            missing=smart_money.missing_list(),
         )
         with as_temporal_failures():
             messages = deep_dive_messages(inputs)
-        run = await self._run_agent(args, INDUSTRY_DEEP_DIVE, messages, inputs, inputs.prefetch())
+        run = await self._run_agent(
+            args, INDUSTRY_DEEP_DIVE, messages, inputs, inputs.prefetch(), optional=True
+        )
         return await self._reported(INDUSTRY_DEEP_DIVE, run)
 
     def _summary(self, response: ChatResponse) -> ScanSummary:
@@ -412,6 +466,7 @@ class ScanWorkflow(Resumable):
         with as_temporal_failures():
             messages = synthesis_messages(inputs)
         run = await self._run_agent(args, MACRO_SYNTHESIS, messages, inputs, inputs.prefetch())
+        assert run.loop is not None  # not optional: a bad reply parked instead
         summary = self._summary(run.loop.response)
         self.phase = CHECK_SHORTLIST
         problems = await self._check(inputs, summary, smart)
@@ -445,11 +500,12 @@ class ScanWorkflow(Resumable):
         return summary, True
 
     async def _store_summary(
-        self, summary: ScanSummary, as_of: datetime
+        self, summary: ScanSummary, as_of: datetime, missing: list[MissingStep]
     ) -> tuple[StoredReport, StoredReport]:
-        """The summary as JSON (what other flows read back) and as Markdown (for people)."""
+        """The summary as JSON (what other flows read back) and as Markdown (for people, and
+        the Pipelines' macro context), which names the reports the synthesis went without."""
         prefix = run_key_prefix(FLOW)
-        markdown = render_summary(summary, as_of, workflow.info().workflow_id)
+        markdown = render_summary(summary, as_of, workflow.info().workflow_id, missing)
         stored = await gather_all(
             self._tools(
                 "store_json",

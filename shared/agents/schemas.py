@@ -7,11 +7,15 @@ worker validates the reply against the real pydantic model.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from enum import StrEnum
+from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
 from shared.errors import lookup
+
+T = TypeVar("T")
 
 
 class Stance(StrEnum):
@@ -43,3 +47,16 @@ def register_schema(model: type[BaseModel]) -> type[BaseModel]:
 def schema_named(name: str, *, field: str = "response_schema") -> type[BaseModel]:
     """The schema registered as ``name``, or an error listing the known ones."""
     return lookup(RESPONSE_SCHEMAS, name, field=field, what="schema")
+
+
+def first_of_each(items: Sequence[T], key: Callable[[T], str]) -> list[T]:
+    """``items`` without repeats of a ``key``, the first kept: a list a schema says names each
+    ticker once is normalised rather than refused (a JSON schema cannot say "unique by ticker",
+    and models do repeat themselves)."""
+    seen: set[str] = set()
+    kept = []
+    for item in items:
+        if key(item) not in seen:
+            seen.add(key(item))
+            kept.append(item)
+    return kept

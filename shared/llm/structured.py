@@ -1,9 +1,11 @@
-"""Structured output: ask for JSON, find it in the reply, validate it, ask once to repair.
+"""Structured output: ask for JSON, find it in the reply, validate it, ask to repair it.
 
 Vendors differ in how (and whether) they enforce a schema, so quantdesk never
 trusts them: every reply is parsed and validated against the named pydantic
-model on the worker, and a failed validation gets one repair turn that quotes
-the exact errors. Unlike the peers we never guess a default when parsing fails.
+model on the worker, and a failed validation gets repair turns (the chat
+activity's ``REPAIR_TURNS``) that quote the exact errors. Unlike the peers we
+never guess a default when parsing fails: what can be derived is derived by the
+schema itself, the rest is the model's to fix.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ class SellOrder(BaseModel):
 
 
 class BuyOrder(BaseModel):
-    """Buy shares, with the levels the position is managed by."""
+    """Buy shares, with the levels the position is managed by (stop_loss below take_profit)."""
 
     ticker: OrderTicker
     shares: int = Field(gt=0, description="whole shares")

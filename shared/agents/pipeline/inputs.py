@@ -19,11 +19,12 @@ report as the fundamentals one, which is what TradingAgents' risk manager read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field, model_validator
 
+from shared.agents.missing import MissingStep
 from shared.agents.pipeline.schemas import (
     DEBATE_OF,
     SPEAKERS,
@@ -53,12 +54,19 @@ MARKET_INDICATORS: tuple[IndicatorByName, ...] = (
 
 
 class AnalystReports(BaseModel):
-    """The four analysts' reports, each under its analyst's name (a missing one is null)."""
+    """The four analysts' reports, each under its analyst's name (null: not run, or missing).
+
+    ``missing`` says which analysts ran but gave no usable report, and why: every agent
+    that reads the reports is told, so an absent report never passes for a quiet one.
+    """
 
     market: AnalystReport | None = None
     social: SentimentReport | None = None
     news: AnalystReport | None = None
     fundamentals: AnalystReport | None = None
+    missing: dict[AnalystKind, MissingStep] = Field(
+        default_factory=dict, description="analysts whose report the run went on without"
+    )
 
     @model_validator(mode="after")
     def _each_under_its_name(self) -> AnalystReports:
@@ -66,12 +74,20 @@ class AnalystReports(BaseModel):
             report = getattr(self, kind.value)
             if report is not None and report.analyst is not kind:
                 raise ValueError(f"the {report.analyst.value} report was given as {kind.value}")
+            if report is not None and kind in self.missing:
+                raise ValueError(f"the {kind.value} report is given and also marked missing")
         return self
 
     @classmethod
-    def of(cls, reports: Iterable[AnalystReport]) -> AnalystReports:
-        """The reports, each put under its own analyst's name."""
-        return cls.model_validate({report.analyst.value: report for report in reports})
+    def of(
+        cls,
+        reports: Iterable[AnalystReport],
+        missing: Mapping[AnalystKind, MissingStep] | None = None,
+    ) -> AnalystReports:
+        """The reports, each put under its own analyst's name, and the missing ones."""
+        return cls.model_validate(
+            {**{report.analyst.value: report for report in reports}, "missing": missing or {}}
+        )
 
     def by_kind(self) -> dict[AnalystKind, AnalystReport]:
         """The reports given, in the analysts' order."""

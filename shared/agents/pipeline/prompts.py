@@ -8,7 +8,8 @@ what its kind should: analysts their brief, researchers the reports and their
 own debate, risk debaters also the trader's proposal, the research manager no
 proposal, the portfolio manager the risk debate and, after a critical abort,
 only the abort and the reports. Reports always appear under their own
-analyst's heading.
+analyst's heading, and a report the run had to go on without appears there as
+missing, with the reason and where its raw reply is kept.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from shared.agents.missing import MISSING_NOTE
 from shared.agents.pipeline.inputs import (
     AnalystInputs,
     AnalystReports,
@@ -66,8 +68,8 @@ ANALYST_BRIEFS: dict[AnalystKind, AnalystBrief] = {
     AnalystKind.SOCIAL: AnalystBrief(
         "the social-media sentiment analyst",
         "Read what people post about the company over the last week, weighting posts by their "
-        "reach, and the news they react to. Give the crowd's mood as a band with a 0-10 score "
-        "(0 very negative, 5 neutral, 10 very positive) and a short narrative.",
+        "reach, and the news they react to. Give the crowd's mood as a 0-10 score (0 very "
+        "negative, 5 neutral, 10 very positive; its band follows from it) and a short narrative.",
         SOCIAL_TOOLS,
     ),
     AnalystKind.NEWS: AnalystBrief(
@@ -167,8 +169,8 @@ MANAGER_BRIEFS: dict[ManagerKind, ManagerBrief] = {
     ManagerKind.PORTFOLIO_MANAGER: ManagerBrief(
         "the portfolio manager",
         "Judge the risk debate and decide: rate the stock Buy, Overweight, Hold, Underweight or "
-        "Sell (signal BUY for Buy/Overweight, HOLD for Hold, SELL for Underweight/Sell), with an "
-        "executive summary, the investment thesis, a price target and the time horizon. Learn "
+        "Sell (the BUY/HOLD/SELL signal follows from the rating), with an executive summary, the "
+        "investment thesis, a price target and the time horizon; leave abort_reason null. Learn "
         "from the lessons of past decisions.",
         needs=("research_plan", "proposal"),
     ),
@@ -214,13 +216,21 @@ def render_report(report: AnalystReport) -> str:
     return "\n".join(lines) + f"\n\n{report.report_markdown}"
 
 
+def report_or_absence(reports: AnalystReports, kind: AnalystKind) -> str:
+    """A report, or why it is missing, or that its analyst was not asked."""
+    report = reports.by_kind().get(kind)
+    if report is not None:
+        return render_report(report)
+    missing = reports.missing.get(kind)
+    return missing.describe() if missing else NOT_GIVEN
+
+
 def _reports_section(reports: AnalystReports) -> str:
-    given = reports.by_kind()
     parts = [
-        f"### {REPORT_HEADINGS[kind]}\n"
-        + (render_report(given[kind]) if kind in given else NOT_GIVEN)
-        for kind in AnalystKind
+        f"### {REPORT_HEADINGS[kind]}\n{report_or_absence(reports, kind)}" for kind in AnalystKind
     ]
+    if reports.missing:
+        parts.append(MISSING_NOTE)
     return _section("Analyst reports", "\n\n".join(parts))
 
 
@@ -286,7 +296,8 @@ def analyst_messages(kind: AnalystKind, inputs: AnalystInputs) -> list[ChatMessa
         f"Analyse {inputs.symbol} as of {inputs.as_of.isoformat()}. {focus} Call your tools "
         f"({', '.join(brief.tools)}) to gather the data first. Then give your stance with a "
         "confidence, the key points (each fact with its number, and which way it leans) and a "
-        f"full Markdown report. {ABORT_RULES[kind in ABORT_ANALYSTS]}"
+        f'full Markdown report, with analyst "{kind.value}". '
+        f"{ABORT_RULES[kind in ABORT_ANALYSTS]}"
     )
     position = None if inputs.position is None else json.dumps(inputs.position, default=str)
     return [

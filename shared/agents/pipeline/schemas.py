@@ -1,20 +1,25 @@
 """The per-ticker Pipeline's structured outputs, registered by name for ``response_schema``.
 
-Every closed set is an enum and every rule a reader would otherwise have to
-trust is a validator: only the market and fundamentals analysts may raise a
-critical abort, a sentiment band agrees with its score, a trade's stop and
-target sit on the right sides of its entry, and a portfolio decision's
-BUY/SELL/HOLD signal follows from its rating (the peers let a rating that did
-not parse become Hold; ours cannot disagree with itself).
+Every closed set is an enum. A rule a JSON schema cannot say (it relates two
+fields) is, by preference, taken out of the model's hands: a sentiment band is
+derived from its score and a portfolio decision's BUY/SELL/HOLD signal from its
+rating (computed fields, not asked for, so they cannot disagree; the peers let a
+rating that did not parse become Hold). Where a reply can be normalised without
+guessing, it is: a rebuttal of someone outside the debate becomes an opening, a
+researcher's position size is dropped, and a critical abort from an analyst who
+may not raise one becomes a bearish key point. What stays a check is a real
+contract, and each is stated in the schema's descriptions the model reads: a
+raised abort needs its reason, a trade's stop and target sit on the right sides
+of its entry, and a critical abort allows only Sell or Underweight.
 """
 
 from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, computed_field, model_validator
 
 from shared.agents.schemas import Stance, register_schema
 
@@ -35,7 +40,8 @@ are facts they read; news tone and social chatter are not grounds to skip the de
 
 class CriticalAbort(BaseModel):
     """A catastrophic condition (halt, delisting, bankruptcy, fraud, a >90% crash...)
-    that sends the Pipeline straight to the portfolio manager with a Sell."""
+    that sends the Pipeline straight to the portfolio manager with a Sell. A raised
+    flag needs its reason."""
 
     flag: bool = Field(False, description="true only for a catastrophic condition in the data")
     reason: str | None = Field(None, description="what the data shows; required when flag is true")
@@ -64,7 +70,7 @@ class KeyPoint(BaseModel):
 class AnalystReport(BaseModel):
     """What the market, news and fundamentals analysts hand to the debate."""
 
-    analyst: AnalystKind
+    analyst: AnalystKind = Field(description="which analyst you are (the task says)")
     stance: Stance
     confidence: float = Field(ge=0, le=1, description="0 = a guess, 1 = certain")
     key_points: list[KeyPoint] = Field(min_length=1, description="the facts, most important first")
@@ -76,12 +82,17 @@ class AnalystReport(BaseModel):
 
     @model_validator(mode="after")
     def _abort_only_where_allowed(self) -> AnalystReport:
+        # Another analyst's alarm may not skip the debate, but it is evidence: the debate
+        # weighs it as a bearish fact rather than the whole report being refused.
         if self.critical_abort.flag and self.analyst not in ABORT_ANALYSTS:
             allowed = " and ".join(sorted(kind.value for kind in ABORT_ANALYSTS))
-            raise ValueError(
-                f"the {self.analyst.value} analyst may not raise a critical abort "
-                f"(only the {allowed} analysts may)"
+            alarm = KeyPoint(
+                point=f"raised a critical abort, which only the {allowed} analysts may: "
+                f"{self.critical_abort.reason}",
+                leans=Stance.BEARISH,
             )
+            self.key_points = [*self.key_points, alarm]
+            self.critical_abort = CriticalAbort()
         return self
 
 
@@ -115,25 +126,25 @@ class SentimentReport(AnalystReport):
     """The social analyst's report: an ``AnalystReport`` plus the crowd's mood.
 
     A subclass, so it goes wherever an analyst report goes (the debate, the
-    managers) and the sentiment fields travel with it.
+    managers) and the sentiment fields travel with it. The band is derived from
+    the score, never asked for: models gave bands that disagreed with their scores.
     """
 
     analyst: Literal[AnalystKind.SOCIAL] = AnalystKind.SOCIAL
-    band: SentimentBand = Field(description="must be the band of score (0-2, 2-4, 4-6, 6-8, 8-10)")
     score: float = Field(
-        ge=0, le=10, description="0 = very negative, 5 = neutral, 10 = very positive"
+        ge=0,
+        le=10,
+        description="0 = very negative, 5 = neutral, 10 = very positive; the band (very "
+        "negative below 2, negative below 4, neutral below 6, positive below 8, else very "
+        "positive) is derived from it",
     )
     narrative: str = Field(min_length=1, description="what the crowd says and how loudly")
 
-    @model_validator(mode="after")
-    def _band_matches_score(self) -> SentimentReport:
-        expected = band_for_score(self.score)
-        if self.band is not expected:
-            raise ValueError(
-                f"band {self.band.value} does not match score {self.score:g} "
-                f"(that score is {expected.value})"
-            )
-        return self
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def band(self) -> SentimentBand:
+        """The crowd's mood in words: the band ``score`` falls in."""
+        return band_for_score(self.score)
 
 
 class Debate(StrEnum):
@@ -166,13 +177,21 @@ DEBATE_OF: dict[Speaker, Debate] = {
 
 @register_schema
 class DebateTurn(BaseModel):
-    """One turn of the bull/bear or the risk debate."""
+    """One turn of the bull/bear or the risk debate.
+
+    ``rebuttal_of`` names another speaker of the same debate (else the turn counts as
+    an opening) and only risk debaters argue a ``position_sizing`` (a researcher's is
+    dropped): both are normalised, not refused, since neither changes the argument.
+    The debate loop, not the model, sets ``speaker`` and ``round``.
+    """
 
     speaker: Speaker
     round: int = Field(ge=1, description="the speaker's own turn number, from 1")
     argument: str = Field(min_length=1, description="the case, citing the reports")
     rebuttal_of: Speaker | None = Field(
-        None, description="the speaker whose last argument this answers; null for an opening"
+        None,
+        description="the other speaker of this debate whose last argument this answers; null "
+        "for an opening",
     )
     key_points: list[str] = Field(min_length=1, description="the evidence this turn rests on")
     position_sizing: float | None = Field(
@@ -189,12 +208,9 @@ class DebateTurn(BaseModel):
         if self.rebuttal_of is not None and (
             self.rebuttal_of is self.speaker or DEBATE_OF[self.rebuttal_of] is not debate
         ):
-            raise ValueError(
-                f"{self.speaker.value} can only rebut another speaker of the {debate.value} "
-                f"debate, not {self.rebuttal_of.value}"
-            )
-        if self.position_sizing is not None and debate is not Debate.RISK:
-            raise ValueError("only risk debaters argue a position_sizing; leave it null")
+            self.rebuttal_of = None
+        if debate is not Debate.RISK:
+            self.position_sizing = None
         return self
 
 
@@ -225,7 +241,11 @@ short's above; Hold places no order."""
 
 @register_schema
 class TraderProposal(BaseModel):
-    """The trader's order, for the risk debate to size and the portfolio manager to judge."""
+    """The trader's order, for the risk debate to size and the portfolio manager to judge.
+
+    The levels given must be in order: for a Buy stop_loss < entry_price < take_profit,
+    for a Sell take_profit < entry_price < stop_loss; a Hold places no order.
+    """
 
     action: Action
     reasoning: str = Field(min_length=1)
@@ -281,40 +301,28 @@ ABORT_RATINGS: frozenset[Rating] = frozenset({Rating.SELL, Rating.UNDERWEIGHT})
 
 @register_schema
 class PortfolioDecision(BaseModel):
-    """The Pipeline's final word on the ticker."""
+    """The Pipeline's final word on the ticker. After a critical abort the rating is Sell or
+    Underweight, with abort_reason; otherwise abort_reason is null."""
 
     rating: Rating
-    signal: TradeSignal = Field(
-        description="follows from rating: Buy/Overweight BUY, Hold HOLD, Underweight/Sell SELL; "
-        "may be omitted"
-    )
     executive_summary: str = Field(min_length=1)
     investment_thesis: str = Field(min_length=1)
     price_target: float | None = Field(None, gt=0)
     time_horizon: str = Field(min_length=1, description="e.g. 3-6 months")
     abort_reason: str | None = Field(
         None,
-        description="set when a critical abort decided it; the rating is then Sell/Underweight",
+        description="only when a critical abort decided it (the rating is then Sell or "
+        "Underweight); otherwise null",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _signal_from_rating(cls, data: Any) -> Any:
-        # The signal is a function of the rating, so a model may leave it out.
-        if isinstance(data, dict) and data.get("signal") is None:
-            rating = data.get("rating")
-            if rating in SIGNAL_OF_RATING:
-                return {**data, "signal": SIGNAL_OF_RATING[Rating(rating)]}
-        return data
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def signal(self) -> TradeSignal:
+        """The order the rating comes down to: derived, so it cannot contradict the rating."""
+        return SIGNAL_OF_RATING[self.rating]
 
     @model_validator(mode="after")
-    def _consistent(self) -> PortfolioDecision:
-        expected = SIGNAL_OF_RATING[self.rating]
-        if self.signal is not expected:
-            raise ValueError(
-                f"signal {self.signal.value} contradicts rating {self.rating.value} "
-                f"(which means {expected.value})"
-            )
+    def _abort_rating(self) -> PortfolioDecision:
         if self.abort_reason is not None and self.rating not in ABORT_RATINGS:
             raise ValueError(
                 f"a critical abort allows only Sell or Underweight, not {self.rating.value}"

@@ -2,7 +2,8 @@
 
 The PM's orders are ``shared.portfolio.orders.SellOrder`` / ``BuyOrder``, the
 very models the planner sizes, and a decision that buys and sells one ticker,
-or names one twice, is refused rather than guessed at.
+or names one twice, is refused rather than guessed at (the schema says so). The
+reviews only inform the PM, so a ticker they name twice keeps its first entry.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field, model_validator
 
-from shared.agents.schemas import Stance, register_schema
+from shared.agents.schemas import Stance, first_of_each, register_schema
 from shared.portfolio.orders import BuyOrder, OrderTicker, SellOrder
 
 
@@ -37,12 +38,12 @@ class HoldingVerdict(BaseModel):
 class HoldingsReview(BaseModel):
     """The review of every holding, for the PM."""
 
-    verdicts: list[HoldingVerdict] = Field(description="one per holding")
+    verdicts: list[HoldingVerdict] = Field(description="one per holding (a repeat is dropped)")
     summary: str = Field(min_length=1)
 
     @model_validator(mode="after")
     def _once_each(self) -> HoldingsReview:
-        _check_unique([v.ticker for v in self.verdicts], "verdicts")
+        self.verdicts = first_of_each(self.verdicts, lambda verdict: verdict.ticker)
         return self
 
 
@@ -76,21 +77,26 @@ class TickerView(BaseModel):
 class MicroSummary(BaseModel):
     """Holdings and candidates one by one, with their Pipeline decisions."""
 
-    views: list[TickerView]
+    views: list[TickerView] = Field(description="one per ticker (a repeat is dropped)")
     summary: str = Field(min_length=1)
 
     @model_validator(mode="after")
     def _once_each(self) -> MicroSummary:
-        _check_unique([v.ticker for v in self.views], "views")
+        self.views = first_of_each(self.views, lambda view: view.ticker)
         return self
 
 
 @register_schema
 class AllocationDecision(BaseModel):
-    """The PM's decision for the whole book."""
+    """The PM's decision for the whole book. Each ticker at most once in sells and once in
+    buys, and never in both."""
 
-    sells: list[SellOrder] = Field(default_factory=list, description="holdings to sell, shares")
-    buys: list[BuyOrder] = Field(default_factory=list, description="most wanted first")
+    sells: list[SellOrder] = Field(
+        default_factory=list, description="holdings to sell, shares; each ticker once"
+    )
+    buys: list[BuyOrder] = Field(
+        default_factory=list, description="most wanted first; each ticker once, none sold"
+    )
     holds: list[OrderTicker] = Field(default_factory=list, description="holdings kept as they are")
     cash_reserve: float = Field(
         ge=0, le=1, description="fraction of the book to keep in cash and T-bills (>= the floor)"

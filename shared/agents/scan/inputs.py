@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pydantic import AwareDatetime, BaseModel, Field
 
+from shared.agents.missing import MissingStep
 from shared.agents.scan.facts import Candidate
 from shared.agents.scan.roles import ScannerKind
 from shared.agents.scan.schemas import ScannerReport
@@ -45,18 +46,22 @@ MAX_TICKERS = 25
 
 
 class ScanReports(BaseModel):
-    """The scanners' and the deep dive's reports, each under its own name (missing: null)."""
+    """The scanners' and the deep dive's reports, each under its own name (missing: null),
+    and why each missing one is missing."""
 
     geopolitical: ScannerReport | None = None
     market_movers: ScannerReport | None = None
     sector: ScannerReport | None = None
     smart_money: ScannerReport | None = None
     industry_deep_dive: ScannerReport | None = None
+    missing: list[MissingStep] = Field(
+        default_factory=list, description="agents whose report the scan went on without"
+    )
 
     def given(self) -> dict[str, ScannerReport]:
         """The reports present, in graph order."""
         found = {name: getattr(self, name) for name in type(self).model_fields}
-        return {name: report for name, report in found.items() if report is not None}
+        return {name: r for name, r in found.items() if isinstance(r, ScannerReport)}
 
 
 class ScannerInputs(BaseModel):
@@ -74,6 +79,9 @@ class ScannerInputs(BaseModel):
     sectors: list[SectorPerformance] = Field(
         default_factory=list, description="the sector moves behind that report"
     )
+    missing: list[MissingStep] = Field(
+        default_factory=list, description="reports this scanner would have read that are missing"
+    )
 
 
 def scanner_prefetch(kind: ScannerKind) -> list[ToolCall]:
@@ -88,9 +96,14 @@ class DeepDiveInputs(BaseModel):
     sectors: list[SectorPerformance] = Field(
         min_length=1, description="the sectors to dig into, largest absolute 21-day move first"
     )
-    smart_money_report: ScannerReport
+    smart_money_report: ScannerReport | None = Field(
+        None, description="the smart-money scanner's report; null when it is missing"
+    )
     smart_money: list[Candidate] = Field(
         default_factory=list, description="the stocks the smart-money screens flagged"
+    )
+    missing: list[MissingStep] = Field(
+        default_factory=list, description="reports the deep dive would have read that are missing"
     )
 
     @property

@@ -5,7 +5,8 @@ The four scanners share one builder parameterised by their row of
 smart-money scanner also reads the sector scanner's report and numbers. The deep
 dive is told which sectors to dig into (chosen in code) and what smart money
 flagged; the synthesis reads every report and every candidate with its numbers,
-and is told the shortlist's rules the workflow will check.
+and is told the shortlist's rules the workflow will check. A report the scan went
+on without is named, with why, wherever it would have been read.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from shared.agents.missing import MissingStep, missing_section
 from shared.agents.scan.facts import Candidate
 from shared.agents.scan.inputs import (
     SCANNER_PREFETCH,
@@ -148,6 +150,10 @@ def render_scanner_report(report: ScannerReport) -> str:
     return "\n".join(lines) + f"\n\n{report.report_markdown}"
 
 
+def _missing_section(missing: list[MissingStep]) -> str | None:
+    return _section("Missing reports", missing_section(missing)) if missing else None
+
+
 def scanner_messages(kind: ScannerKind, inputs: ScannerInputs) -> list[ChatMessage]:
     """A scanner's opening turns: its focus, its tools and (smart money) the sector picture."""
     brief = SCANNER_BRIEFS[kind]
@@ -168,8 +174,9 @@ def scanner_messages(kind: ScannerKind, inputs: ScannerInputs) -> list[ChatMessa
                 _section("Task", task),
                 _section("Sector scanner report", render_scanner_report(prior)) if prior else None,
                 _section("Sector moves", render_sector_moves(inputs.sectors))
-                if prior and inputs.sectors
+                if kind is ScannerKind.SMART_MONEY and inputs.sectors
                 else None,
+                _missing_section(inputs.missing),
             ]
         ),
     ]
@@ -186,16 +193,18 @@ def deep_dive_messages(inputs: DeepDiveInputs) -> list[ChatMessage]:
         "sector and by how much, and where the smart-money screens agree. " + REPORT_TASK
     )
     flagged = "\n".join(render_candidate(candidate) for candidate in inputs.smart_money)
+    report = inputs.smart_money_report
     return [
         _system("the industry deep-dive analyst", inputs.as_of),
         _user(
             [
                 _section("Task", task),
                 _section("The sectors to dig into", render_sector_moves(inputs.sectors)),
-                _section(
-                    "Smart-money scanner report", render_scanner_report(inputs.smart_money_report)
-                ),
+                _section("Smart-money scanner report", render_scanner_report(report))
+                if report
+                else None,
                 _section("Stocks the smart-money screens flagged", flagged),
+                _missing_section(inputs.missing),
             ]
         ),
     ]
@@ -225,6 +234,7 @@ def synthesis_messages(inputs: SynthesisInputs) -> list[ChatMessage]:
         _user(
             [
                 _section("Scanner reports", reports),
+                _missing_section(inputs.reports.missing),
                 _section("Sector moves", render_sector_moves(inputs.sectors)),
                 _section("Deep-dive sectors", ", ".join(s.value for s in inputs.deep_dive_sectors)),
                 _section("Indices", render_indices(inputs.indices)),
@@ -247,8 +257,14 @@ def prefetched_turns(calls: Sequence[ToolCall], results: Sequence[ToolResult]) -
     ]
 
 
-def render_summary(summary: ScanSummary, as_of: datetime, workflow_id: str) -> str:
-    """The summary as Markdown: view, macro context, themes, the shortlist table, risks."""
+def render_summary(
+    summary: ScanSummary,
+    as_of: datetime,
+    workflow_id: str,
+    missing: Sequence[MissingStep] = (),
+) -> str:
+    """The summary as Markdown: view, macro context, themes, the shortlist table, risks, and
+    the reports the synthesis went without."""
     macro = summary.macro_context
     parts = [
         f"# Market scan, {as_of:%Y-%m-%d}",
@@ -278,4 +294,7 @@ def render_summary(summary: ScanSummary, as_of: datetime, workflow_id: str) -> s
         parts.append("\n".join(detail))
     if summary.risk_factors:
         parts.append("## Risk factors\n" + "\n".join(f"- {r}" for r in summary.risk_factors))
+    if missing:
+        lines = "\n".join(f"- {step.describe()}" for step in missing)
+        parts.append(f"## Missing reports\nThe synthesis went on without:\n{lines}")
     return "\n\n".join(parts) + "\n"

@@ -1,8 +1,8 @@
 """The Scan's structured outputs, registered by name for ``response_schema``.
 
 ``ScanSummary`` is the fork's macro summary, typed: closed sets are enums (thesis
-angle, conviction, the GICS sector), tickers are normalised and unique, and a
-stock is marked ``smart_money`` only when a smart-money screen flagged it and it
+angle, conviction, the GICS sector), tickers are normalised and listed once (a
+repeat is dropped, the first kept), and a stock is marked ``smart_money`` only when a smart-money screen flagged it and it
 fits the thesis. Whether each ticker exists in the data universe as of the scan
 date is not knowable from the object alone; the Scan checks it against the data
 router (``shared.agents.scan.shortlist``) and asks for a repair when it does not.
@@ -14,13 +14,12 @@ reading S3) sees the same text.
 
 from __future__ import annotations
 
-from collections import Counter
 from enum import StrEnum
 from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, Field, StringConstraints, model_validator
 
-from shared.agents.schemas import register_schema
+from shared.agents.schemas import first_of_each, register_schema
 from shared.data.contracts import Sector
 
 Ticker = Annotated[
@@ -101,16 +100,15 @@ class ScanSummary(BaseModel):
     macro_context: MacroContext
     key_themes: list[KeyTheme] = Field(min_length=1, description="strongest first")
     stocks_to_investigate: list[StockToInvestigate] = Field(
-        min_length=1, description="highest conviction first; each ticker once"
+        min_length=1, description="highest conviction first; each ticker once (repeats dropped)"
     )
     risk_factors: list[str] = Field(default_factory=list, description="what would change the view")
 
     @model_validator(mode="after")
     def _each_ticker_once(self) -> ScanSummary:
-        counts = Counter(stock.ticker for stock in self.stocks_to_investigate)
-        repeated = sorted(ticker for ticker, count in counts.items() if count > 1)
-        if repeated:
-            raise ValueError(f"list each ticker once; repeated: {', '.join(repeated)}")
+        self.stocks_to_investigate = first_of_each(
+            self.stocks_to_investigate, lambda stock: stock.ticker
+        )
         return self
 
     def tickers(self) -> list[str]:

@@ -453,7 +453,7 @@ def social_evidence(found: Payloads) -> list[Evidence]:
 
 
 def sentiment_fields(found: Payloads) -> dict[str, Any]:
-    """The social report's band, score and narrative, from the posts alone."""
+    """The social report's score and narrative, from the posts alone (the band is the score's)."""
     posts = _posts(found)
     mood = crowd_mood(posts)
     score = NEUTRAL_SCORE if mood is None else round(NEUTRAL_SCORE * (1 + mood), 1)
@@ -464,7 +464,7 @@ def sentiment_fields(found: Payloads) -> dict[str, Any]:
         else f"{len(posts)} posts; the crowd is {band.value.replace('_', ' ')} "
         f"(reach-weighted sentiment {mood:+.2f}, score {score:g}/10)."
     )
-    return {"band": band, "score": score, "narrative": narrative}
+    return {"score": score, "narrative": narrative}
 
 
 # --- fundamentals ---------------------------------------------------------------------------
@@ -991,7 +991,6 @@ def _aborted(report: AnalystReport, symbol: str) -> PortfolioDecision:
     reason = report.critical_abort.reason or "unstated"
     return PortfolioDecision(
         rating=Rating.SELL,
-        signal=SIGNAL_OF_RATING[Rating.SELL],
         executive_summary=f"Sell {symbol}: the {report.analyst.value} analyst raised a critical "
         f"abort: {reason}.",
         investment_thesis="A catastrophic condition overrides every other signal; the debates "
@@ -1026,7 +1025,6 @@ def portfolio_decision(inputs: ManagerInputs) -> PortfolioDecision:
     size = f"{consensus:.1%}" if consensus is not None else f"{proposal.position_sizing:.1%}"
     return PortfolioDecision(
         rating=rating,
-        signal=signal,
         executive_summary=f"{rating.value} {inputs.symbol} at a {size} position: weighted score "
         f"{score:+.2f} × risk-debate sizing {scale:.2f}.",
         investment_thesis=f"Plan: {render_plan(plan)}\nProposal: {render_proposal(proposal)}",
