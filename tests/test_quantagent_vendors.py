@@ -28,6 +28,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from activities.charts import ChartActivities
+from activities.evaluation import EvaluationActivities
 from activities.llm import LlmActivities
 from activities.market import MARKET_ACTIVITIES
 from activities.tools import run_tool_activity
@@ -36,6 +37,7 @@ from shared.config import Settings, load_settings
 from shared.llm.providers import QUEUE_ANTHROPIC, QUEUE_OPENAI, provider_spec
 from shared.llm.strict_schema import strict_json_schema
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+from shared.storage.objects import ObjectStore
 from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
 from tests.fakes.llm_server import (
     WIRE_BY_PATH,
@@ -48,6 +50,7 @@ from tests.fakes.llm_server import (
     _render,
 )
 from workers.main import WorkerPlan, build_worker
+from workflows.evaluate import EvaluateResult, EvaluateWorkflow
 from workflows.quantagent import QuantAgentProgress, QuantAgentResult, QuantAgentWorkflow
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -269,14 +272,25 @@ async def workers(
         s3=s3_settings.s3.model_dump(),
     )
     charts = ChartActivities(settings=s3_settings)
+    evaluation = EvaluationActivities(s3_settings)
     plans = [
-        WorkerPlan(queue=QUEUE, workflows=[QuantAgentWorkflow]),
+        WorkerPlan(queue=QUEUE, workflows=[QuantAgentWorkflow, EvaluateWorkflow]),
         WorkerPlan(
-            queue=TOOLS_QUEUE, activities=[run_tool_activity, *MARKET_ACTIVITIES], threads=True
+            queue=TOOLS_QUEUE,
+            activities=[
+                run_tool_activity,
+                *MARKET_ACTIVITIES,
+                *evaluation.tools_activities(),
+            ],
+            threads=True,
         ),
         WorkerPlan(
             queue=CHARTS_QUEUE,
-            activities=[charts.render_pattern_chart, charts.render_trend_chart],
+            activities=[
+                charts.render_pattern_chart,
+                charts.render_trend_chart,
+                *evaluation.charts_activities(),
+            ],
             threads=True,
         ),
         WorkerPlan(queue=QUEUE_OPENAI, activities=[LlmActivities(settings, QUEUE_OPENAI).chat]),
@@ -573,3 +587,33 @@ async def test_a_missing_key_parks_the_run_until_resumed_after_the_fix(
 
     assert result.decision == QuantDecision.model_validate(DECISION_REPLY)
     assert {request.api_key for request in fake.requests} == {KEY}
+
+
+async def test_an_evaluation_window_whose_decision_stays_off_schema_fails_alone(
+    ts_env: WorkflowEnvironment, fake: AgentRoutedFake, s3_settings: Settings
+) -> None:
+    # Two windows, one at a time: the first answers well, the second's decision agent
+    # answers prose, then prose to both repair turns.
+    script_happy_path(fake, "openai")
+    script_happy_path(fake, "openai", decision="no JSON here, just my view: go long")
+    fake.on(DECISION_REPAIR, Scripted(text="still prose"), Scripted(text="prose again"))
+
+    result = await ts_env.client.execute_workflow(
+        "Evaluate",
+        {
+            "windows": {"kind": "cut", "symbols": ["GOOG"], "timeframe": "1d", "count": 2},
+            "llm": {"provider": "openai"},
+            "concurrency": 1,
+        },
+        id=f"eval-vendor-{uuid.uuid4()}",
+        task_queue=QUEUE,
+        result_type=EvaluateResult,
+    )
+
+    assert (result.summary.windows, result.summary.failed, result.summary.overall.n) == (2, 1, 1)
+    stored = json.loads(
+        ObjectStore.from_settings(s3_settings).get_bytes(result.reports.json_table.report)
+    )
+    [error] = [w["error"] for w in stored["windows"] if w["error"] is not None]
+    assert "decision_agent" in error and "QuantDecision" in error and "raw reply" in error
+    assert len(fake.routed[DECISION_REPAIR]) == 2

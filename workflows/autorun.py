@@ -41,12 +41,14 @@ with workflow.unsafe.imports_passed_through():
     from workflows.pipeline import PipelineInput, PipelineResult
     from workflows.portfolio import Approval, PortfolioInput, PortfolioResult
     from workflows.progress import RunProgress, StepState, track
-    from workflows.resume import Resumable
+    from workflows.resume import BAD_REPLY, Resumable
     from workflows.retries import HEARTBEAT, durable
     from workflows.scan import MAX_TICKERS, ScanInput, ScanResult
     from workflows.visibility import tag_run
 
 STEP_START_TO_CLOSE = timedelta(minutes=2)
+PIPELINE_CHILD = "pipeline"
+"""Pipeline children are ``<AutoRun id>-pipeline-<TICKER>``."""
 DEFAULT_CASH = Decimal(100_000)
 MAX_CONCURRENCY = 32
 CONVICTION_RANK = {Conviction.LOW: 1, Conviction.MEDIUM: 2, Conviction.HIGH: 3}
@@ -159,6 +161,11 @@ class AutoRunWorkflow(Resumable):
         self.phase = phase
         self.gate.show(f"**{phase}**: {details}")
 
+    def gives_up_on(self, child: str, failure: str) -> bool:
+        """One ticker whose reply stays off-schema is recorded as failed, like a ticker whose
+        data is missing, and the desk goes on; the Scan and the Portfolio are waited for."""
+        return child.startswith(f"{PIPELINE_CHILD}-") and failure == BAD_REPLY
+
     def _count(self, part: str, usage: UsageReport) -> None:
         for agent, spent in usage.by_agent.items():
             self.usage.add(agent, spent)
@@ -234,11 +241,12 @@ class AutoRunWorkflow(Resumable):
 
         async def analyse(symbol: str) -> None:
             position = book.holdings.get(symbol)
+            child_id = f"{wf_id}-{PIPELINE_CHILD}-{symbol}"
             try:
                 result: PipelineResult = await self._child(
                     pipeline_step(symbol),
                     "Pipeline",
-                    f"{wf_id}-pipeline-{symbol}",
+                    child_id,
                     PipelineInput(
                         symbol=symbol,
                         as_of=as_of,
@@ -252,7 +260,8 @@ class AutoRunWorkflow(Resumable):
                     PipelineResult,
                 )
             except ChildWorkflowError as error:
-                self.failed.append(TickerFailure(symbol=symbol, reason=root_message(error)))
+                reason = self.given_up_reason(child_id) or root_message(error)
+                self.failed.append(TickerFailure(symbol=symbol, reason=reason))
                 workflow.logger.warning("%s failed, the run goes on: %s", symbol, error)
                 return
             self.results[symbol] = result

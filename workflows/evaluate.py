@@ -49,7 +49,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.inputs import parse_input
     from workflows.progress import RunProgress
     from workflows.quantagent import QuantAgentInput, QuantAgentResult
-    from workflows.resume import Resumable
+    from workflows.resume import BAD_REPLY, Resumable
     from workflows.retries import HEARTBEAT, durable
     from workflows.visibility import tag_run
 
@@ -200,6 +200,11 @@ class EvaluateWorkflow(Resumable):
             )
         return self._pages[page]
 
+    def gives_up_on(self, child: str, failure: str) -> bool:
+        """A window whose reply stays off-schema is scored failed, not waited for: the next
+        window may well go right, and a person fixes a model, not one window."""
+        return failure == BAD_REPLY
+
     async def _analyse(self, args: EvaluateInput, carry: EvaluateCarry, info: WindowInfo) -> None:
         """One QuantAgent child on the window's visible bars; its call (or error) is recorded.
 
@@ -227,7 +232,8 @@ class EvaluateWorkflow(Resumable):
                 static_summary=f"QuantAgent on window {window.window_id}",
             )
         except ChildWorkflowError as error:
-            call = AgentCall(window_id=window.window_id, error=root_message(error))
+            reason = self.given_up_reason(child_id(window.window_id)) or root_message(error)
+            call = AgentCall(window_id=window.window_id, error=reason)
         else:
             decision = result.decision
             call = AgentCall(

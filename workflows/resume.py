@@ -22,6 +22,11 @@ geopolitical_scanner round 1``) and passes it on to its own parent; the same
 signal with no reason clears it once the call goes on. So an AutoRun's
 ``progress`` and details say which grandchild waits and why, and ``quantdesk
 resume`` on the AutoRun reaches it.
+
+A parent that can do without a child may give up on it instead (``gives_up_on``):
+an Evaluate does not wait for one window whose model keeps answering off-schema,
+it cancels that child and scores the window failed; an AutoRun does the same with
+one ticker's Pipeline. A refused key still parks: every child would need it.
 """
 
 from __future__ import annotations
@@ -52,6 +57,12 @@ class ChildWait(BaseModel):
 
     path: str = Field(description="the child (and grandchild...) and step, e.g. scan › sector")
     reason: str | None = Field(description="why it waits; None: it waits no more")
+    failure: str | None = Field(None, description="the failure type it waits on")
+
+    @property
+    def child(self) -> str:
+        """The label of the child the wait is in (the path's first part)."""
+        return self.path.split(PATH_SEPARATOR, 1)[0]
 
 
 def child_label(parent_id: str, child_id: str) -> str:
@@ -60,11 +71,13 @@ def child_label(parent_id: str, child_id: str) -> str:
     return child_id.removeprefix(f"{parent_id}-") or child_id
 
 
-def fixable_by_user(error: ActivityError, parks: frozenset[str] = RESUMABLE_FAILURES) -> str | None:
-    """The reason, if ``error`` is a non-retryable failure of one of the ``parks`` types."""
+def fixable_by_user(
+    error: ActivityError, parks: frozenset[str] = RESUMABLE_FAILURES
+) -> ApplicationError | None:
+    """The failure, if ``error`` is a non-retryable failure of one of the ``parks`` types."""
     cause = error.cause
     if isinstance(cause, ApplicationError) and cause.type in parks:
-        return cause.message
+        return cause
     return None
 
 
@@ -76,6 +89,8 @@ class ResumeGate:
         self.waiting: dict[str, str] = {}
         self.below: dict[str, str] = {}
         """Waits reported by children and their children, by path."""
+        self.given_up: dict[str, str] = {}
+        """Children cancelled rather than waited for, with the wait's reason."""
         self.children: set[str] = set()
         self.details = ""
 
@@ -110,18 +125,20 @@ class ResumeGate:
             try:
                 return await attempt()
             except ActivityError as error:
-                reason = fixable_by_user(error, parks)
-                if reason is None:
+                failure = fixable_by_user(error, parks)
+                if failure is None:
                     raise
             seen = self.resumes
-            self.waiting[step] = reason
+            self.waiting[step] = failure.message
             self._show()
-            workflow.logger.warning("%s waits for resume: %s", step, reason)
-            await self.tell_parent(step, reason)
+            workflow.logger.warning("%s waits for resume: %s", step, failure.message)
+            await self.tell_parent(
+                ChildWait(path=step, reason=failure.message, failure=failure.type)
+            )
             await workflow.wait_condition(lambda seen=seen: self.resumes > seen)
             self.waiting.pop(step, None)
             self._show()
-            await self.tell_parent(step, None)
+            await self.tell_parent(ChildWait(path=step, reason=None))
 
     def child_waits(self, report: ChildWait) -> None:
         """Record (or, with no reason, clear) a wait below this run."""
@@ -141,7 +158,7 @@ class ResumeGate:
         if gone:
             self._show()
 
-    async def tell_parent(self, path: str, reason: str | None) -> None:
+    async def tell_parent(self, report: ChildWait) -> None:
         """Report a wait below (or in) this run to its parent, if it has one.
 
         Runs parked before parents were told replay without this signal in their history;
@@ -153,7 +170,8 @@ class ResumeGate:
         label = child_label(parent.workflow_id, workflow.info().workflow_id)
         try:
             await workflow.get_external_workflow_handle(parent.workflow_id).signal(
-                CHILD_WAITS, ChildWait(path=f"{label}{PATH_SEPARATOR}{path}", reason=reason)
+                CHILD_WAITS,
+                report.model_copy(update={"path": f"{label}{PATH_SEPARATOR}{report.path}"}),
             )
         except Exception as error:  # a parent that closed (a Reflect left running) needs no word
             workflow.logger.debug("wait not reported to %s: %s", parent.workflow_id, error)
@@ -191,13 +209,29 @@ class Resumable:
         """A closed child needs no more signals, and waits no more."""
         self.gate.child_closed(workflow_id)
 
+    def gives_up_on(self, child: str, failure: str) -> bool:
+        """Whether a wait on ``failure`` in ``child`` (its label) should not be waited for:
+        the child is cancelled and the run records it as failed. No, unless a flow says so."""
+        return False
+
+    def given_up_reason(self, workflow_id: str) -> str | None:
+        """Why this run cancelled child ``workflow_id`` rather than wait for it, if it did."""
+        return self.gate.given_up.get(workflow_id)
+
     @workflow.signal(name=CHILD_WAITS)
     async def child_waits(self, report: ChildWait) -> None:
-        """A call below this run waits (or goes on): show it here and tell the parent."""
+        """A call below this run waits (or goes on): show it here and tell the parent, or
+        give up on the child if this flow can do without it."""
         if getattr(self, "gate", None) is None:
             return  # not started yet: no child can exist
+        if report.reason and report.failure and self.gives_up_on(report.child, report.failure):
+            child_id = f"{workflow.info().workflow_id}-{report.child}"
+            self.gate.given_up[child_id] = f"{report.path}: {report.reason}"
+            workflow.logger.warning("gave up on %s: %s", child_id, report.reason)
+            await workflow.get_external_workflow_handle(child_id).cancel()
+            return
         self.gate.child_waits(report)
-        await self.gate.tell_parent(report.path, report.reason)
+        await self.gate.tell_parent(report)
 
     @workflow.signal(name="resume")
     async def resume(self) -> None:
