@@ -1,0 +1,207 @@
+"""Record one golden history of every workflow type into ``tests/histories/``.
+
+    python -m tests.histories.record          # from the repository root, dev extra installed
+
+A Reflect may wait days on a timer, an approval a day: runs stay in flight across
+deploys, and a worker with changed workflow code must replay their histories
+exactly. ``tests/test_replay.py`` replays every file written here with today's
+code, so a change that would break an in-flight run fails CI instead of a user's
+run. Re-record only on purpose (a new workflow type, or a change gated with
+``workflow.patched``: keep the old history too, under another name, so both paths
+stay covered); the README's "Changing workflow code safely" says how.
+
+Everything runs offline on a time-skipping server, a real S3 server and SQLite in a
+temporary directory, with the product's worker plans. Four runs cover all ten types:
+QuantAgent; Evaluate (QuantAgent children); Backtest of the Pipeline with memory
+(Pipeline, Debate, Risk and Reflect children); AutoRun (Scan, Pipeline, Portfolio).
+A fifth covers waiting: an AutoRun whose Scan parks on a missing key, tells the
+AutoRun, is resumed and parks again before it is ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHistory
+
+from tests.servers import (
+    isolated_settings,
+    running_workers,
+    s3_for_tests,
+    start_time_skipping,
+    tools_reading,
+)
+from workers.main import plan_for
+from workers.roles import WorkerRole
+from workflows.autorun import AutoRunResult
+from workflows.catalog import WORKFLOWS
+from workflows.progress import RunProgress
+
+HISTORIES = Path(__file__).resolve().parent
+ID_SEPARATOR = "--"
+"""A file is ``<Type>--<workflow id>.json``: replay needs the id (children's ids derive
+from it), and Temporal's JSON export of a history does not hold it. Histories kept from
+before a gated change are ``<Type>@<what changed>--<workflow id>.json``: never replaced."""
+QUEUE = "golden"
+ROLES = (
+    WorkerRole.WORKFLOWS,
+    WorkerRole.TOOLS,
+    WorkerRole.CHARTS,
+    WorkerRole.LLM_OFFLINE,
+    WorkerRole.LLM_OPENAI_COMPATIBLE,
+)
+AS_OF = "2012-06-01T00:00:00Z"
+RUNS: list[tuple[str, str, dict[str, Any]]] = [
+    ("golden-quantagent", "QuantAgent", {"symbol": "GOOG", "timeframe": "1d", "as_of": AS_OF}),
+    (
+        "golden-evaluate",
+        "Evaluate",
+        {
+            "windows": {"kind": "cut", "symbols": ["GOOG"], "timeframe": "1d", "count": 2},
+            "concurrency": 2,
+        },
+    ),
+    (
+        "golden-backtest",
+        "Backtest",
+        {
+            "symbol": "QBTX",
+            "start": "2012-05-01",
+            "end": "2012-05-31",
+            "every": 10,
+            "analysts": ["market", "news"],
+        },
+    ),
+    (
+        "golden-autorun",
+        "AutoRun",
+        {
+            "portfolio": "golden",
+            "as_of": AS_OF,
+            "max_tickers": 2,
+            "analysts": ["market", "news"],
+            "reflect": False,
+        },
+    ),
+]
+
+
+PARKED_ID = "golden-parked"
+PARKED_RUN = {
+    "portfolio": "golden-parked",
+    "as_of": AS_OF,
+    "max_tickers": 2,
+    "reflect": False,
+    "llm": {"provider": "qwen"},
+}
+"""Qwen without a key: its calls are refused before any network call, and park."""
+KEY_VARIABLES = ("DASHSCOPE_API_KEY", "QUANTDESK_QWEN__API_KEY")
+
+
+async def _children(client: Client, history: WorkflowHistory) -> list[str]:
+    """The ids of the child workflows a history started."""
+    return [
+        event.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
+    ]
+
+
+async def _histories(client: Client, workflow_id: str) -> list[WorkflowHistory]:
+    """The history of ``workflow_id`` and of every child below it, parents first."""
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    tree = [history]
+    for child in await _children(client, history):
+        tree += await _histories(client, child)
+    return tree
+
+
+def type_of(history: WorkflowHistory) -> str:
+    """The workflow type a history is of."""
+    return history.events[0].workflow_execution_started_event_attributes.workflow_type.name
+
+
+async def _waiting(client: Client, workflow_id: str) -> dict[str, str]:
+    """What the run (or a run below it) waits on, polled until something does."""
+    handle = client.get_workflow_handle(workflow_id)
+    for _ in range(600):
+        progress = await handle.query("progress", result_type=RunProgress)
+        if progress.waiting:
+            return progress.waiting
+        await asyncio.sleep(0.1)
+    raise RuntimeError(f"{workflow_id} never waited")
+
+
+async def _parked_and_resumed(client: Client) -> list[WorkflowHistory]:
+    """An AutoRun whose Scan parks on a missing key, is resumed, parks again and is ended:
+    the path where a parked call tells its parent (``workflow.patched``) and ``resume``."""
+    handle = await client.start_workflow(
+        "AutoRun", PARKED_RUN, id=PARKED_ID, task_queue=QUEUE, result_type=AutoRunResult
+    )
+    first = await _waiting(client, PARKED_ID)
+    await handle.signal("resume")
+    await asyncio.sleep(1.0)  # the retried calls fail again on the same missing key
+    await _waiting(client, PARKED_ID)
+    await handle.terminate(reason="golden history recorded")
+    print(f"parked and resumed: {', '.join(first)}", flush=True)
+    return await _histories(client, PARKED_ID)
+
+
+async def record(folder: Path) -> list[WorkflowHistory]:
+    """Run the four flows (one history per workflow type), then the parked AutoRun (all of
+    its tree)."""
+    found: dict[str, WorkflowHistory] = {}
+    with s3_for_tests(folder / "s3") as s3:
+        settings = isolated_settings(s3, folder / "desk", QUEUE)
+        env = await start_time_skipping()
+        try:
+            with tools_reading(settings):
+                async with running_workers(env.client, [plan_for(r, settings) for r in ROLES]):
+                    for workflow_id, flow, payload in RUNS:
+                        print(f"running {flow} ({workflow_id})", flush=True)
+                        await env.client.execute_workflow(
+                            flow, payload, id=workflow_id, task_queue=QUEUE
+                        )
+                        for history in await _histories(env.client, workflow_id):
+                            found.setdefault(type_of(history), history)
+                    parked = await _parked_and_resumed(env.client)
+        finally:
+            await env.shutdown()
+    return [*found.values(), *parked]
+
+
+def main() -> int:
+    """Record, check every type is covered, and write ``<Type>--<id>.json`` files (the
+    recorder's own earlier files are replaced; histories kept under other names stay)."""
+    for variable in KEY_VARIABLES:  # the parked run needs the key to be missing
+        os.environ.pop(variable, None)
+    with tempfile.TemporaryDirectory(prefix="golden-") as folder:
+        histories = asyncio.run(record(Path(folder)))
+    missing = {w.__temporal_workflow_definition.name for w in WORKFLOWS} - {  # type: ignore[attr-defined]
+        type_of(history) for history in histories
+    }
+    if missing:
+        print(f"no history recorded for: {', '.join(sorted(missing))}", file=sys.stderr)
+        return 1
+    for flow in {type_of(history) for history in histories}:
+        for old in HISTORIES.glob(f"{flow}{ID_SEPARATOR}golden-*.json"):
+            old.unlink()
+    for history in histories:
+        path = HISTORIES / f"{type_of(history)}{ID_SEPARATOR}{history.workflow_id}.json"
+        path.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")
+        print(f"{path.relative_to(HISTORIES.parent.parent)}: {len(history.events)} events")
+    return 0
+
+
+if __name__ == "__main__":
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)  # a process that used a temporalio client can abort at exit (#300)

@@ -1,0 +1,46 @@
+"""Today's workflow code replays every golden history: in-flight runs survive an upgrade.
+
+The histories in ``tests/histories/`` were recorded by ``python -m
+tests.histories.record`` (one per workflow type, and older ones kept after a gated
+change). A change that makes a workflow issue other commands than a history shows
+fails here with Temporal's non-determinism error, instead of failing users' runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from tests.histories.record import ID_SEPARATOR
+from workflows.catalog import WORKFLOWS
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+HISTORIES = Path(__file__).resolve().parent / "histories"
+FILES = sorted(HISTORIES.glob("*.json"))
+
+
+def _type_of(history: WorkflowHistory) -> str:
+    return history.events[0].workflow_execution_started_event_attributes.workflow_type.name
+
+
+def _load(path: Path) -> WorkflowHistory:
+    """A history file named ``<Type>--<workflow id>.json`` (see ``tests.histories.record``)."""
+    _, workflow_id = path.stem.split(ID_SEPARATOR, 1)
+    return WorkflowHistory.from_json(workflow_id, path.read_text())
+
+
+def test_every_workflow_type_has_a_golden_history() -> None:
+    recorded = {_type_of(_load(path)) for path in FILES}
+    registered = {flow.__temporal_workflow_definition.name for flow in WORKFLOWS}  # type: ignore[attr-defined]
+    assert registered <= recorded
+
+
+@pytest.mark.parametrize("path", FILES, ids=[path.stem for path in FILES])
+async def test_the_golden_history_replays_with_todays_code(path: Path) -> None:
+    replayer = Replayer(workflows=WORKFLOWS, data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(_load(path), raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
