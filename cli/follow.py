@@ -10,18 +10,73 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from rich.live import Live
 from rich.table import Table
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from cli.views import console, print_failure, titled, web_ui_url
 from shared.config import Settings
 from workflows.progress import RunProgress
 
 PROGRESS_POLL_SECONDS = 0.5
+RECONNECT_FIRST_DELAY = 1.0
+RECONNECT_LONGEST_DELAY = 10.0
+RECONNECT_PATIENCE = timedelta(minutes=15)
+"""How long a follower waits for a lost server before it leaves the run to `quantdesk watch`."""
+SERVER_LOST: frozenset[RPCStatusCode] = frozenset(
+    {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED}
+)
+"""What a client sees while the server restarts: the run goes on there, so keep waiting."""
+
+
+class ServerLost(Exception):
+    """The Temporal server stayed unreachable for ``RECONNECT_PATIENCE``."""
+
+
+async def result_across_outages(
+    handle: WorkflowHandle[Any, Any],
+    *,
+    patience: timedelta = RECONNECT_PATIENCE,
+    on_lost: Callable[[RPCError], None] | None = None,
+) -> Any:
+    """The run's result, waiting out a restart of the Temporal server.
+
+    The client gives up on an unreachable server after about ten seconds, but the run
+    itself is durable: once the server is back (``quantdesk up``) it goes on where it
+    was. So a follower keeps asking, with back-off, for up to ``patience`` of outage.
+    """
+    delay = RECONNECT_FIRST_DELAY
+    lost_since: float | None = None
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            return await handle.result()
+        except RPCError as error:
+            if error.status not in SERVER_LOST:
+                raise
+            now = loop.time()
+            if lost_since is None:
+                lost_since = now
+                if on_lost is not None:
+                    on_lost(error)
+            elif now - lost_since > patience.total_seconds():
+                raise ServerLost(
+                    f"the Temporal server stayed unreachable for {patience}: {error.message}"
+                ) from error
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RECONNECT_LONGEST_DELAY)
+
+
+def _say_lost(error: RPCError) -> None:
+    console.print(
+        f"[yellow]lost the Temporal server ({error.message}); the run goes on there. "
+        "Waiting for it (`quantdesk up` brings it back)...[/]",
+        highlight=False,
+    )
 
 
 async def follow(
@@ -30,15 +85,17 @@ async def follow(
     progress_type: type[Any] = RunProgress,
 ) -> Any:
     """Show the progress query live until the run ends, then return its result."""
-    result_task = asyncio.create_task(handle.result())
+    result_task = asyncio.create_task(result_across_outages(handle, on_lost=_say_lost))
     with Live(console=console, transient=False, refresh_per_second=8) as live:
         while not result_task.done():
-            # Before the first workflow task has run there is no query handler to answer.
+            # Before the first workflow task has run there is no query handler to answer,
+            # and while the server restarts there is no server.
             with contextlib.suppress(RPCError):
                 live.update(table(await handle.query("progress", result_type=progress_type)))
             await asyncio.wait({result_task}, timeout=PROGRESS_POLL_SECONDS)
         if result_task.exception() is None:
-            live.update(table(await handle.query("progress", result_type=progress_type)))
+            with contextlib.suppress(RPCError):
+                live.update(table(await handle.query("progress", result_type=progress_type)))
     return await result_task
 
 
@@ -74,4 +131,7 @@ async def start_and_follow(
         return await follow(handle, table or titled(workflow_type), progress_type), ui_url
     except WorkflowFailureError as error:
         print_failure(error)
+        return None, ui_url
+    except ServerLost as error:
+        console.print(f"[red]{error}[/]; follow the run again with: quantdesk watch {handle.id}")
         return None, ui_url

@@ -12,19 +12,18 @@ import contextlib
 from typing import Any
 
 import typer
-from rich.live import Live
 from rich.table import Table
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError
 
 from cli.exit import fail_on_quantdesk_errors, finish
-from cli.views import console, progress_table, web_ui_url
+from cli.follow import ServerLost, follow
+from cli.views import console, print_failure, titled, web_ui_url
 from shared import search_attributes as names
 from shared.config import Settings, load_settings
 from workflows.progress import RunProgress
 from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
 
-WATCH_POLL_SECONDS = 1.0
 STATUS_STYLE = {
     WorkflowExecutionStatus.RUNNING: "yellow",
     WorkflowExecutionStatus.COMPLETED: "green",
@@ -100,18 +99,17 @@ async def watch_run(settings: Settings, workflow_id: str) -> int:
         return 1
     title = f"{description.workflow_type} {workflow_id}"
     console.print(web_ui_url(settings, workflow_id, description.run_id), highlight=False)
-    with Live(console=console, refresh_per_second=4) as live:
-        while True:
-            with contextlib.suppress(RPCError):  # no handler before the first task ran
-                progress = await handle.query("progress", result_type=RunProgress)
-                live.update(progress_table(title, progress))
-            description = await handle.describe()
-            if description.status != WorkflowExecutionStatus.RUNNING:
-                break
-            await asyncio.sleep(WATCH_POLL_SECONDS)
-    status = description.status
-    console.print(f"{workflow_id}: {status.name.lower() if status else 'unknown'}")
-    return 0 if status == WorkflowExecutionStatus.COMPLETED else 1
+    try:
+        await follow(handle, titled(title))
+    except WorkflowFailureError as error:
+        print_failure(error)
+        console.print(f"{workflow_id}: not completed")
+        return 1
+    except ServerLost as error:
+        console.print(f"[red]{error}[/]", highlight=False)
+        return 1
+    console.print(f"{workflow_id}: completed")
+    return 0
 
 
 async def resume_run(settings: Settings, workflow_id: str) -> int:

@@ -18,6 +18,7 @@ import pytest_asyncio
 from rich.console import Console
 from temporalio.testing import WorkflowEnvironment
 
+import cli.follow as cli_follow
 import cli.runs as cli_runs
 import cli.views as cli_views
 from activities.llm import LlmActivities
@@ -100,6 +101,7 @@ async def test_runs_watch_and_resume_commands_read_the_server(
     shown = Console(record=True, width=200)
     monkeypatch.setattr(cli_views, "console", shown)
     monkeypatch.setattr(cli_runs, "console", shown)
+    monkeypatch.setattr(cli_follow, "console", shown)
     settings = load_settings(temporal={"address": dev_env.client.service_client.config.target_host})
     workflow_id = f"visible-{uuid.uuid4()}"
     await dev_env.client.execute_workflow(
