@@ -57,7 +57,7 @@ from shared.config import Settings, load_settings
 from shared.data.contracts import DataKind
 from shared.data.router import DataRouter
 from shared.data.sim import SimVendor
-from shared.llm.providers import QUEUE_OPENAI
+from shared.llm.providers import QUEUE_ANTHROPIC, QUEUE_COMPATIBLE, QUEUE_OPENAI
 from shared.memory import MemoryStore
 from shared.queues import TOOLS_QUEUE
 from shared.storage.objects import ObjectRef, ObjectStore
@@ -97,8 +97,18 @@ LATER_AGENTS = [*(DEBATER_AGENTS[s] for s in Speaker), RESEARCH_MANAGER, TRADER,
 
 
 def told(request: RecordedRequest) -> str:
-    """What an agent was told: its user turns (plain strings on the OpenAI wire)."""
-    return "\n".join(m["content"] for m in request.body["messages"] if m["role"] == "user")
+    """What an agent was told: its user turns (strings on the OpenAI wire, text blocks on
+    Anthropic's)."""
+    texts = []
+    for message in request.body["messages"]:
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            texts.append(content)
+        else:
+            texts += [block["text"] for block in content if block.get("type") == "text"]
+    return "\n".join(texts)
 
 
 def _json(value: dict[str, Any]) -> Scripted:
@@ -171,8 +181,10 @@ async def workers(
     store = ObjectStore.from_settings(s3_settings)
     memory = MemoryStore(f"sqlite:///{tmp_path_factory.mktemp('imperfect') / 'memory.db'}")
     research = ResearchActivities(s3_settings, router=ROUTER, memory=memory, store=store)
-    openai = load_settings(
+    vendors = load_settings(
         openai={"api_key": KEY, "base_url": vendor.base_url_openai},
+        anthropic={"api_key": KEY, "base_url": vendor.base_url_anthropic},
+        ollama={"base_url": vendor.base_url_openai},
         data_dir=s3_settings.data_dir,
         s3=s3_settings.s3.model_dump(),
     )
@@ -185,7 +197,10 @@ async def workers(
             activities=[run_tool_activity, *research.activities(), *SCAN_ACTIVITIES],
             threads=True,
         ),
-        WorkerPlan(queue=QUEUE_OPENAI, activities=[LlmActivities(openai, QUEUE_OPENAI).chat]),
+        *(
+            WorkerPlan(queue=queue, activities=[LlmActivities(vendors, queue).chat])
+            for queue in (QUEUE_OPENAI, QUEUE_ANTHROPIC, QUEUE_COMPATIBLE)
+        ),
     ]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(
@@ -201,19 +216,21 @@ def fake(vendor: RoutedFake, workers: ObjectStore) -> RoutedFake:
     return vendor
 
 
-async def _start(env: WorkflowEnvironment, flow: str, payload: dict[str, Any]) -> Any:
+async def _start(
+    env: WorkflowEnvironment, flow: str, payload: dict[str, Any], provider: str = "openai"
+) -> Any:
     result = {"Pipeline": PipelineResult, "Scan": ScanResult}[flow]
     return await env.client.start_workflow(
         flow,
-        {**payload, "llm": {"provider": "openai"}},
+        {**payload, "llm": {"provider": provider}},
         id=f"{flow.lower()}-imperfect-{uuid.uuid4()}",
         task_queue=QUEUE,
         result_type=result,
     )
 
 
-def _pipeline(env: WorkflowEnvironment) -> Any:
-    return _start(env, "Pipeline", {"symbol": SYMBOL, "as_of": AS_OF.isoformat()})
+def _pipeline(env: WorkflowEnvironment, provider: str = "openai") -> Any:
+    return _start(env, "Pipeline", {"symbol": SYMBOL, "as_of": AS_OF.isoformat()}, provider)
 
 
 def _raw_key(handle: WorkflowHandle[Any, Any], flow: str, agent: str, run_id: str) -> ObjectRef:
@@ -223,8 +240,14 @@ def _raw_key(handle: WorkflowHandle[Any, Any], flow: str, agent: str, run_id: st
 # --- Pipeline --------------------------------------------------------------------------------
 
 
+# Each wire format: OpenAI's json_schema, Anthropic's forced answer tool, and a compatible
+# server's (ollama's) json_schema over the chat-completions wire.
+WIRES = ("openai", "anthropic", "ollama")
+
+
+@pytest.mark.parametrize("provider", WIRES)
 async def test_a_band_that_disagrees_with_its_score_is_derived_and_costs_no_repair(
-    ts_env: WorkflowEnvironment, fake: RoutedFake
+    ts_env: WorkflowEnvironment, fake: RoutedFake, provider: str
 ) -> None:
     script_pipeline(fake)
     inconsistent = _analyst(
@@ -232,7 +255,7 @@ async def test_a_band_that_disagrees_with_its_score_is_derived_and_costs_no_repa
     )
     fake.always(SOCIAL_ANALYST, _json(inconsistent))
 
-    result = await (await _pipeline(ts_env)).result()
+    result = await (await _pipeline(ts_env, provider)).result()
 
     social = result.reports.social
     assert social is not None and social.score == 5
@@ -243,13 +266,15 @@ async def test_a_band_that_disagrees_with_its_score_is_derived_and_costs_no_repa
     assert "Sentiment: neutral, score 5.0/10" in told(fake.routed[DEBATER_AGENTS[Speaker.BULL]][0])
 
 
+# Prose needs a wire that lets a model answer in prose: Anthropic's forced tool does not.
+@pytest.mark.parametrize("provider", ["openai", "ollama"])
 async def test_an_analyst_answering_prose_three_times_is_missing_and_every_later_prompt_says_so(
-    ts_env: WorkflowEnvironment, fake: RoutedFake, workers: ObjectStore
+    ts_env: WorkflowEnvironment, fake: RoutedFake, workers: ObjectStore, provider: str
 ) -> None:
     script_pipeline(fake)
     fake.always(NEWS_ANALYST, PROSE)
 
-    handle = await _pipeline(ts_env)
+    handle = await _pipeline(ts_env, provider)
     result = await handle.result()
 
     assert len(fake.routed[NEWS_ANALYST]) == 3  # the reply and two repair turns
