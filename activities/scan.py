@@ -4,8 +4,8 @@ the data universe, and storing the summary as JSON.
 Both are activities because both do I/O: the universe is read through the same
 data router the agents' tools read through (``activities.tools.tool_services``,
 built once per worker), and the JSON goes to S3. The check itself is the pure
-``shortlist_problems``; it answers with the problems, so the workflow decides
-whether to ask for a repair.
+``shortlist_problems``; it answers with the problems and the corrected shortlist,
+so the workflow decides whether to ask for a repair or take the correction.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from activities.failures import as_temporal_failures
 from activities.services import StoredReport
 from shared.agents.scan.inputs import MAX_TICKERS
 from shared.agents.scan.schemas import ScanSummary
-from shared.agents.scan.shortlist import shortlist_problems
+from shared.agents.scan.shortlist import corrected_shortlist, shortlist_problems
 from shared.data.contracts import DataKind
 from shared.errors import NotConfigured
 from shared.storage.objects import ObjectRef
@@ -39,10 +39,13 @@ class ShortlistCheck(BaseModel):
 
 
 class ShortlistVerdict(BaseModel):
-    """What is wrong with the shortlist; empty when nothing is."""
+    """What is wrong with the shortlist (empty when nothing is), and the shortlist the data
+    would make of it, with each correction said."""
 
     problems: list[str]
     universe_size: int = Field(description="listings the universe held as of the scan")
+    corrected: ScanSummary | None = Field(None, description="None when nothing is wrong")
+    corrections: list[str] = Field(default_factory=list)
 
 
 class StoreJsonRequest(BaseModel):
@@ -58,14 +61,29 @@ def check_shortlist(request: ShortlistCheck) -> ShortlistVerdict:
     with as_temporal_failures():
         router = tools.tool_services().router
         universe = router.call(DataKind.UNIVERSE, lambda vendor: vendor.universe(request.as_of))
+        flagged = set(request.flagged)
         problems = shortlist_problems(
             request.summary,
             universe.value,
             request.as_of,
             max_tickers=request.max_tickers,
-            flagged=set(request.flagged),
+            flagged=flagged,
         )
-        return ShortlistVerdict(problems=problems, universe_size=len(universe.value))
+        if not problems:
+            return ShortlistVerdict(problems=[], universe_size=len(universe.value))
+        corrected, corrections = corrected_shortlist(
+            request.summary,
+            universe.value,
+            request.as_of,
+            max_tickers=request.max_tickers,
+            flagged=flagged,
+        )
+        return ShortlistVerdict(
+            problems=problems,
+            universe_size=len(universe.value),
+            corrected=corrected,
+            corrections=corrections,
+        )
 
 
 @activity.defn(name="store_json")

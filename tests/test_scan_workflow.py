@@ -427,15 +427,19 @@ async def test_a_repair_turn_fixes_a_shortlist_the_data_refute(
     assert vendor.pending == 0
 
 
-async def test_a_shortlist_still_refuted_after_the_repair_fails_for_good(
+async def test_a_shortlist_still_refuted_after_the_repair_is_corrected_by_the_data(
     ts_env: WorkflowEnvironment, workers: ObjectStore, vendor: FakeLlmServer
 ) -> None:
     _script(vendor, INVALID, INVALID)
 
-    with pytest.raises(WorkflowFailureError) as caught:
-        await _run(ts_env, {"as_of": AS_OF.isoformat(), "llm": {"provider": "openai"}})
+    _, result = await _run(ts_env, {"as_of": AS_OF.isoformat(), "llm": {"provider": "openai"}})
 
-    cause = _application_error(caught.value)
-    assert cause.type == "InvalidShortlist" and cause.non_retryable
-    assert "ZZZQ" in cause.message and "after one repair" in cause.message
+    assert result.repaired
+    # The unknown ticker is dropped; the misfiled stock keeps its place in its true sector.
+    [kept] = result.summary.stocks_to_investigate
+    assert (kept.ticker, kept.sector) == (WRONG_SECTOR.symbol, WRONG_SECTOR.sector)
+    assert any("dropped ZZZQ" in c for c in result.corrections)
+    assert any(WRONG_SECTOR.symbol in c and "corrected" in c for c in result.corrections)
+    markdown = workers.get_bytes(result.summary_markdown.report).decode()
+    assert "## Shortlist corrected by the data" in markdown and "dropped ZZZQ" in markdown
     assert vendor.pending == 0

@@ -155,6 +155,10 @@ class ScanResult(BaseModel):
     summary_json: StoredReport
     summary_markdown: StoredReport
     repaired: bool = Field(description="whether the shortlist needed the repair turn")
+    corrections: list[str] = Field(
+        default_factory=list,
+        description="what the data corrected in a shortlist still wrong after the repair",
+    )
     usage: UsageReport
 
 
@@ -209,6 +213,7 @@ class ScanWorkflow(Resumable):
         self.phase = "starting"
         self.steps: dict[str, StepState] = {}
         self.usage = UsageReport()
+        self.corrections: list[str] = []
 
     @workflow.query(name="progress")
     def progress(self) -> ScanProgress:
@@ -291,7 +296,7 @@ class ScanWorkflow(Resumable):
         summary, repaired = await self._synthesis(args, inputs, flagged(pool))
         self.phase = STORE_SUMMARY
         summary_json, summary_markdown = await self._step(
-            STORE_SUMMARY, self._store_summary(summary, as_of, missing)
+            STORE_SUMMARY, self._store_summary(summary, as_of, missing, self.corrections)
         )
         self.phase = "done"
         return ScanResult(
@@ -305,6 +310,7 @@ class ScanWorkflow(Resumable):
             summary_json=summary_json,
             summary_markdown=summary_markdown,
             repaired=repaired,
+            corrections=self.corrections,
             usage=self.usage,
         )
 
@@ -442,7 +448,7 @@ class ScanWorkflow(Resumable):
 
     async def _check(
         self, inputs: SynthesisInputs, summary: ScanSummary, smart: list[str]
-    ) -> list[str]:
+    ) -> ShortlistVerdict:
         verdict: ShortlistVerdict = await self._step(
             CHECK_SHORTLIST,
             self._tools(
@@ -456,20 +462,20 @@ class ScanWorkflow(Resumable):
                 ShortlistVerdict,
             ),
         )
-        return verdict.problems
+        return verdict
 
     async def _synthesis(
         self, args: ScanInput, inputs: SynthesisInputs, smart: list[str]
     ) -> tuple[ScanSummary, bool]:
-        """The summary, its shortlist checked; one repair turn quoting the problems, then a
-        non-retryable failure naming what is still wrong."""
+        """The summary, its shortlist checked; one repair turn quoting the problems, then the
+        shortlist corrected by the data, each correction recorded (never a failed scan)."""
         with as_temporal_failures():
             messages = synthesis_messages(inputs)
         run = await self._run_agent(args, MACRO_SYNTHESIS, messages, inputs, inputs.prefetch())
         assert run.loop is not None  # not optional: a bad reply parked instead
         summary = self._summary(run.loop.response)
         self.phase = CHECK_SHORTLIST
-        problems = await self._check(inputs, summary, smart)
+        problems = (await self._check(inputs, summary, smart)).problems
         if not problems:
             self.steps[SHORTLIST_REPAIR] = StepState.SKIPPED
             return summary, False
@@ -489,23 +495,28 @@ class ScanWorkflow(Resumable):
         response = await self._step(SHORTLIST_REPAIR, chat(request, summary=SHORTLIST_REPAIR))
         self.usage.add(MACRO_SYNTHESIS, response.usage)
         summary = self._summary(response)
-        problems = await self._check(inputs, summary, smart)
-        if problems:
-            raise ApplicationError(
-                f"{MACRO_SYNTHESIS}'s shortlist is still invalid after one repair: "
-                + "; ".join(problems),
-                type="InvalidShortlist",
-                non_retryable=True,
+        verdict = await self._check(inputs, summary, smart)
+        if verdict.corrected is not None:
+            workflow.logger.warning(
+                "shortlist still invalid after the repair, corrected by the data: %s",
+                "; ".join(verdict.corrections),
             )
+            self.corrections = verdict.corrections
+            summary = verdict.corrected
         return summary, True
 
     async def _store_summary(
-        self, summary: ScanSummary, as_of: datetime, missing: list[MissingStep]
+        self,
+        summary: ScanSummary,
+        as_of: datetime,
+        missing: list[MissingStep],
+        corrections: list[str],
     ) -> tuple[StoredReport, StoredReport]:
         """The summary as JSON (what other flows read back) and as Markdown (for people, and
-        the Pipelines' macro context), which names the reports the synthesis went without."""
+        the Pipelines' macro context), which names the reports the synthesis went without and
+        what the data corrected in the shortlist."""
         prefix = run_key_prefix(FLOW)
-        markdown = render_summary(summary, as_of, workflow.info().workflow_id, missing)
+        markdown = render_summary(summary, as_of, workflow.info().workflow_id, missing, corrections)
         stored = await gather_all(
             self._tools(
                 "store_json",

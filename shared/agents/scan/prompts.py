@@ -262,9 +262,10 @@ def render_summary(
     as_of: datetime,
     workflow_id: str,
     missing: Sequence[MissingStep] = (),
+    corrections: Sequence[str] = (),
 ) -> str:
-    """The summary as Markdown: view, macro context, themes, the shortlist table, risks, and
-    the reports the synthesis went without."""
+    """The summary as Markdown: view, macro context, themes, the shortlist table, risks, the
+    reports the synthesis went without, and what the data corrected in the shortlist."""
     macro = summary.macro_context
     parts = [
         f"# Market scan, {as_of:%Y-%m-%d}",
@@ -297,4 +298,10 @@ def render_summary(
     if missing:
         lines = "\n".join(f"- {step.describe()}" for step in missing)
         parts.append(f"## Missing reports\nThe synthesis went on without:\n{lines}")
+    if corrections:
+        lines = "\n".join(f"- {correction}" for correction in corrections)
+        parts.append(
+            "## Shortlist corrected by the data\nStill wrong after the repair turn, so "
+            f"corrected in code:\n{lines}"
+        )
     return "\n\n".join(parts) + "\n"

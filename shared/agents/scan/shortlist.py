@@ -6,6 +6,10 @@ list respects ``max_tickers``, and whether a ``smart_money`` mark stands on a
 screen that really flagged the stock, only the data can say. Each problem is a
 sentence naming the field, the value and the fix, so one repair turn can correct
 them all (the peers passed whatever tickers the model wrote downstream).
+
+A shortlist still wrong after that turn is corrected in code rather than thrown
+away with the whole scan (``corrected_shortlist``): what the data can settle is
+settled by the data, and every correction is said.
 """
 
 from __future__ import annotations
@@ -64,3 +68,41 @@ def shortlist_problems(
                 f"{shown}): set it to false"
             )
     return problems
+
+
+def corrected_shortlist(
+    summary: ScanSummary,
+    universe: Sequence[Listing],
+    as_of: datetime,
+    *,
+    max_tickers: int,
+    flagged: Collection[str],
+) -> tuple[ScanSummary, list[str]]:
+    """``summary`` with its shortlist made sound by the data, and a sentence per correction:
+    a ticker the universe does not hold as a stock is dropped, a wrong sector takes the
+    universe's, an unfounded ``smart_money`` mark is cleared, and the list is cut to
+    ``max_tickers`` (the strongest come first, as the prompt asks)."""
+    listings = {listing.symbol.upper(): listing for listing in universe}
+    kept = []
+    corrections = []
+    for stock in summary.stocks_to_investigate:
+        listing = listings.get(stock.ticker)
+        if listing is None or listing.asset_type != EQUITY:
+            what = "not in the data universe" if listing is None else f"an {listing.asset_type}"
+            corrections.append(f"dropped {stock.ticker}: {what} as of {as_of:%Y-%m-%d}")
+            continue
+        fixed = stock
+        if listing.sector is not None and listing.sector is not stock.sector:
+            corrections.append(
+                f"{stock.ticker}: sector {stock.sector.value} corrected to {listing.sector.value}"
+            )
+            fixed = fixed.model_copy(update={"sector": listing.sector})
+        if stock.smart_money and stock.ticker not in flagged:
+            corrections.append(f"{stock.ticker}: smart_money cleared (no screen flagged it)")
+            fixed = fixed.model_copy(update={"smart_money": False})
+        kept.append(fixed)
+    if len(kept) > max_tickers:
+        cut = ", ".join(stock.ticker for stock in kept[max_tickers:])
+        corrections.append(f"cut to the first {max_tickers} stocks: dropped {cut}")
+        kept = kept[:max_tickers]
+    return summary.model_copy(update={"stocks_to_investigate": kept}), corrections
