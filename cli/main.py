@@ -24,6 +24,17 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _terminal(ctx: typer.Context) -> None:
+    """Every command but ``worker`` talks to a person: no SDK retry chatter on its screen."""
+    if ctx.invoked_subcommand != "worker":
+        from workers.client import quiet_client_logs
+
+        quiet_client_logs()
+
+
 register_stack_commands(app)
 register_run_commands(app)
 register_report_command(app)

@@ -4,9 +4,21 @@ from __future__ import annotations
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
+
+
+def quiet_client_logs() -> None:
+    """Keep the SDK core's own warnings (each retried call while a server restarts) off a
+    terminal: a command says what it means once, in words (``cli.follow``). Errors still
+    show. Call before the first client is made; workers keep the default (their logs)."""
+    quiet = TelemetryFilter(core_level="ERROR", other_level="ERROR")
+    Runtime.set_default(
+        Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(filter=quiet))),
+        error_if_already_set=False,
+    )
 
 
 async def connect(settings: Settings) -> Client:
