@@ -17,12 +17,10 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from shared.config import Settings
-from tests.servers import s3_for_tests, server_binary, start_time_skipping
-from workers.client import register_search_attributes
+from tests.servers import s3_for_tests, start_dev_server, start_time_skipping
 
 _EXIT_STATUS: list[int] = []
 
@@ -53,12 +51,7 @@ async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
     """The Temporal dev server (real persistence, real timers)."""
-    env = await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter,
-        dev_server_existing_path=server_binary("temporal"),
-        ui=False,
-    )
-    await register_search_attributes(env.client)
+    env = await start_dev_server()
     try:
         yield env
     finally:

