@@ -1,0 +1,196 @@
+"""The chaos bench's own embedded stack, and a client that outlives its dev server.
+
+The stack runs in a temporary data dir on free loopback ports, started and
+healed by the real CLI (`python -m cli.main up`, what a user types), so the bench
+measures what users get. Components are killed the way a crash kills them:
+SIGKILL to the pid `up` recorded in ``<data dir>/run/<name>.pid``.
+
+The bench's own calls to Temporal must survive the dev server being killed, so
+each goes through ``patiently``: a transient ``RPCError`` is retried with back-off
+until a deadline, and any other error is raised at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
+from temporalio.service import RPCError, RPCStatusCode
+
+from cli.stack.servers import s3_server, temporal_dev_server
+from shared.config import ENV_PREFIX, Settings, load_settings
+from tests.servers import free_port_base
+
+T = TypeVar("T")
+ROOT = Path(__file__).resolve().parent.parent
+# `up` waits up to 90 s for servers and 120 s for workers, then 30 s of reconnect grace
+# and another 120 s for a restarted worker: 10 min is far past any healthy outcome.
+CLI_TIMEOUT_SECONDS = 600.0
+KILL_WAIT_SECONDS = 10.0
+FIRST_RETRY_SECONDS = 0.5
+LONGEST_RETRY_SECONDS = 5.0
+TRANSIENT_RPC = frozenset(
+    {
+        RPCStatusCode.UNAVAILABLE,
+        RPCStatusCode.DEADLINE_EXCEEDED,
+        RPCStatusCode.UNKNOWN,
+        RPCStatusCode.INTERNAL,
+        RPCStatusCode.RESOURCE_EXHAUSTED,
+        RPCStatusCode.CANCELLED,
+        RPCStatusCode.ABORTED,
+    }
+)
+"""What a dev server that is dead, restarting or busy answers; anything else is a real error."""
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """One `quantdesk` command: its exit status, output and how long it took."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ChaosStack:
+    """A stack of its own: the variables the CLI runs with and the settings they amount to."""
+
+    env: dict[str, str]
+    settings: Settings
+
+    @classmethod
+    def in_dir(cls, data_dir: Path) -> ChaosStack:
+        """A stack in ``data_dir`` on a block of free loopback ports (nothing started yet)."""
+        base = free_port_base(lambda base: _claimed_ports(data_dir, base), high=29000)
+        values = _variables(data_dir, base)
+        clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        env = {**clean, **values, "PYTHONPATH": path, "COLUMNS": "200"}
+        return cls(env, _settings(data_dir, base))
+
+    async def quantdesk(self, *args: str) -> CliResult:
+        """Run the real CLI with the stack's variables; killed if it outlives the timeout."""
+        started = time.monotonic()
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "cli.main",
+            *args,
+            cwd=ROOT,
+            env=self.env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), CLI_TIMEOUT_SECONDS)
+        except BaseException:
+            # Timed out or cancelled: this child is ours, so it does not outlive the bench.
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            raise
+        return CliResult(
+            returncode=process.returncode if process.returncode is not None else -1,
+            stdout=out.decode(errors="replace"),
+            stderr=err.decode(errors="replace"),
+            seconds=time.monotonic() - started,
+        )
+
+    def pid_of(self, component: str) -> int:
+        """The pid `up` recorded for ``component`` (``temporal``, ``s3``, ``worker-<role>``)."""
+        record = self.settings.data_dir / "run" / f"{component}.pid"
+        return int(json.loads(record.read_text())["pid"])
+
+    def kill(self, component: str) -> None:
+        """SIGKILL ``component``, as a crash would, and wait until its process is gone."""
+        pid = self.pid_of(component)
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + KILL_WAIT_SECONDS
+        while _alive(pid):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{component} (pid {pid}) outlived SIGKILL")
+            time.sleep(0.05)
+
+    async def client(self) -> Client:
+        """A client of the stack's dev server (connected once, while the server is up).
+
+        Its runtime logs errors only: while the dev server is down by design, the SDK's
+        core would print a warning for every retried call, and ``patiently`` already
+        retries them."""
+        quiet = Runtime(
+            telemetry=TelemetryConfig(logging=LoggingConfig(TelemetryFilter("ERROR", "ERROR")))
+        )
+        return await Client.connect(
+            self.settings.temporal.address,
+            namespace=self.settings.temporal.namespace,
+            data_converter=pydantic_data_converter,
+            runtime=quiet,
+        )
+
+
+def _variables(data_dir: Path, base: int) -> dict[str, str]:
+    """The QUANTDESK_* variables of a stack on ports from ``base`` on."""
+    values = {
+        "DATA_DIR": str(data_dir),
+        "TEMPORAL__ADDRESS": f"127.0.0.1:{base}",
+        "TEMPORAL__UI_PORT": str(base + 1),
+        "S3__ENDPOINT": f"127.0.0.1:{base + 20}",
+        "DEFAULT_PROVIDER": "offline",
+    }
+    return {f"{ENV_PREFIX}{key}": value for key, value in values.items()}
+
+
+def _settings(data_dir: Path, base: int) -> Settings:
+    """The settings the CLI reads from ``_variables`` (no .env file, no outside variables)."""
+    return load_settings(
+        _env_file=None,
+        data_dir=data_dir,
+        temporal={"address": f"127.0.0.1:{base}", "ui_port": base + 1},
+        s3={"endpoint": f"127.0.0.1:{base + 20}"},
+    )
+
+
+def _claimed_ports(data_dir: Path, base: int) -> list[int]:
+    """Every port the two servers bind with ``base`` (see ``ServerLaunch.ports``)."""
+    settings = _settings(data_dir, base)
+    launches = [temporal_dev_server(settings, {}), s3_server(settings, "k", "s")]
+    return [claim.port for launch in launches for claim in launch.ports]
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs; a zombie has no command line and does not count."""
+    try:
+        return bool(Path(f"/proc/{pid}/cmdline").read_bytes())
+    except OSError:
+        return False
+
+
+async def patiently(call: Callable[[], Awaitable[T]], what: str, deadline: float) -> T:
+    """``call()``, retried with back-off while Temporal is unreachable, until ``deadline``
+    (a ``time.monotonic()`` value); then ``TimeoutError`` naming ``what`` and the last error."""
+    delay = FIRST_RETRY_SECONDS
+    while True:
+        try:
+            return await call()
+        except RPCError as error:
+            if error.status not in TRANSIENT_RPC:
+                raise
+            if time.monotonic() + delay > deadline:
+                raise TimeoutError(
+                    f"{what}: Temporal unreachable until the deadline ({error})"
+                ) from error
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, LONGEST_RETRY_SECONDS)
