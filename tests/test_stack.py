@@ -32,6 +32,7 @@ from cli.stack.servers import (
     find_binary,
     s3_server,
     temporal_dev_server,
+    wait_until,
     weed_sockets,
 )
 from shared.config import ENV_PREFIX, Settings
@@ -215,6 +216,22 @@ def test_a_reused_pid_is_not_ours(tmp_path: Path) -> None:
     reports = {r.name: r for r in supervisor.down(settings, [WorkerRole.TOOLS])}
     assert reports["worker-tools"].state == "stopped" and reports["worker-tools"].pid is None
     assert not pid_file.exists()
+
+
+def test_a_child_just_started_is_ours_while_its_command_line_still_reads_empty(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Right after the exec the kernel may show a new process's command line empty (seen
+    under load: `up` took its new dev server for dead). A process `up` started itself is
+    ours until it exits, whatever its command line reads meanwhile."""
+    monkeypatch.setattr(supervisor, "_command_line", lambda _pid: None)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    record = supervisor.PidRecord(pid=child.pid, argv=[sys.executable, "-c", "..."])
+    try:
+        assert supervisor._is_ours(record)
+    finally:
+        child.kill()
+    assert wait_until(lambda: not supervisor._is_ours(record), timeout=10)
 
 
 @pytest.mark.integration

@@ -117,11 +117,21 @@ def _command_line(pid: int) -> str | None:
 
 
 def _is_ours(record: PidRecord) -> bool:
-    """Whether ``record.pid`` is alive and still runs the command we started."""
-    # Reap it if it is our own exited child, so it does not linger as a zombie.
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(record.pid, os.WNOHANG)
-    return _command_line(record.pid) == " ".join(record.argv)
+    """Whether ``record.pid`` is alive and still runs the command we started.
+
+    A process this one spawned is ours for as long as it has not exited (its pid
+    cannot be reused before we reap it), and its command line is not read: right
+    after the exec the kernel may still show it empty (the parent resumes before
+    the new program's arguments are mapped; seen under load, where `up` took a
+    just-started dev server for dead and exited 1). Any other pid is ours only
+    while its live command line is the one recorded.
+    """
+    try:
+        # Reaps it if it is our own exited child, so it does not linger as a zombie.
+        pid, _status = os.waitpid(record.pid, os.WNOHANG)
+    except ChildProcessError:
+        return _command_line(record.pid) == " ".join(record.argv)
+    return pid == 0
 
 
 def _live_record(settings: Settings, name: str) -> PidRecord | None:
