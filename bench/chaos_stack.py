@@ -24,13 +24,12 @@ from pathlib import Path
 from typing import TypeVar
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.service import RPCError, RPCStatusCode
 
 from cli.stack.servers import s3_server, temporal_dev_server
 from shared.config import ENV_PREFIX, Settings, load_settings
 from tests.servers import free_port_base
+from workers.client import connect, quiet_client_logs
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,18 +126,11 @@ class ChaosStack:
     async def client(self) -> Client:
         """A client of the stack's dev server (connected once, while the server is up).
 
-        Its runtime logs errors only: while the dev server is down by design, the SDK's
-        core would print a warning for every retried call, and ``patiently`` already
+        The SDK core's warnings are kept off the terminal: while the dev server is down
+        by design it would print one for every retried call, and ``patiently`` already
         retries them."""
-        quiet = Runtime(
-            telemetry=TelemetryConfig(logging=LoggingConfig(TelemetryFilter("ERROR", "ERROR")))
-        )
-        return await Client.connect(
-            self.settings.temporal.address,
-            namespace=self.settings.temporal.namespace,
-            data_converter=pydantic_data_converter,
-            runtime=quiet,
-        )
+        quiet_client_logs()
+        return await connect(self.settings)
 
 
 def _variables(data_dir: Path, base: int) -> dict[str, str]:
