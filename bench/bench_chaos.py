@@ -45,6 +45,7 @@ from temporalio.client import (  # noqa: E402
     WorkflowHandle,
 )
 from temporalio.exceptions import WorkflowAlreadyStartedError  # noqa: E402
+from temporalio.service import RPCError  # noqa: E402
 
 from bench.chaos_compare import Ledger, rating_mismatches  # noqa: E402
 from bench.chaos_faults import (  # noqa: E402
@@ -164,6 +165,8 @@ async def _one_run(
         return RunOutcome(index, wf_id, time.monotonic() - started, error=f"failed: {reason}")
     except TimeoutError as error:
         return RunOutcome(index, wf_id, time.monotonic() - started, error=f"timed out: {error}")
+    except RPCError as error:
+        return RunOutcome(index, wf_id, time.monotonic() - started, error=f"refused: {error}")
     return RunOutcome(index, wf_id, time.monotonic() - started, result=result)
 
 
@@ -310,12 +313,12 @@ async def _bench(options: argparse.Namespace, stack: ChaosStack) -> bool:
         finally:
             watch.runs_done.set()
 
-    chaos, recoveries = await asyncio.gather(
-        runs_then_stop(),
-        inflict_all(
-            stack, fault_schedule(options.seed, options.s3_outage_seconds), watch, _print_recovery
-        ),
-    )
+    faults = fault_schedule(options.seed, options.s3_outage_seconds)
+    # A task group: if either side fails, the other is cancelled before `down` runs.
+    async with asyncio.TaskGroup() as group:
+        running = group.create_task(runs_then_stop())
+        injecting = group.create_task(inflict_all(stack, faults, watch, _print_recovery))
+    chaos, recoveries = running.result(), injecting.result()
     ledger = await asyncio.to_thread(Ledger.read, stack.settings)
     print()
     met = [
