@@ -6,8 +6,8 @@ measures what users get. Components are killed the way a crash kills them:
 SIGKILL to the pid `up` recorded in ``<data dir>/run/<name>.pid``.
 
 The bench's own calls to Temporal must survive the dev server being killed, so
-each goes through ``patiently``: a transient ``RPCError`` is retried with back-off
-until a deadline, and any other error is raised at once.
+each goes through ``patiently``: the CLI's ``workers.client.across_outages`` (a server
+away is asked again with back-off, any other error raised at once), until a deadline.
 """
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TypeVar
 
 from temporalio.client import Client
-from temporalio.service import RPCError, RPCStatusCode
 
 from cli.stack.servers import s3_server, temporal_dev_server
 from shared.config import ENV_PREFIX, Settings, load_settings
 from tests.servers import free_port_base
-from workers.client import connect, quiet_client_logs
+from workers.client import ServerLost, across_outages, connect, quiet_client_logs
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,20 +37,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # and another 120 s for a restarted worker: 10 min is far past any healthy outcome.
 CLI_TIMEOUT_SECONDS = 600.0
 KILL_WAIT_SECONDS = 10.0
-FIRST_RETRY_SECONDS = 0.5
-LONGEST_RETRY_SECONDS = 5.0
-TRANSIENT_RPC = frozenset(
-    {
-        RPCStatusCode.UNAVAILABLE,
-        RPCStatusCode.DEADLINE_EXCEEDED,
-        RPCStatusCode.UNKNOWN,
-        RPCStatusCode.INTERNAL,
-        RPCStatusCode.RESOURCE_EXHAUSTED,
-        RPCStatusCode.CANCELLED,
-        RPCStatusCode.ABORTED,
-    }
-)
-"""What a dev server that is dead, restarting or busy answers; anything else is a real error."""
 
 
 @dataclass(frozen=True)
@@ -171,18 +157,10 @@ def _alive(pid: int) -> bool:
 
 
 async def patiently(call: Callable[[], Awaitable[T]], what: str, deadline: float) -> T:
-    """``call()``, retried with back-off while Temporal is unreachable, until ``deadline``
-    (a ``time.monotonic()`` value); then ``TimeoutError`` naming ``what`` and the last error."""
-    delay = FIRST_RETRY_SECONDS
-    while True:
-        try:
-            return await call()
-        except RPCError as error:
-            if error.status not in TRANSIENT_RPC:
-                raise
-            if time.monotonic() + delay > deadline:
-                raise TimeoutError(
-                    f"{what}: Temporal unreachable until the deadline ({error})"
-                ) from error
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, LONGEST_RETRY_SECONDS)
+    """``call()``, asked again while Temporal is unreachable until ``deadline`` (a
+    ``time.monotonic()`` value); then a ``TimeoutError`` (``ServerLost``) naming ``what``."""
+    patience = timedelta(seconds=max(0.0, deadline - time.monotonic()))
+    try:
+        return await across_outages(call, patience=patience)
+    except ServerLost as error:
+        raise ServerLost(f"{what}: {error}") from error

@@ -16,25 +16,16 @@ from typing import Any
 from rich.live import Live
 from rich.table import Table
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from cli.views import console, print_failure, titled, web_ui_url
 from shared.config import Settings
+from workers.client import ServerLost, across_outages
 from workflows.progress import RunProgress
 
 PROGRESS_POLL_SECONDS = 0.5
-RECONNECT_FIRST_DELAY = 1.0
-RECONNECT_LONGEST_DELAY = 10.0
 RECONNECT_PATIENCE = timedelta(minutes=15)
 """How long a follower waits for a lost server before it leaves the run to `quantdesk watch`."""
-SERVER_LOST: frozenset[RPCStatusCode] = frozenset(
-    {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED}
-)
-"""What a client sees while the server restarts: the run goes on there, so keep waiting."""
-
-
-class ServerLost(Exception):
-    """The Temporal server stayed unreachable for ``RECONNECT_PATIENCE``."""
 
 
 async def result_across_outages(
@@ -43,32 +34,9 @@ async def result_across_outages(
     patience: timedelta = RECONNECT_PATIENCE,
     on_lost: Callable[[RPCError], None] | None = None,
 ) -> Any:
-    """The run's result, waiting out a restart of the Temporal server.
-
-    The client gives up on an unreachable server after about ten seconds, but the run
-    itself is durable: once the server is back (``quantdesk up``) it goes on where it
-    was. So a follower keeps asking, with back-off, for up to ``patience`` of outage.
-    """
-    delay = RECONNECT_FIRST_DELAY
-    lost_since: float | None = None
-    loop = asyncio.get_running_loop()
-    while True:
-        try:
-            return await handle.result()
-        except RPCError as error:
-            if error.status not in SERVER_LOST:
-                raise
-            now = loop.time()
-            if lost_since is None:
-                lost_since = now
-                if on_lost is not None:
-                    on_lost(error)
-            elif now - lost_since > patience.total_seconds():
-                raise ServerLost(
-                    f"the Temporal server stayed unreachable for {patience}: {error.message}"
-                ) from error
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RECONNECT_LONGEST_DELAY)
+    """The run's result, waiting out a restart of the Temporal server (``ServerLost`` after
+    ``patience``): the run goes on there meanwhile."""
+    return await across_outages(handle.result, patience=patience, on_lost=on_lost)
 
 
 def _say_lost(error: RPCError) -> None:
