@@ -12,6 +12,7 @@ from functools import cache
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.heartbeat import heartbeating
 from shared.config import load_settings
 from shared.llm.contracts import ToolRequest, ToolResult
 from shared.storage.objects import ObjectStore
@@ -30,6 +31,7 @@ def tool_services() -> ToolServices:
 
 
 @activity.defn(name="run_tool")
+@heartbeating
 def run_tool_activity(request: ToolRequest) -> ToolResult:
     """Run one tool call; bad arguments and missing data come back as results for the model.
 

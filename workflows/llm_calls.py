@@ -39,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.buckets import PAYLOADS_BUCKET
     from shared.storage.objects import ObjectRef
     from workflows.resume import BAD_REPLY, RESUMABLE_FAILURES, current_gate
-    from workflows.retries import durable
+    from workflows.retries import HEARTBEAT, durable
 
 # A vendor call rarely takes more than a minute; the heartbeat catches dead workers sooner.
 CHAT_START_TO_CLOSE = timedelta(minutes=5)
@@ -127,7 +127,7 @@ async def run_tool(
             ToolRequest(call=call, context=context),
             result_type=ToolResult,
             task_queue=queue,
-            **durable(TOOL_START_TO_CLOSE),
+            **durable(TOOL_START_TO_CLOSE, heartbeat=HEARTBEAT),
             summary=f"{agent}: {call.name}",
         )
     except ActivityError as error:
