@@ -44,6 +44,39 @@ class ProviderSettings(BaseModel):
         5.0, gt=0, le=10_000, description="calls per second for the whole task queue"
     )
     timeout_seconds: float = Field(120.0, gt=0, le=3600, description="one HTTP call")
+    context_tokens: int | None = Field(
+        None,
+        ge=512,
+        description="the model's context window, over the registry row's (prompts are "
+        "trimmed to fit it)",
+    )
+    reply_tokens: int = Field(
+        1024,
+        ge=16,
+        le=200_000,
+        description="tokens kept free for the reply when a context window is planned for; "
+        "also the reply's cap there, so a small model cannot ramble until the window is full",
+    )
+
+
+class LocalLlmSettings(BaseModel):
+    """The embedded llama.cpp server that `quantdesk up` runs when a GGUF model is named."""
+
+    model: Path | None = Field(
+        None,
+        description="a GGUF file; when set, `up` starts the local-llm component and provider "
+        "llamacpp uses it (`quantdesk model install smollm2` fetches a small one)",
+    )
+    port: int = Field(8410, ge=1, le=65535)
+    context_tokens: int = Field(
+        4096, ge=512, le=1_048_576, description="the server's context window (n_ctx)"
+    )
+    threads: int | None = Field(None, ge=1, le=512, description="CPU threads; None: all cores")
+
+    @property
+    def url(self) -> str:
+        """The server's OpenAI-compatible base URL."""
+        return f"http://127.0.0.1:{self.port}/v1"
 
 
 class TaskQueues(BaseModel):
@@ -115,12 +148,17 @@ class Settings(BaseSettings):
     s3: S3Settings = S3Settings()
     queues: TaskQueues = TaskQueues()
     default_provider: str = "offline"
+    local_llm: LocalLlmSettings = LocalLlmSettings()
 
     openai: ProviderSettings = ProviderSettings()
     anthropic: ProviderSettings = ProviderSettings()
     qwen: ProviderSettings = ProviderSettings()
     ollama: ProviderSettings = ProviderSettings(max_concurrent=2)
     vllm: ProviderSettings = ProviderSettings()
+    lmstudio: ProviderSettings = ProviderSettings(max_concurrent=2)
+    # One llama.cpp slot by default: a second call would only queue behind it, and a
+    # CPU model under load answers at 1-3 tokens a second.
+    llamacpp: ProviderSettings = ProviderSettings(max_concurrent=1, timeout_seconds=900)
     deepseek: ProviderSettings = ProviderSettings()
     openrouter: ProviderSettings = ProviderSettings()
     offline: ProviderSettings = ProviderSettings(max_concurrent=16, requests_per_second=1000)
@@ -215,6 +253,15 @@ class Settings(BaseSettings):
             raise ConfigError(f"{ENV_PREFIX}{name.upper()}", "no settings for this provider")
         return value
 
+    def context_tokens(self, spec: ProviderSpec) -> int | None:
+        """The context window to plan prompts for: the setting, the embedded server's, the row's."""
+        own = self.provider(spec.name).context_tokens
+        if own is not None:
+            return own
+        if spec.embedded and not self._url_configured(spec):
+            return self.local_llm.context_tokens
+        return spec.capabilities.context_tokens
+
     def model_for(self, spec: ProviderSpec, role: LlmRole) -> str | None:
         """The model a role uses on a provider: the setting, else the registry default."""
         own = self.provider(spec.name)
@@ -237,11 +284,16 @@ class Settings(BaseSettings):
             return own.get_secret_value()
         return os.environ.get(spec.key_env) if spec.key_env else None
 
-    def base_url(self, spec: ProviderSpec) -> str | None:
-        """The provider's URL: the setting, the vendor's variable, then the registry default."""
+    def _url_configured(self, spec: ProviderSpec) -> str | None:
         own = self.provider(spec.name).base_url
         vendor = os.environ.get(spec.base_url_env) if spec.base_url_env else None
-        return own or vendor or spec.default_base_url
+        return own or vendor
+
+    def base_url(self, spec: ProviderSpec) -> str | None:
+        """The provider's URL: the setting, the vendor's variable, the embedded server for a
+        row it serves, then the registry default."""
+        embedded = self.local_llm.url if spec.embedded else None
+        return self._url_configured(spec) or embedded or spec.default_base_url
 
     def s3_credentials(self) -> tuple[str, str]:
         """Access and secret key: from settings, else the file `up` generated, else an error."""

@@ -58,17 +58,36 @@ _STRUCTURED_BY_CLIENT: dict[ClientKind, frozenset[StructuredOutput]] = {
 }
 
 
+class ToolCalling(StrEnum):
+    """How tools reach the model and how its calls come back.
+
+    Small local models often answer a tool call as JSON text in ``content`` with
+    ``tool_calls`` empty, and some chat templates have no tools at all; a row says
+    which of the three a server needs (``shared.llm.text_tools`` does the text side).
+    """
+
+    NATIVE = "native"  # tools on the wire; calls read from ``tool_calls`` only
+    NATIVE_OR_TEXT = "native_or_text"  # on the wire; a call written as text is recovered too
+    TEXT = "text"  # described in the prompt, never on the wire; calls read from the text
+
+
 class Capabilities(BaseModel):
     """What the provider's chat endpoint accepts."""
 
     model_config = ConfigDict(frozen=True)
 
-    tools: bool = True
     vision: bool = True
     structured_output: StructuredOutput = Field(
         StructuredOutput.PROMPT,
         description="how replies that fit a schema are asked for; prompt-only is the safe "
         "default for a server whose support is unknown",
+    )
+    tool_calls: ToolCalling = ToolCalling.NATIVE
+    context_tokens: int | None = Field(
+        None,
+        ge=512,
+        description="the model's context window when it is small enough to plan for (local "
+        "models); prompts are trimmed to fit it. None: large, never trimmed",
     )
 
 
@@ -85,6 +104,10 @@ class ProviderSpec(BaseModel):
     default_base_url: str | None = None
     key_required: bool = True
     capabilities: Capabilities = Capabilities()
+    embedded: bool = Field(
+        False,
+        description="served by the `local-llm` component of `quantdesk up` unless a URL is set",
+    )
     quick_model: str
     deep_model: str
     vision_model: str | None
@@ -109,6 +132,14 @@ QUEUE_OFFLINE = "llm-offline"
 LLM_QUEUES = (QUEUE_OPENAI, QUEUE_ANTHROPIC, QUEUE_COMPATIBLE, QUEUE_OFFLINE)
 
 OFFLINE_MODEL = "offline-analyst"
+LOCAL_MODEL = "local"
+"""The model name sent to the embedded llama.cpp server, which serves the one GGUF it loaded."""
+
+# Self-hosted servers enforce JSON schemas as grammars; tool calls work when the
+# model's template has them, and small models often write them as text instead.
+_LOCAL_SERVER = Capabilities(
+    structured_output=StructuredOutput.JSON_SCHEMA, tool_calls=ToolCalling.NATIVE_OR_TEXT
+)
 
 PROVIDERS: dict[str, ProviderSpec] = {
     row.name: row
@@ -155,7 +186,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             base_url_env="OLLAMA_BASE_URL",
             key_required=False,
             default_base_url="http://127.0.0.1:11434/v1",
-            capabilities=Capabilities(structured_output=StructuredOutput.JSON_SCHEMA),
+            capabilities=_LOCAL_SERVER,
             quick_model="llama3.1",
             deep_model="llama3.1",
             vision_model="llava",
@@ -168,10 +199,44 @@ PROVIDERS: dict[str, ProviderSpec] = {
             base_url_env="VLLM_BASE_URL",
             key_required=False,
             default_base_url="http://127.0.0.1:8000/v1",
-            capabilities=Capabilities(structured_output=StructuredOutput.JSON_SCHEMA),
+            capabilities=_LOCAL_SERVER,
             quick_model="Qwen/Qwen2.5-7B-Instruct",
             deep_model="Qwen/Qwen2.5-7B-Instruct",
             vision_model="Qwen/Qwen2.5-VL-7B-Instruct",
+        ),
+        ProviderSpec(
+            name="lmstudio",
+            client=ClientKind.OPENAI_COMPATIBLE,
+            task_queue=QUEUE_COMPATIBLE,
+            key_env=None,
+            base_url_env="LMSTUDIO_BASE_URL",
+            key_required=False,
+            default_base_url="http://127.0.0.1:1234/v1",
+            capabilities=_LOCAL_SERVER,
+            quick_model="qwen2.5-7b-instruct",
+            deep_model="qwen2.5-7b-instruct",
+            vision_model="qwen2.5-vl-7b-instruct",
+        ),
+        ProviderSpec(
+            # llama.cpp's own server: the embedded `local-llm` component, or any
+            # llama-server at LLAMACPP_BASE_URL. No vision (QuantAgent reads its charts
+            # as text), tools described in the prompt (many GGUF templates have none).
+            name="llamacpp",
+            client=ClientKind.OPENAI_COMPATIBLE,
+            task_queue=QUEUE_COMPATIBLE,
+            key_env=None,
+            base_url_env="LLAMACPP_BASE_URL",
+            key_required=False,
+            embedded=True,
+            capabilities=Capabilities(
+                vision=False,
+                structured_output=StructuredOutput.JSON_SCHEMA,
+                tool_calls=ToolCalling.TEXT,
+                context_tokens=4096,
+            ),
+            quick_model=LOCAL_MODEL,
+            deep_model=LOCAL_MODEL,
+            vision_model=LOCAL_MODEL,
         ),
         ProviderSpec(
             name="deepseek",
