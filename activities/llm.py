@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import time
+from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 from temporalio import activity
@@ -20,16 +22,27 @@ from activities.failures import as_temporal_failures
 from activities.heartbeat import heartbeating
 from shared.agents.schemas import schema_named
 from shared.config import ENV_PREFIX, Settings
-from shared.errors import ConfigError, InvalidInput, QuantdeskError, StructuredOutputError
+from shared.errors import (
+    ConfigError,
+    InvalidInput,
+    ProviderError,
+    QuantdeskError,
+    StructuredOutputError,
+)
 from shared.llm import clients
 from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, Usage
 from shared.llm.offline import answer_offline
+from shared.llm.prompt_budget import estimated_tokens, fit_to_context, server_overflow
 from shared.llm.providers import ClientKind, LlmRole, ProviderSpec, provider_spec
 from shared.llm.reply_cache import ReplyCache, cache_key
 from shared.llm.structured import repair_messages, schema_instruction, validate_reply
 from shared.storage.buckets import PAYLOADS_BUCKET
 from shared.storage.objects import ObjectRef, ObjectStore
 
+OVERFLOW_RESIZES = 2
+"""Times a prompt is cut again after the server said it exceeds the context window."""
+OVERFLOW_MARGIN = 0.95
+"""Cut a little more than the server's count asks: the estimate is not exact per message."""
 REPAIR_TURNS = 2
 """Repair calls after a reply that does not fit its schema, each quoting the exact problems:
 small models often fix one problem per turn."""
@@ -102,16 +115,68 @@ class LlmActivities:
         if spec.client is ClientKind.OFFLINE:
             return answer_offline(request, model)
         schema = schema_named(request.response_schema) if request.response_schema else None
-        return await clients.complete(
-            request,
-            spec=spec,
-            model=model,
-            api_key=self.settings.api_key(spec),
-            base_url=self.settings.base_url(spec),
-            timeout=self.settings.provider(spec.name).timeout_seconds,
-            images=images,
-            json_schema=schema.model_json_schema() if schema else None,
+
+        def send(sized: ChatRequest) -> Awaitable[ChatResponse]:
+            return clients.complete(
+                sized,
+                spec=spec,
+                model=model,
+                api_key=self.settings.api_key(spec),
+                base_url=self.settings.base_url(spec),
+                timeout=self.settings.provider(spec.name).timeout_seconds,
+                images=images,
+                json_schema=schema.model_json_schema() if schema else None,
+            )
+
+        window = self.settings.context_tokens(spec)
+        if window is None:
+            return await send(request)
+        return await self._within_window(request, spec, model, window, send)
+
+    async def _within_window(
+        self,
+        request: ChatRequest,
+        spec: ProviderSpec,
+        model: str,
+        window: int,
+        send: Callable[[ChatRequest], Awaitable[ChatResponse]],
+    ) -> ChatResponse:
+        """Send ``request`` cut to fit a context window of ``window`` tokens, with room for the
+        reply; a server that still finds it too long says by how much, and it is cut again."""
+        reply_tokens = request.max_tokens or self.settings.provider(spec.name).reply_tokens
+        fix = (
+            f"Give {model!r} a larger context window (QUANTDESK_LOCAL_LLM__CONTEXT_TOKENS for the "
+            f"embedded server, else {ENV_PREFIX}{spec.name.upper()}__CONTEXT_TOKENS), or a "
+            f"smaller reply reserve ({ENV_PREFIX}{spec.name.upper()}__REPLY_TOKENS, now "
+            f"{reply_tokens})."
         )
+        budget = window - reply_tokens
+        for attempt in range(OVERFLOW_RESIZES + 1):
+            messages, cut = fit_to_context(
+                request.messages, budget_tokens=budget, tools=request.tools, fix=fix
+            )
+            sized = request.model_copy(update={"messages": messages, "max_tokens": reply_tokens})
+            try:
+                response = await send(sized)
+            except ProviderError as error:
+                counted = server_overflow(error.message)
+                if counted is None or attempt == OVERFLOW_RESIZES:
+                    raise
+                # The server counted `prompt` tokens where the estimate said `sent`: scale
+                # the estimate so the server's count leaves room for the reply.
+                prompt, server_window = counted
+                sent = estimated_tokens(messages, request.tools)
+                budget = math.floor(
+                    sent * (server_window - reply_tokens) / prompt * OVERFLOW_MARGIN
+                )
+                continue
+            if cut:
+                activity.logger.info("%s: cut %d characters to fit", request.agent, cut)
+                response = response.model_copy(
+                    update={"usage": response.usage.model_copy(update={"trimmed_prompts": 1})}
+                )
+            return response
+        raise AssertionError("unreachable: the last resize re-raises")
 
     def _keep_raw_reply(self, request: ChatRequest, reply: str) -> str:
         """Store an unusable reply so a human can read it; return its key."""
@@ -212,7 +277,8 @@ class LlmActivities:
             messages += repair_messages(response.text, problem)
             repair = request.model_copy(update={"messages": messages, "tools": []})
             retry = await self._complete(repair, spec, model, images)
-            response = retry.model_copy(update={"usage": response.usage + retry.usage})
+            repaired = retry.usage.model_copy(update={"repairs": 1})
+            response = retry.model_copy(update={"usage": response.usage + repaired})
             structured, problem = validate_reply(schema, response.text)
         if problem is not None:
             key = await asyncio.to_thread(self._keep_raw_reply, request, response.text)

@@ -41,8 +41,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.resume import BAD_REPLY, RESUMABLE_FAILURES, current_gate
     from workflows.retries import HEARTBEAT, durable
 
-# A vendor call rarely takes more than a minute; the heartbeat catches dead workers sooner.
-CHAT_START_TO_CLOSE = timedelta(minutes=5)
+# A vendor call rarely takes more than a minute, but a CPU-bound local model under load
+# writes 1-3 tokens a second, and a call may repair twice; the heartbeat catches dead
+# workers long before this limit.
+CHAT_START_TO_CLOSE = timedelta(minutes=30)
 CHAT_HEARTBEAT = timedelta(seconds=30)
 TOOL_START_TO_CLOSE = timedelta(minutes=2)
 MAX_TOOL_ROUNDS = 5

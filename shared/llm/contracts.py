@@ -56,7 +56,8 @@ class ToolSpec(BaseModel):
 
 
 class Usage(BaseModel):
-    """Calls and tokens, summed per agent and per workflow."""
+    """Calls and tokens, summed per agent and per workflow, with the help a model needed:
+    what a run spent and how hard its model was to work with are read off the same sums."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -65,14 +66,17 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cost_usd: float = Field(0.0, ge=0, description="at the worker's price table")
     unpriced_calls: int = Field(0, ge=0, description="calls to a model with no price")
+    repairs: int = Field(0, ge=0, description="repair calls after replies that missed the schema")
+    recovered_tool_calls: int = Field(
+        0, ge=0, description="tool calls read from the reply's text, not its tool_calls"
+    )
+    trimmed_prompts: int = Field(
+        0, ge=0, description="calls whose prompt was cut to fit the model's context window"
+    )
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            calls=self.calls + other.calls,
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cost_usd=self.cost_usd + other.cost_usd,
-            unpriced_calls=self.unpriced_calls + other.unpriced_calls,
+            **{name: getattr(self, name) + getattr(other, name) for name in type(self).model_fields}
         )
 
     @property

@@ -78,6 +78,7 @@ async def complete(
         images=images,
         json_schema=json_schema,
         schema_name=request.response_schema or "reply",
+        tools=tuple(request.tools),
     )
     params = vendor.params(request, target)
     started = time.perf_counter()

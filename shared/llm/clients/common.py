@@ -15,8 +15,8 @@ from typing import Any, NamedTuple
 
 from shared.config import ENV_PREFIX
 from shared.errors import InvalidInput
-from shared.llm.contracts import UNPARSED_ARGUMENTS, ChatRequest, ChatResponse
-from shared.llm.providers import LlmRole, ProviderSpec
+from shared.llm.contracts import UNPARSED_ARGUMENTS, ChatRequest, ChatResponse, ToolSpec
+from shared.llm.providers import LlmRole, ProviderSpec, ToolCalling
 from shared.storage.objects import ObjectRef
 
 # The SDKs refuse to start without a key; keyless servers (ollama, vllm) ignore this one.
@@ -82,6 +82,17 @@ class Target:
     images: Mapping[str, bytes]
     json_schema: dict[str, Any] | None
     schema_name: str
+    tools: tuple[ToolSpec, ...] = ()
+
+    @property
+    def tools_as_text(self) -> bool:
+        """Whether the offered tools go in the prompt and calls come back as text only."""
+        return bool(self.tools) and self.spec.capabilities.tool_calls is ToolCalling.TEXT
+
+    @property
+    def recovers_text_calls(self) -> bool:
+        """Whether a reply without native calls is searched for calls written as text."""
+        return bool(self.tools) and self.spec.capabilities.tool_calls is not ToolCalling.NATIVE
 
     @property
     def sdk_key(self) -> str:

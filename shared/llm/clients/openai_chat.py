@@ -22,6 +22,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
 
+from shared.llm import text_tools
 from shared.llm.clients.common import SdkErrors, Target, Vendor, unparsed, without_none
 from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage
 from shared.llm.providers import ClientKind, StructuredOutput
@@ -54,8 +55,17 @@ _RESPONSE_FORMAT: dict[
 }
 
 
+def _constrains_tool_turns(target: Target) -> bool:
+    """Whether a text-tools turn is held to "a call or the answer" by the server's grammar."""
+    mechanism = target.spec.capabilities.structured_output
+    return target.tools_as_text and mechanism is StructuredOutput.JSON_SCHEMA
+
+
 def _response_format(target: Target) -> dict[str, Any] | None:
     """How this provider row asks for a reply that fits the schema, if one is wanted."""
+    if _constrains_tool_turns(target):
+        envelope = text_tools.envelope_schema(target.tools, target.json_schema)
+        return _json_schema_format(envelope, target)
     if target.json_schema is None:
         return None
     return _RESPONSE_FORMAT[target.spec.capabilities.structured_output](target.json_schema, target)
@@ -116,13 +126,25 @@ def _tool_spec(tool: ToolSpec) -> dict[str, Any]:
     }
 
 
+def _conversation(request: ChatRequest, target: Target) -> list[ChatMessage]:
+    """The messages as this row takes them: with tools as text, no tool roles and the tools
+    described in a system message."""
+    if not target.tools_as_text:
+        return request.messages
+    offer = ChatMessage(role="system", content=text_tools.tools_instruction(request.tools))
+    return [*text_tools.as_text_turns(request.messages), offer]
+
+
 def request_params(request: ChatRequest, target: Target) -> dict[str, Any]:
     """The keyword arguments of ``chat.completions.create`` for ``request``."""
+    native_tools = [] if target.tools_as_text else request.tools
     return {
         "model": target.model,
-        "messages": [_MESSAGE[message.role](message, target) for message in request.messages],
+        "messages": [
+            _MESSAGE[message.role](message, target) for message in _conversation(request, target)
+        ],
     } | without_none(
-        tools=[_tool_spec(tool) for tool in request.tools] or None,
+        tools=[_tool_spec(tool) for tool in native_tools] or None,
         temperature=request.temperature,
         response_format=_response_format(target),
         **{_MAX_TOKENS_PARAM[target.spec.client]: request.max_tokens},
@@ -146,26 +168,41 @@ def _arguments(raw: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else unparsed(raw)
 
 
+def _text_and_calls(text: str, calls: list[ToolCall], target: Target) -> tuple[str, list[ToolCall]]:
+    """Native calls as sent; else, where the row allows, calls recovered from the text, and
+    a constrained turn's answer unwrapped."""
+    if calls or not target.recovers_text_calls:
+        return text, calls
+    recovered, rest = text_tools.recover_tool_calls(text, target.tools)
+    if recovered:
+        return rest, recovered
+    if _constrains_tool_turns(target) and target.json_schema is None:
+        return text_tools.unwrapped_answer(text), []
+    return text, []
+
+
 def read_reply(completion: ChatCompletion, target: Target) -> ChatResponse:
     """The normalised reply; raises the SDK's attribute errors on a wrong-shaped body."""
     choice = completion.choices[0]
     usage = completion.usage
+    native = [
+        ToolCall(id=call.id, name=call.function.name, arguments=_arguments(call.function.arguments))
+        for call in choice.message.tool_calls or []
+        # by class, not by `type`: compatible servers often omit it, and the SDK
+        # still builds a function call from the shape
+        if isinstance(call, ChatCompletionMessageFunctionToolCall)
+    ]
+    # A strict-mode refusal comes instead of content; it is what the model said.
+    said = choice.message.content or choice.message.refusal or ""
+    text, calls = _text_and_calls(said, native, target)
     return ChatResponse(
-        # A strict-mode refusal comes instead of content; it is what the model said.
-        text=choice.message.content or choice.message.refusal or "",
-        tool_calls=[
-            ToolCall(
-                id=call.id, name=call.function.name, arguments=_arguments(call.function.arguments)
-            )
-            for call in choice.message.tool_calls or []
-            # by class, not by `type`: compatible servers often omit it, and the SDK
-            # still builds a function call from the shape
-            if isinstance(call, ChatCompletionMessageFunctionToolCall)
-        ],
+        text=text,
+        tool_calls=calls,
         usage=Usage(
             calls=1,
             input_tokens=usage.prompt_tokens if usage else 0,
             output_tokens=usage.completion_tokens if usage else 0,
+            recovered_tool_calls=len(calls) - len(native),
         ),
         provider=target.spec.name,
         model=target.model,
