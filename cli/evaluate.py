@@ -21,6 +21,7 @@ from cli.inputs import check_input, llm_choice, new_workflow_id
 from cli.views import console
 from shared.config import Settings, load_settings
 from shared.evaluation.baselines import BASELINE_TITLES, BASELINES
+from shared.evaluation.paired import paired_cell
 from shared.evaluation.scoring import EvaluationSummary, ScoreRow
 from shared.storage.objects import ObjectStore
 from workflows.evaluate import (
@@ -101,6 +102,24 @@ def summary_table(summary: EvaluationSummary) -> Table:
     return table
 
 
+def paired_table(summary: EvaluationSummary) -> Table:
+    """The agent against each baseline on each row's windows: wins–losses and McNemar's p."""
+    table = Table(title="Paired tests against the baselines", show_edge=False)
+    table.add_column("asset")
+    for name in BASELINES:
+        table.add_column(f"vs {BASELINE_TITLES[name]}", justify="right")
+    for row in [*summary.rows, summary.overall]:
+        table.add_row(
+            row.label,
+            *(paired_cell(row.paired.get(name)) for name in BASELINES),
+            style="bold" if row is summary.overall else "",
+        )
+    table.caption = (
+        "agent right, baseline wrong – the reverse;\nMcNemar's exact p, two-sided, uncorrected"
+    )
+    return table
+
+
 def write_reports(settings: Settings, result: EvaluateResult, folder: Path) -> list[Path]:
     """Download the stored reports into ``folder``; the paths written."""
     store = ObjectStore.from_settings(settings)
@@ -131,6 +150,8 @@ async def _evaluate(
         return 1
     console.print()
     console.print(summary_table(result.summary))
+    console.print()
+    console.print(paired_table(result.summary))
     for path in write_reports(settings, result, out / workflow_id):
         console.print(f"wrote {path}", soft_wrap=True, highlight=False)
     stored = result.reports.markdown.report

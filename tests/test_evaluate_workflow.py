@@ -184,6 +184,10 @@ async def test_the_table_scores_the_childrens_calls_against_the_held_out_closes(
         assert row.correct == sum(hits[row.asset])
         rose = [w.rose for w in evaluated.windows if w.asset == row.asset]
         assert row.baselines["always_long"] == pytest.approx(sum(rose) / 3)
+        paired = list(zip(hits[row.asset], rose, strict=True))
+        against_long = row.paired["always_long"]
+        assert against_long.wins == sum(hit and not up for hit, up in paired)
+        assert against_long.losses == sum(up and not hit for hit, up in paired)
         assert row.ci_low is not None and row.ci_high is not None
         assert row.ci_low <= row.accuracy <= row.ci_high  # type: ignore[operator]
         assert row.mean_risk_reward is not None and 1.2 <= row.mean_risk_reward <= 1.8
@@ -389,6 +393,8 @@ async def test_the_cli_follows_an_evaluation_prints_the_table_and_writes_the_rep
     assert process.returncode == 0, output
     assert "Evaluation: QuantAgent, offline" in output
     assert "GOOG 1d" in output and "^GSPC 1d" in output and "overall" in output
+    assert "Paired tests against the baselines" in output and "McNemar's exact p" in output
+    assert ", p=" in output
     written = sorted(path.name for path in tmp_path.glob("evaluate-quantagent-*/*"))
     assert written == ["evaluation.csv", "evaluation.json", "evaluation.md", "evaluation.png"]
     assert f"wrote {tmp_path}" in output

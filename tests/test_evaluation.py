@@ -1,17 +1,21 @@
 """The evaluation's pure parts: the protocol split, windows from files and sources, the scorer,
-the Wilson interval, the baselines and the four renderings of the table."""
+the Wilson interval, McNemar's exact test, the baselines and the four renderings of the table."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import math
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from activities.evaluation import paginate
 from shared.agents.quantagent import Direction
@@ -23,9 +27,15 @@ from shared.evaluation.baselines import (
     random_call,
     slope_call,
 )
+from shared.evaluation.paired import PairedTest, mcnemar_exact_p
 from shared.evaluation.plot import render_accuracy_plot
 from shared.evaluation.report import CSV_COLUMNS, render_csv, render_json, render_markdown
-from shared.evaluation.scoring import AgentCall, Evaluation, score_windows, wilson_interval
+from shared.evaluation.scoring import (
+    AgentCall,
+    Evaluation,
+    score_windows,
+    wilson_interval,
+)
 from shared.evaluation.sources import (
     BENCHMARK_HEADER,
     BenchmarkDirectory,
@@ -172,6 +182,73 @@ def test_wilson_interval_stays_in_range_at_the_edges_and_is_none_without_trials(
     assert wilson_interval(0, 0) is None
 
 
+# --- McNemar's exact test ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("wins", "losses", "p"),
+    [
+        (0, 6, 0.03125),  # 2 * 1/64
+        (6, 0, 0.03125),
+        (3, 3, 1.0),  # 2 * 42/64, capped
+        (1, 9, 0.021484375),  # 2 * (1 + 10)/1024
+        (0, 1, 1.0),
+        (0, 0, 1.0),  # no discordant window: nothing tells the two apart
+        (2, 8, 0.109375),  # 2 * (1 + 10 + 45)/1024
+    ],
+)
+def test_mcnemar_exact_p_matches_hand_computed_binomial_tails(
+    wins: int, losses: int, p: float
+) -> None:
+    assert mcnemar_exact_p(wins, losses) == p
+
+
+def test_mcnemar_exact_p_refuses_a_negative_count_naming_it() -> None:
+    with pytest.raises(ValueError, match="losses is a count of windows, 0 or more; got -1"):
+        mcnemar_exact_p(3, -1)
+
+
+_counts = st.integers(min_value=0, max_value=500)
+
+
+@given(_counts, _counts)
+def test_mcnemar_exact_p_is_symmetric_and_in_the_unit_interval(wins: int, losses: int) -> None:
+    p = mcnemar_exact_p(wins, losses)
+
+    assert p == mcnemar_exact_p(losses, wins)
+    assert 0 < p <= 1
+
+
+@given(_counts, _counts)
+def test_mcnemar_exact_p_is_the_chance_of_a_split_at_least_as_lopsided(
+    wins: int, losses: int
+) -> None:
+    n = wins + losses
+    as_lopsided = [k for k in range(n + 1) if min(k, n - k) <= min(wins, losses)]
+    chance = Fraction(sum(math.comb(n, k) for k in as_lopsided), 2**n)
+
+    # Twice the smaller tail is the same sum, except at an even split, where it passes 1.
+    assert mcnemar_exact_p(wins, losses) == float(min(chance, Fraction(1)))
+
+
+@given(st.integers(min_value=2, max_value=400), st.data())
+def test_mcnemar_exact_p_shrinks_as_the_same_windows_split_more_lopsidedly(
+    n: int, data: st.DataObject
+) -> None:
+    wins = data.draw(st.integers(min_value=0, max_value=n // 2 - 1))
+
+    assert mcnemar_exact_p(wins, n - wins) <= mcnemar_exact_p(wins + 1, n - wins - 1)
+
+
+def test_a_paired_test_counts_only_the_windows_the_two_called_differently() -> None:
+    pairs = [(True, False)] * 6 + [(True, True)] * 5 + [(False, False)] * 4 + [(False, True)]
+
+    test = PairedTest.of(pairs)
+
+    assert (test.wins, test.losses) == (6, 1)
+    assert test.p_value == 2 * (1 + 7) / 128
+
+
 # --- the scorer --------------------------------------------------------------------------
 
 
@@ -220,6 +297,47 @@ def test_failed_windows_are_left_out_of_the_baselines_too() -> None:
     assert summary.rows[1].baselines["always_long"] == 1.0
     assert summary.rows[0].baselines["always_long"] == pytest.approx(2 / 3)
     assert summary.overall.baselines["always_long"] == pytest.approx(3 / 4)
+
+
+def split(test: PairedTest) -> tuple[int, int, float]:
+    return test.wins, test.losses, test.p_value
+
+
+def test_paired_tests_count_wins_and_losses_on_the_scored_windows_only() -> None:
+    windows, calls = known_windows()
+    # Asset C: six falls the agent called SHORT, one fall whose analysis failed, one broken file.
+    for i in range(1, 8):
+        windows.append(window(f"C{i}", flat_then(100, 95), "C"))
+        calls[f"C{i}"] = AgentCall(window_id=f"C{i}", decision=Direction.SHORT, risk_reward=1.0)
+    calls["C7"] = AgentCall(window_id="C7", error="chat: timed out")
+    broken = InvalidWindow(window_id="C8", asset="C", timeframe=Timeframe.D1, error="bad rows")
+
+    summary = score_windows([*windows, broken], calls, seed=0, label="t").summary
+
+    a, b, c = summary.rows
+    # Flat visible closes: the slope baseline says SHORT everywhere. A: the agent alone is
+    # right on A1 and wrong with always-long on A2; B: B1 failed, so only B2 (agent right).
+    assert split(a.paired["always_long"]) == (1, 1, 1.0)
+    assert split(a.paired["linreg_slope"]) == (1, 0, 1.0)
+    assert split(b.paired["always_long"]) == (0, 0, 1.0)
+    assert split(b.paired["linreg_slope"]) == (1, 0, 1.0)
+    # C: always-long is wrong on the six scored falls; C7 and C8 count for neither side.
+    assert (c.n, c.failed) == (6, 2)
+    assert split(c.paired["always_long"]) == (6, 0, 0.03125)
+    assert split(c.paired["linreg_slope"]) == (0, 0, 1.0)
+    assert split(summary.overall.paired["always_long"]) == (7, 1, 0.0703125)
+    assert split(summary.overall.paired["linreg_slope"]) == (2, 0, 0.5)
+    random = summary.overall.paired["random"]
+    assert random.wins + random.losses <= summary.overall.n
+
+
+def test_a_row_without_scored_windows_has_no_paired_tests() -> None:
+    windows, calls = known_windows()
+    calls["B2"] = AgentCall(window_id="B2", error="chat: timed out")
+
+    b = score_windows(windows, calls, seed=0, label="t").summary.rows[1]
+
+    assert (b.n, b.paired) == (0, {})
 
 
 def test_a_window_without_a_call_counts_as_failed() -> None:
@@ -528,13 +646,53 @@ def test_the_table_renders_as_markdown_csv_json_and_png() -> None:
 
     assert "| **overall** | 4 | 1 | 75.0% |" in markdown
     assert "- `B1`: chat: model not found" in markdown
+    assert "## Paired tests against the baselines" in markdown
+    random = evaluation.summary.overall.paired["random"]
+    assert (
+        f"| **overall** | {random.wins}–{random.losses}, p={random.p_value:.3g} "
+        "| 2–0, p=0.5 | 1–1, p=1 |"
+    ) in markdown
+    assert "two-sided" in markdown and "no correction for the 3 baselines" in markdown
     assert [row["asset"] for row in table] == ["A", "B", "overall"]
     assert tuple(table[0]) == CSV_COLUMNS
     assert float(table[0]["accuracy"]) == pytest.approx(2 / 3, abs=1e-6)
     assert table[1]["failed"] == "1"
+    assert [table[2][f"linreg_slope_{part}"] for part in ("wins", "losses", "p")] == [
+        "2",
+        "0",
+        "0.5",
+    ]
     assert restored == evaluation
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert render_accuracy_plot(evaluation.summary) == png
+
+
+def test_a_table_scored_before_the_paired_tests_renders_them_as_missing() -> None:
+    windows, calls = known_windows()
+    stored = score_windows(windows, calls, seed=5, label="t").model_dump(mode="json")
+    for row in [*stored["summary"]["rows"], stored["summary"]["overall"]]:
+        del row["paired"]
+
+    old = Evaluation.model_validate(stored)
+    markdown = render_markdown(old)
+    table = list(csv.DictReader(io.StringIO(render_csv(old.summary))))
+
+    assert old.summary.overall.paired == {}
+    assert "| **overall** | – | – | – |" in markdown
+    assert table[2]["always_long_p"] == ""
+
+
+def test_a_tiny_p_value_keeps_its_digits_in_csv_and_is_bounded_in_markdown() -> None:
+    falls = [window(f"D{i}", flat_then(100, 95), "D") for i in range(30)]
+    calls = {w.window_id: AgentCall(window_id=w.window_id, decision=Direction.SHORT) for w in falls}
+    evaluation = score_windows(falls, calls, seed=0, label="t")
+
+    table = list(csv.DictReader(io.StringIO(render_csv(evaluation.summary))))
+    markdown = render_markdown(evaluation)
+
+    assert table[0]["always_long_p"] == f"{2**-29:.6g}"
+    # vs linreg slope (SHORT on flat closes, like the agent), then vs always long
+    assert "| 0–0, p=1 | 30–0, p<0.001 |" in markdown
 
 
 def test_invalid_and_irregular_windows_show_in_every_rendering() -> None:

@@ -10,5 +10,6 @@ the last close the agent saw.
   layout, or windows cut from any bar source with a seed;
 - ``baselines``: the rules the agent has to beat, fed the visible bars only;
 - ``scoring``: accuracy, the Wilson interval and the per-asset table;
+- ``paired``: McNemar's exact test of the agent against each baseline;
 - ``report``, ``plot``: the table as Markdown, CSV, JSON and a PNG.
 """

@@ -2,7 +2,9 @@
 
 Accuracies are fractions in CSV and JSON and percentages in Markdown; a number
 that cannot exist (no window scored) is empty in CSV, ``null`` in JSON and a
-dash in Markdown, never a zero.
+dash in Markdown, never a zero. The paired tests against the baselines get a
+table of their own in Markdown, so the accuracy table stays narrow, and three
+columns per baseline (wins, losses, p) at the end of each CSV line.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import io
 from collections.abc import Iterator
 
 from shared.evaluation.baselines import BASELINE_TITLES, BASELINES, SLOPE_BARS
+from shared.evaluation.paired import paired_cell
 from shared.evaluation.scoring import Evaluation, EvaluationSummary, ScoreRow, WindowScore
 from shared.evaluation.windows import describe_spacing
 from shared.market.bars import Timeframe
@@ -30,6 +33,20 @@ CSV_COLUMNS = (
     "ci_high",
     *BASELINES,
     "mean_risk_reward",
+    *(f"{name}_{part}" for name in BASELINES for part in ("wins", "losses", "p")),
+)
+"""Each baseline's paired test last: the agent's wins and losses against it and the p-value."""
+
+PAIRED_TESTS_EXPLAINED = (
+    "Each cell compares the agent with one baseline on the row's scored windows "
+    "(McNemar's exact test): the windows the agent called right and the baseline wrong, "
+    "then the windows the baseline called right and the agent wrong, and the two-sided "
+    "p-value, the chance of a split at least that lopsided if both were equally accurate "
+    "(each such window a fair coin). Windows both called alike say nothing about which is "
+    "better and are not counted. A large p means the windows show no edge either way, not "
+    "that there is none. Each test stands alone: no correction for the "
+    f"{len(BASELINES)} baselines or the many rows, so among many comparisons of equal "
+    "callers up to one in twenty shows p below 0.05."
 )
 
 
@@ -83,8 +100,26 @@ def _spacing_line(score: WindowScore) -> str:
     return f"- `{score.window_id}`: {describe_spacing(score.spacing, Timeframe(score.timeframe))}"
 
 
+def _paired_section(summary: EvaluationSummary) -> list[str]:
+    """The agent against each baseline, row by row: wins–losses and the p-value."""
+    headings = ["asset", *(f"vs {BASELINE_TITLES[name]}" for name in BASELINES)]
+    lines = [
+        "",
+        "## Paired tests against the baselines",
+        "",
+        "| " + " | ".join(headings) + " |",
+        "|" + "|".join(["---"] + ["---:"] * len(BASELINES)) + "|",
+    ]
+    for row in _rows(summary):
+        name = f"**{row.label}**" if row is summary.overall else row.label
+        cells = [name, *(paired_cell(row.paired.get(baseline)) for baseline in BASELINES)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, "", PAIRED_TESTS_EXPLAINED]
+
+
 def render_markdown(evaluation: Evaluation) -> str:
-    """The table with the protocol and the baselines explained, then the failed windows."""
+    """The table with the protocol and the baselines explained, the paired tests, then the
+    failed and irregular windows."""
     summary = evaluation.summary
     headings = ["asset", "n", "failed", "accuracy", "95% CI"]
     headings += [BASELINE_TITLES[name] for name in BASELINES] + ["mean R/R"]
@@ -110,6 +145,7 @@ def render_markdown(evaluation: Evaluation) -> str:
         f"Baselines, on the same windows and visible bars: random is a fair coin seeded by "
         f"{summary.seed} and the window id; linreg slope calls LONG when the least-squares "
         f"slope of the last {SLOPE_BARS} visible closes is positive; always long calls LONG.",
+        *_paired_section(summary),
     ]
     windows = evaluation.windows
     lines += _listed(
@@ -125,15 +161,24 @@ def _csv_value(value: object) -> object:
     return round(value, 6) if isinstance(value, float) else value
 
 
+def _paired_values(row: ScoreRow) -> dict[str, object]:
+    """The row's paired-test columns; p in six significant digits, as a tiny p would round
+    to zero in six decimals. A row without scored windows has none (empty cells)."""
+    values: dict[str, object] = {}
+    for name, test in row.paired.items():
+        values |= {f"{name}_wins": test.wins, f"{name}_losses": test.losses}
+        values[f"{name}_p"] = f"{test.p_value:.6g}"
+    return values
+
+
 def render_csv(summary: EvaluationSummary) -> str:
     """One line per row of the table, the overall row last."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for row in _rows(summary):
-        values = row.model_dump()
-        values.update(row.baselines)
-        writer.writerow([_csv_value(values[column]) for column in CSV_COLUMNS])
+        values = row.model_dump() | row.baselines | _paired_values(row)
+        writer.writerow([_csv_value(values.get(column)) for column in CSV_COLUMNS])
     return buffer.getvalue()
 
 

@@ -1,4 +1,5 @@
-"""Scoring an agent's calls on benchmark windows: accuracy, Wilson intervals, baselines.
+"""Scoring an agent's calls on benchmark windows: accuracy, Wilson intervals, baselines,
+and a paired test of the agent against each baseline (``paired``).
 
 One row per (asset, timeframe) and one overall. A window whose analysis failed,
 or whose rows are invalid, is excluded from every number of its row, baselines included, so the agent and
@@ -17,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from shared.agents.quantagent import Direction
 from shared.evaluation.baselines import BASELINES
+from shared.evaluation.paired import PairedTest
 from shared.evaluation.windows import (
     HELD_OUT,
     InvalidWindow,
@@ -91,6 +93,11 @@ class ScoreRow(BaseModel):
     ci_high: float | None
     baselines: dict[str, float | None] = Field(description="each baseline's accuracy")
     mean_risk_reward: float | None
+    paired: dict[str, PairedTest] = Field(
+        default_factory=dict,
+        description="the agent against each baseline on these windows (McNemar's exact "
+        "test); empty without scored windows, and in tables scored before the test existed",
+    )
 
     @property
     def label(self) -> str:
@@ -162,22 +169,29 @@ def score_row(asset: str, timeframe: str, scores: Sequence[WindowScore]) -> Scor
     """The row of ``scores``: failed windows counted, then left out of every number."""
     scored = [s for s in scores if s.correct is not None]
     n = len(scored)
-    correct = sum(1 for s in scored if s.correct)
+    agent_hits = [bool(s.correct) for s in scored]
+    correct = sum(agent_hits)
     interval = wilson_interval(correct, n)
     ratios = [s.risk_reward for s in scored if s.risk_reward is not None]
+    baseline_hits = {name: [s.baselines[name] == s.truth for s in scored] for name in BASELINES}
+    # A row without scored windows has no test, as it has no accuracy: nothing was compared.
+    paired = {
+        name: PairedTest.of(zip(agent_hits, hits, strict=True))
+        for name, hits in baseline_hits.items()
+        if n
+    }
     return ScoreRow(
         asset=asset,
         timeframe=timeframe,
         n=n,
         failed=len(scores) - n,
         correct=correct,
-        accuracy=_share((bool(s.correct) for s in scored), n),
+        accuracy=_share(agent_hits, n),
         ci_low=interval[0] if interval else None,
         ci_high=interval[1] if interval else None,
-        baselines={
-            name: _share((s.baselines[name] == s.truth for s in scored), n) for name in BASELINES
-        },
+        baselines={name: _share(hits, n) for name, hits in baseline_hits.items()},
         mean_risk_reward=sum(ratios) / len(ratios) if ratios else None,
+        paired=paired,
     )
 
 
