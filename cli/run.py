@@ -28,7 +28,9 @@ from workflows.scan import ScanInput, ScanResult
 run_app = typer.Typer(help="Run a flow on the stack and show its result.", no_args_is_help=True)
 
 
-def _summary(result: QuantAgentResult, ui_url: str) -> Panel:
+def quantagent_summary(result: QuantAgentResult, provider: str) -> Panel:
+    """The decision panel of a finished QuantAgent run (``provider``: the run's, named when
+    the charts were read as text)."""
     decision = result.decision
     colour = "green" if decision.decision.value == "LONG" else "red"
     pattern = result.pattern_report
@@ -52,6 +54,11 @@ def _summary(result: QuantAgentResult, ui_url: str) -> Panel:
         ),
         usage_line(result.usage),
     ]
+    if result.chart_input == "text":
+        lines.append(
+            "[bold]charts:[/] the pattern and trend agents read the charts as text "
+            f"(provider {provider} has no vision)"
+        )
     return Panel("\n".join(lines), title="QuantAgent decision", expand=False)
 
 
@@ -73,7 +80,7 @@ async def _run_quantagent(settings: Settings, payload: dict[str, Any], workflow_
     if result is None:
         return 1
     console.print()
-    console.print(_summary(result, ui_url))
+    console.print(quantagent_summary(result, payload["llm"]["provider"]))
     print_links(
         ("pattern chart", result.pattern_chart.url),
         ("trend chart", result.trend_chart.url),

@@ -279,7 +279,8 @@ async def test_windows_that_all_fail_stop_the_evaluation_after_the_first_three(
         ts_env,
         {
             "windows": {"kind": "directory", "path": str(root)},
-            "llm": {"provider": "deepseek"},  # cannot read charts: every child fails at once
+            # No such offline model: every child's first agent call fails for good.
+            "llm": {"provider": "offline", "model": "gpt-5"},
             "concurrency": 1,
         },
     )
@@ -289,7 +290,7 @@ async def test_windows_that_all_fail_stop_the_evaluation_after_the_first_three(
 
     message = str(caught.value.cause)
     assert "the first 3 windows all failed" in message
-    assert "cannot read charts" in message
+    assert "the offline provider has no model 'gpt-5'" in message
     progress = await handle.query("progress", result_type=EvaluateProgress)
     assert (progress.done, progress.failed, progress.total) == (3, 3, 6)
 

@@ -10,6 +10,9 @@ results, and by whether it is a repair turn.
 
 The OpenAI key comes from ``OPENAI_API_KEY`` at call time (the worker's own
 settings hold none), so one test can take it away and give it back.
+
+A provider without vision (DeepSeek's row) goes through ``llm-openai-compatible``
+to the same fake on the OpenAI wire: its chart agents must get the charts as text.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from rich.console import Console
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
@@ -32,10 +36,13 @@ from activities.evaluation import EvaluationActivities
 from activities.llm import LlmActivities
 from activities.market import MARKET_ACTIVITIES
 from activities.tools import run_tool_activity
+from cli import run as cli_run
+from shared.agents.chart_text import bar_table, pattern_scan_text, trendlines_text
 from shared.agents.quantagent import PatternReport, QuantDecision, TrendReport
 from shared.config import Settings, load_settings
-from shared.llm.providers import QUEUE_ANTHROPIC, QUEUE_OPENAI, provider_spec
+from shared.llm.providers import QUEUE_ANTHROPIC, QUEUE_COMPATIBLE, QUEUE_OPENAI, provider_spec
 from shared.llm.strict_schema import strict_json_schema
+from shared.market.sources import BundledSource
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.storage.objects import ObjectStore
 from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
@@ -59,6 +66,8 @@ KEY = "sk-test-quantagent-vendors-7"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MAX_CHART_BYTES = 250 * 1024
 PROVIDERS = ("openai", "anthropic")
+TEXT_ONLY = "deepseek"
+"""A provider whose row says it takes no images; served here by the OpenAI-wire fake."""
 FIVE_TOOLS = {"compute_macd", "compute_rsi", "compute_roc", "compute_stoch", "compute_willr"}
 
 # Routes: which agent a request comes from, and which of its turns it is.
@@ -268,6 +277,7 @@ async def workers(
         # No key in settings: the OpenAI worker reads OPENAI_API_KEY at call time.
         openai={"api_key": None, "base_url": vendor.base_url_openai},
         anthropic={"api_key": KEY, "base_url": vendor.base_url_anthropic},
+        deepseek={"api_key": KEY, "base_url": vendor.base_url_openai},
         data_dir=s3_settings.data_dir,
         s3=s3_settings.s3.model_dump(),
     )
@@ -296,6 +306,9 @@ async def workers(
         WorkerPlan(queue=QUEUE_OPENAI, activities=[LlmActivities(settings, QUEUE_OPENAI).chat]),
         WorkerPlan(
             queue=QUEUE_ANTHROPIC, activities=[LlmActivities(settings, QUEUE_ANTHROPIC).chat]
+        ),
+        WorkerPlan(
+            queue=QUEUE_COMPATIBLE, activities=[LlmActivities(settings, QUEUE_COMPATIBLE).chat]
         ),
     ]
     running = [build_worker(ts_env.client, plan) for plan in plans]
@@ -438,6 +451,47 @@ async def test_charts_reach_the_vision_agents_as_png_images(
             assert response_format["json_schema"]["name"] == schema
     assert result.pattern_report == PatternReport.model_validate(PATTERN_REPLY)
     assert result.trend_report == TrendReport.model_validate(TREND_REPLY)
+    assert result.chart_input == "image"
+
+
+async def test_a_provider_without_vision_gets_the_charts_as_text_and_decides(
+    ts_env: WorkflowEnvironment, fake: AgentRoutedFake
+) -> None:
+    spec = provider_spec(TEXT_ONLY)
+    assert not spec.capabilities.vision
+    script_happy_path(fake, "openai")
+
+    result = await run(ts_env, TEXT_ONLY)
+
+    bars = BundledSource().read("GOOG", "1d", lookback=100)
+    pattern, trend = fake.only(PATTERN).body, fake.only(TREND).body
+    for body in (pattern, trend):
+        assert images(body, Wire.OPENAI) == []
+        assert all(isinstance(message["content"], str) for message in body["messages"])
+        assert "as a table rather than an image" in user_text(body)
+        assert body["model"] == spec.quick_model  # the row has no vision model to pick
+    assert pattern_scan_text(result.patterns) in user_text(pattern)
+    assert bar_table(bars[-40:]) in user_text(pattern)
+    assert trendlines_text(result.trendlines, bars[-50:]) in user_text(trend)
+    assert bar_table(bars[-50:]) in user_text(trend)
+    assert result.chart_input == "text"
+    assert result.decision == QuantDecision.model_validate(DECISION_REPLY)
+    assert result.pattern_report == PatternReport.model_validate(PATTERN_REPLY)
+    assert result.trend_report == TrendReport.model_validate(TREND_REPLY)
+    for chart in (result.pattern_chart, result.trend_chart):  # still rendered, for people
+        assert chart.chart.key.startswith("quantagent/") and chart.size_bytes > 0
+
+
+async def test_the_run_summary_says_the_charts_were_read_as_text(
+    ts_env: WorkflowEnvironment, fake: AgentRoutedFake
+) -> None:
+    script_happy_path(fake, "openai")
+    result = await run(ts_env, TEXT_ONLY)
+
+    console = Console(width=200, record=True)
+    console.print(cli_run.quantagent_summary(result, TEXT_ONLY))
+
+    assert "read the charts as text (provider deepseek has no vision)" in console.export_text()
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

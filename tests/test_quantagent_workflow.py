@@ -154,7 +154,6 @@ async def test_progress_query_reports_every_step_done(
         ({"symbol": "GOOG", "timeframe": "1d", "as_of": "2010-01-01T00:00:00"}, "as_of"),
         ({"symbol": "GOOG", "timeframe": "1d", "lookback": 10}, "lookback"),
         ({"symbol": "GOOG", "timeframe": "1d", "llm": {"provider": "skynet"}}, "llm.provider"),
-        ({"symbol": "GOOG", "timeframe": "1d", "llm": {"provider": "deepseek"}}, "llm.provider"),
         ({"symbol": "GOOG", "timeframe": "1d", "llm": {"model": "gpt-5"}}, "llm.model"),
         ({"timeframe": "1d"}, "symbol"),
     ],

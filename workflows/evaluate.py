@@ -11,8 +11,8 @@ agents saw. Only the window's truth comes back with them, for the running
 accuracy of the ``progress`` query; it never goes into a child. A window whose
 analysis fails is recorded with its error and left out of the scores, and so is a
 window the loader found invalid (bad rows), without a child; if the first windows
-analysed all fail, the cause is systematic (a provider that cannot read charts, an
-unknown model) and the evaluation stops. Invalid windows do not count towards that
+analysed all fail, the cause is systematic (an unknown model, a refused request) and
+the evaluation stops. Invalid windows do not count towards that
 stop: their cause is their own rows. Every ``windows_per_run`` windows the run
 continues as new, carrying the calls so far, so the benchmark's 1,600 windows
 never make one history too long.

@@ -6,6 +6,11 @@ pattern agent; the trend chart render (which fits the trendlines), then the
 trend agent. Each vision agent starts as soon as its own chart is stored. The
 decision agent runs when all three reports exist. Only object keys and small
 models cross Temporal; charts live in S3.
+
+A provider that cannot take images (its row says ``vision`` False) still gets both
+charts rendered, for the result and for people, but its pattern and trend agents
+read them as text: the bars as a table, the scan's patterns and the fitted lines as
+numbers. Either way the run issues the same commands; only the messages differ.
 """
 
 from __future__ import annotations
@@ -28,9 +33,8 @@ with workflow.unsafe.imports_passed_through():
         PatternScanRequest,
     )
     from shared.agents import quantagent as qa
-    from shared.errors import InvalidInput
     from shared.llm.contracts import ChatRequest, LlmChoice, UsageReport
-    from shared.llm.providers import LlmRole, provider_spec
+    from shared.llm.providers import LlmRole, ProviderSpec, provider_spec
     from shared.market.bars import Bar, Timeframe
     from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
     from shared.storage.buckets import CHARTS_BUCKET, PAYLOADS_BUCKET
@@ -52,6 +56,7 @@ CHART_START_TO_CLOSE = timedelta(minutes=2)
 # The trend chart (50 bars) needs the most; MACD's signal line needs 34.
 MIN_BARS = qa.TREND_WINDOW
 DEFAULT_LOOKBACK = 100
+ChartInput = Literal["image", "text"]
 
 
 class QuantAgentInput(BaseModel):
@@ -72,6 +77,22 @@ class QuantAgentInput(BaseModel):
         if value is not None and value.tzinfo is None:
             raise ValueError("give a timezone, e.g. 2012-06-01T00:00:00Z")
         return value
+
+
+class ChartReader(BaseModel):
+    """How the pattern and trend agents read the charts, decided once from the provider row."""
+
+    input: ChartInput
+    role: LlmRole
+
+    @classmethod
+    def of(cls, spec: ProviderSpec, llm: LlmChoice) -> ChartReader:
+        """Images for a vision provider; text otherwise, read by the provider's quick (text)
+        model, or by the run's ``vision_model`` when it names one (the model chosen to read
+        charts, whatever form they take)."""
+        if spec.capabilities.vision:
+            return cls(input="image", role=LlmRole.VISION)
+        return cls(input="text", role=LlmRole.VISION if llm.vision_model else LlmRole.QUICK)
 
 
 STEPS = (
@@ -107,6 +128,11 @@ class QuantAgentResult(BaseModel):
     patterns: list[PatternMatch]
     pattern_chart: ChartResult
     trend_chart: ChartResult
+    chart_input: ChartInput = Field(
+        "image",
+        description="how the pattern and trend agents read the charts: as images, or as text "
+        "(bars, patterns and trendlines) because the provider has no vision",
+    )
     usage: UsageReport
 
 
@@ -150,12 +176,7 @@ class QuantAgentWorkflow(Resumable):
         args = parse_input(QuantAgentInput, raw)
         with as_temporal_failures():
             spec = provider_spec(args.llm.provider)
-            if not spec.capabilities.vision:
-                raise InvalidInput(
-                    "llm.provider",
-                    f"provider {spec.name!r} cannot read charts",
-                    fix="Choose a vision-capable provider (openai, anthropic, qwen, offline).",
-                )
+        reader = ChartReader.of(spec, args.llm)
         loaded: LoadedBars = await self._step(
             "load_bars",
             workflow.execute_activity(
@@ -177,7 +198,9 @@ class QuantAgentWorkflow(Resumable):
         )
         tag_run("QuantAgent", symbol=args.symbol.upper(), as_of=loaded.bars[-1].time)
         (report, tool_payloads), pattern, trend = await gather_all(
-            self._indicators(args, loaded), self._patterns(args, loaded), self._trend(args, loaded)
+            self._indicators(args, loaded),
+            self._patterns(args, loaded, reader),
+            self._trend(args, loaded, reader),
         )
         (pattern_report, pattern_chart, matches), (trend_report, trend_chart) = pattern, trend
         indicator_outputs = {p["indicator"]: p for p in tool_payloads}
@@ -222,6 +245,7 @@ class QuantAgentWorkflow(Resumable):
             patterns=matches,
             pattern_chart=pattern_chart,
             trend_chart=trend_chart,
+            chart_input=reader.input,
             usage=self.usage,
         )
 
@@ -279,7 +303,7 @@ class QuantAgentWorkflow(Resumable):
         )
 
     async def _patterns(
-        self, args: QuantAgentInput, loaded: LoadedBars
+        self, args: QuantAgentInput, loaded: LoadedBars, reader: ChartReader
     ) -> tuple[qa.PatternReport, ChartResult, list[PatternMatch]]:
         """Pattern chart ∥ pattern scan on the same 40 bars, then the pattern agent."""
         window = loaded.bars[-qa.PATTERN_WINDOW :]
@@ -296,14 +320,19 @@ class QuantAgentWorkflow(Resumable):
                 ),
             ),
         )
+        symbol, timeframe = loaded.symbol, args.timeframe.value
+        if reader.input == "image":
+            messages = qa.pattern_messages(symbol, timeframe, chart.chart)
+        else:
+            messages = qa.pattern_text_messages(symbol, timeframe, window, scan.matches)
         response = await self._step(
             "pattern_agent",
             chat(
                 self._request(
                     args,
                     qa.PATTERN_AGENT,
-                    LlmRole.VISION,
-                    messages=qa.pattern_messages(loaded.symbol, args.timeframe.value, chart.chart),
+                    reader.role,
+                    messages=messages,
                     response_schema="PatternReport",
                     context={"patterns": [m.model_dump(mode="json") for m in scan.matches]},
                 )
@@ -313,20 +342,25 @@ class QuantAgentWorkflow(Resumable):
         return qa.PatternReport.model_validate(response.structured), chart, scan.matches
 
     async def _trend(
-        self, args: QuantAgentInput, loaded: LoadedBars
+        self, args: QuantAgentInput, loaded: LoadedBars, reader: ChartReader
     ) -> tuple[qa.TrendReport, ChartResult]:
         """Trend chart (with its fitted lines), then the trend agent."""
         window = loaded.bars[-qa.TREND_WINDOW :]
         chart = await self._chart("trend_chart", "render_trend_chart", args, window)
         assert chart.trendlines is not None
+        symbol, timeframe = loaded.symbol, args.timeframe.value
+        if reader.input == "image":
+            messages = qa.trend_messages(symbol, timeframe, chart.chart)
+        else:
+            messages = qa.trend_text_messages(symbol, timeframe, window, chart.trendlines)
         response = await self._step(
             "trend_agent",
             chat(
                 self._request(
                     args,
                     qa.TREND_AGENT,
-                    LlmRole.VISION,
-                    messages=qa.trend_messages(loaded.symbol, args.timeframe.value, chart.chart),
+                    reader.role,
+                    messages=messages,
                     response_schema="TrendReport",
                     context={"trendlines": chart.trendlines.model_dump(mode="json")},
                 )

@@ -5,19 +5,24 @@ pattern agent (vision, the 40-bar candlestick chart) → ``PatternReport``; tren
 agent (vision, the 50-bar chart with four trendlines) → ``TrendReport``;
 decision agent (no tools, the three reports) → ``QuantDecision``. Each prompt
 is a pure function, so the exact text is unit-testable and visible in the
-Temporal Web UI.
+Temporal Web UI. When the provider cannot take images, the two chart agents get
+the same question over the chart as text (``shared.agents.chart_text``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from shared.agents import chart_text
 from shared.agents.schemas import register_schema
 from shared.llm.contracts import ChatMessage
+from shared.market.bars import Bar
 from shared.storage.objects import ObjectRef
-from shared.ta.patterns import Bias, PatternName
+from shared.ta.patterns import Bias, PatternMatch, PatternName
+from shared.ta.trend_summary import TrendLines
 
 INDICATOR_AGENT = "indicator_agent"
 PATTERN_AGENT = "pattern_agent"
@@ -112,18 +117,50 @@ def indicator_messages(
     ]
 
 
+PATTERN_QUESTION = (
+    "Which of these classical patterns does it show, if any: "
+    + "; ".join(p.value for p in PatternName)
+    + "? Name the single best match (or null), its bias, your confidence, and the features "
+    "you relied on."
+)
+TREND_QUESTION = (
+    "Does price bounce off a line, break through one, or compress between them? Predict the "
+    "next move: up, down or sideways."
+)
+# The system prompts name the chart agents' roles; the two ways of showing a chart share them.
+PATTERN_ROLE = "a chart-pattern recognition specialist"
+TREND_ROLE = "a trend and support/resistance analyst"
+AS_TEXT = "You read it as a table rather than an image."
+
+
 def pattern_messages(symbol: str, timeframe: str, chart: ObjectRef) -> list[ChatMessage]:
     """The pattern agent's turns: the 40-bar chart and the 16 patterns to choose from."""
-    names = "; ".join(p.value for p in PatternName)
     return [
-        _system("a chart-pattern recognition specialist"),
+        _system(PATTERN_ROLE),
         ChatMessage(
             role="user",
             images=[chart],
             content=(
                 f"This candlestick chart shows the last {PATTERN_WINDOW} {timeframe} bars of {symbol}. "
-                f"Which of these classical patterns does it show, if any: {names}? Name the single "
-                "best match (or null), its bias, your confidence, and the features you relied on."
+                + PATTERN_QUESTION
+            ),
+        ),
+    ]
+
+
+def pattern_text_messages(
+    symbol: str, timeframe: str, bars: Sequence[Bar], matches: Sequence[PatternMatch]
+) -> list[ChatMessage]:
+    """The pattern agent's turns for a model without vision: the same question over the
+    chart's bars as a table and the geometric scan's matches."""
+    return [
+        _system(PATTERN_ROLE),
+        ChatMessage(
+            role="user",
+            content=(
+                f"The candlestick chart of the last {len(bars)} {timeframe} bars of {symbol} "
+                f"follows as text. {AS_TEXT} {PATTERN_QUESTION}\n\n"
+                f"{chart_text.pattern_scan_text(matches)}\n\n{chart_text.bar_table(bars)}"
             ),
         ),
     ]
@@ -132,16 +169,33 @@ def pattern_messages(symbol: str, timeframe: str, chart: ObjectRef) -> list[Chat
 def trend_messages(symbol: str, timeframe: str, chart: ObjectRef) -> list[ChatMessage]:
     """The trend agent's turns: the 50-bar chart with its four fitted trendlines."""
     return [
-        _system("a trend and support/resistance analyst"),
+        _system(TREND_ROLE),
         ChatMessage(
             role="user",
             images=[chart],
             content=(
                 f"This chart shows the last {TREND_WINDOW} {timeframe} bars of {symbol} with four "
                 "fitted trendlines: close-based support (blue) and resistance (red), and "
-                "high/low-based support (green, dashed) and resistance (orange, dashed). Does price "
-                "bounce off a line, break through one, or compress between them? Predict the next "
-                "move: up, down or sideways."
+                "high/low-based support (green, dashed) and resistance (orange, dashed). "
+                + TREND_QUESTION
+            ),
+        ),
+    ]
+
+
+def trend_text_messages(
+    symbol: str, timeframe: str, bars: Sequence[Bar], lines: TrendLines
+) -> list[ChatMessage]:
+    """The trend agent's turns for a model without vision: the same question over the four
+    fitted lines as numbers and the bars they were fitted on as a table."""
+    return [
+        _system(TREND_ROLE),
+        ChatMessage(
+            role="user",
+            content=(
+                f"The chart of the last {len(bars)} {timeframe} bars of {symbol} with four fitted "
+                f"trendlines follows as text. {AS_TEXT} {TREND_QUESTION}\n\n"
+                f"{chart_text.trendlines_text(lines, bars)}\n\n{chart_text.bar_table(bars)}"
             ),
         ),
     ]
