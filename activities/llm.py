@@ -41,7 +41,7 @@ from shared.storage.objects import ObjectRef, ObjectStore
 
 OVERFLOW_RESIZES = 2
 """Times a prompt is cut again after the server said it exceeds the context window."""
-OVERFLOW_MARGIN = 0.95
+OVERFLOW_MARGIN = 1.1
 """Cut a little more than the server's count asks: the estimate is not exact per message."""
 REPAIR_TURNS = 2
 """Repair calls after a reply that does not fit its schema, each quoting the exact problems:
@@ -162,13 +162,12 @@ class LlmActivities:
                 counted = server_overflow(error.message)
                 if counted is None or attempt == OVERFLOW_RESIZES:
                     raise
-                # The server counted `prompt` tokens where the estimate said `sent`: scale
-                # the estimate so the server's count leaves room for the reply.
+                # The server counted `prompt` tokens: cut what it found too many, and a
+                # margin for the estimate's error on what remains.
                 prompt, server_window = counted
+                over = prompt - (server_window - reply_tokens)
                 sent = estimated_tokens(messages, request.tools)
-                budget = math.floor(
-                    sent * (server_window - reply_tokens) / prompt * OVERFLOW_MARGIN
-                )
+                budget = min(budget, sent) - math.ceil(over * OVERFLOW_MARGIN)
                 continue
             if cut:
                 activity.logger.info("%s: cut %d characters to fit", request.agent, cut)

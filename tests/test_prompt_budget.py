@@ -48,12 +48,13 @@ def test_tool_results_are_cut_first_oldest_first_and_system_messages_never() -> 
 
     fitted, cut = fit_to_context(messages, budget_tokens=budget, fix="")
 
-    assert estimated_tokens(fitted) <= budget
+    # just enough is cut: within the marker's size of the budget
+    assert budget - 50 <= estimated_tokens(fitted) <= budget
     assert fitted[0] == SYSTEM and fitted[1] == TASK
     assert len(fitted[2].content) < 6000 and fitted[3] == messages[3]
     assert fitted[2].content.startswith("macd:777")
     assert "characters cut to fit the model's context window" in fitted[2].content
-    assert cut >= 3000
+    assert cut == len(messages[2].content) - len(fitted[2].content)
 
 
 def test_cutting_moves_on_to_assistant_then_user_turns_keeping_a_head_of_each() -> None:

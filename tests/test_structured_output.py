@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from temporalio.testing import ActivityEnvironment
 
 import shared.agents
@@ -236,3 +236,24 @@ def test_what_strict_mode_cannot_say_is_refused_with_the_reason(
 ) -> None:
     with pytest.raises(NotStrict, match=why):
         strict_json_schema(schema)
+
+
+@pytest.mark.parametrize(
+    ("written", "read"), [(0.85, 0.85), (1, 1.0), (85, 0.85), (10, 0.10), (100, 1.0)]
+)
+def test_a_confidence_written_as_a_percentage_is_read_as_the_fraction(
+    written: float, read: float
+) -> None:
+    report = TrendReport.model_validate(
+        {"prediction": "up", "price_action": "bounce", "confidence": written, "analysis": "x"}
+    )
+
+    assert report.confidence == pytest.approx(read)
+
+
+@pytest.mark.parametrize("written", [-0.1, 100.5, 250])
+def test_a_confidence_beyond_a_percentage_is_still_refused(written: object) -> None:
+    with pytest.raises(ValidationError, match="confidence"):
+        TrendReport.model_validate(
+            {"prediction": "up", "price_action": "bounce", "confidence": written, "analysis": "x"}
+        )

@@ -11,6 +11,7 @@ import pytest
 
 from shared.llm.clients import complete
 from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, ToolCall, ToolSpec
+from shared.llm.grammar_schema import capped_for_grammar
 from shared.llm.providers import PROVIDERS
 from shared.llm.text_tools import (
     as_text_turns,
@@ -217,7 +218,8 @@ async def test_a_tools_as_text_row_puts_tools_in_the_prompt_and_holds_the_reply_
     ]
     assert body["messages"][3]["content"] == "Result of compute_macd:\nhist +0.4"
     assert body["messages"][-1]["content"] == tools_instruction(TOOLS)
-    assert body["response_format"]["json_schema"]["schema"] == envelope_schema(TOOLS, None)
+    wire_schema = body["response_format"]["json_schema"]["schema"]
+    assert wire_schema == capped_for_grammar(envelope_schema(TOOLS, None))
     assert _names_and_arguments(response.tool_calls) == [("compute_rsi", {"timeperiod": 14})]
     assert response.usage.recovered_tool_calls == 1
 
@@ -245,7 +247,7 @@ async def test_a_tools_as_text_row_with_a_reply_schema_keeps_the_structured_answ
 
     assert json.loads(response.text) == answer
     envelope = server.last_request.body["response_format"]["json_schema"]["schema"]
-    assert envelope["anyOf"][-1] == schema
+    assert envelope["anyOf"][-1] == capped_for_grammar(schema)
 
 
 async def test_a_native_or_text_row_offers_tools_natively_and_recovers_a_fenced_call(

@@ -17,7 +17,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from shared.agents import chart_text
-from shared.agents.schemas import register_schema
+from shared.agents.schemas import Confidence, register_schema
 from shared.llm.contracts import ChatMessage
 from shared.market.bars import Bar
 from shared.storage.objects import ObjectRef
@@ -33,6 +33,7 @@ PATTERN_WINDOW = 40
 TREND_WINDOW = 50
 MIN_RISK_REWARD = 1.2
 MAX_RISK_REWARD = 1.8
+RISK_REWARD_GRID = tuple(round(MIN_RISK_REWARD + step / 10, 1) for step in range(7))
 
 
 class Direction(StrEnum):
@@ -66,7 +67,7 @@ class PatternReport(BaseModel):
 
     pattern: PatternName | None = Field(description="the best-matching classical pattern, or null")
     bias: Bias
-    confidence: float = Field(ge=0, le=1)
+    confidence: Confidence
     analysis: str = Field(min_length=1, description="what in the chart supports it")
 
 
@@ -76,7 +77,7 @@ class TrendReport(BaseModel):
 
     prediction: TrendPrediction
     price_action: PriceAction
-    confidence: float = Field(ge=0, le=1)
+    confidence: Confidence
     analysis: str = Field(min_length=1)
 
 
@@ -87,7 +88,14 @@ class QuantDecision(BaseModel):
     decision: Direction
     forecast_horizon_bars: int = Field(ge=1, le=20, description="bars ahead the call is for")
     justification: str = Field(min_length=20)
-    risk_reward_ratio: float = Field(ge=MIN_RISK_REWARD, le=MAX_RISK_REWARD)
+    risk_reward_ratio: float = Field(
+        ge=MIN_RISK_REWARD,
+        le=MAX_RISK_REWARD,
+        # On the wire a grid the model picks from: grammar engines enforce an enum but
+        # not a float's bounds (see ``Confidence``); validation still takes any value
+        # in the band, so the offline analyst's finer ratios stay valid.
+        json_schema_extra={"enum": list(RISK_REWARD_GRID)},
+    )
 
 
 def _system(role: str) -> ChatMessage:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from enum import StrEnum
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from shared.errors import lookup
 
@@ -26,11 +26,32 @@ class Stance(StrEnum):
     NEUTRAL = "neutral"
 
 
+def _percent_as_fraction(value: object) -> object:
+    """A confidence written as a percentage (85 for 85%) read as the fraction it means.
+
+    Models do this whatever the schema says, small ones most, and grammar-constrained
+    decoding does not stop them: llama.cpp enforces an integer's bounds but not a
+    float's (measured: ``maximum: 1`` let 85 through). Above 100 it stays an error.
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool) and 1 < value <= 100:
+        return value / 100
+    return value
+
+
+Confidence = Annotated[
+    float,
+    Field(ge=0, le=1, description="0 = a guess, 1 = certain"),
+    # after the Field, so the bounds stay in the JSON schema; still runs before them
+    BeforeValidator(_percent_as_fraction),
+]
+"""How sure an agent is, as a fraction (a percentage is read as one)."""
+
+
 class AnalystNote(BaseModel):
     """The generic analyst answer: a stance with its confidence and reasons."""
 
     stance: Stance
-    confidence: float = Field(ge=0, le=1, description="0 = a guess, 1 = certain")
+    confidence: Confidence
     key_points: list[str] = Field(min_length=1, description="the facts behind the stance")
     summary: str = Field(min_length=1)
 

@@ -41,6 +41,10 @@ class StructuredOutput(StrEnum):
     """
 
     JSON_SCHEMA = "json_schema"  # response_format json_schema, strict where the schema allows
+    # json_schema sent whole to a server that compiles it to a grammar (llama.cpp): every
+    # keyword it enforces kept, free strings and lists capped so a looping model closes
+    # its JSON within its reply (shared/llm/grammar_schema.py)
+    GRAMMAR = "grammar"
     TOOL = "tool"  # Anthropic: the schema is a tool the model is made to call
     JSON_OBJECT = "json_object"  # response_format json_object: syntactically valid JSON only
     PROMPT = "prompt"  # nothing on the wire: the schema in the prompt is all
@@ -49,10 +53,12 @@ class StructuredOutput(StrEnum):
 _CHAT_COMPLETIONS_MECHANISMS = frozenset(
     {StructuredOutput.JSON_SCHEMA, StructuredOutput.JSON_OBJECT, StructuredOutput.PROMPT}
 )
+SCHEMA_ON_THE_WIRE = frozenset({StructuredOutput.JSON_SCHEMA, StructuredOutput.GRAMMAR})
+"""The mechanisms that make the server decode only replies of a given schema."""
 # Which mechanisms each wire format can carry.
 _STRUCTURED_BY_CLIENT: dict[ClientKind, frozenset[StructuredOutput]] = {
     ClientKind.OPENAI: _CHAT_COMPLETIONS_MECHANISMS,
-    ClientKind.OPENAI_COMPATIBLE: _CHAT_COMPLETIONS_MECHANISMS,
+    ClientKind.OPENAI_COMPATIBLE: _CHAT_COMPLETIONS_MECHANISMS | {StructuredOutput.GRAMMAR},
     ClientKind.ANTHROPIC: frozenset({StructuredOutput.TOOL, StructuredOutput.PROMPT}),
     ClientKind.OFFLINE: frozenset({StructuredOutput.PROMPT}),
 }
@@ -230,7 +236,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             embedded=True,
             capabilities=Capabilities(
                 vision=False,
-                structured_output=StructuredOutput.JSON_SCHEMA,
+                structured_output=StructuredOutput.GRAMMAR,
                 tool_calls=ToolCalling.TEXT,
                 context_tokens=4096,
             ),

@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field, model_validator
 
-from shared.agents.schemas import Stance, register_schema
+from shared.agents.schemas import Confidence, Stance, register_schema
 
 
 class AnalystKind(StrEnum):
@@ -72,7 +72,7 @@ class AnalystReport(BaseModel):
 
     analyst: AnalystKind = Field(description="which analyst you are (the task says)")
     stance: Stance
-    confidence: float = Field(ge=0, le=1, description="0 = a guess, 1 = certain")
+    confidence: Confidence
     key_points: list[KeyPoint] = Field(min_length=1, description="the facts, most important first")
     report_markdown: str = Field(min_length=1, description="the full report in Markdown")
     critical_abort: CriticalAbort = Field(

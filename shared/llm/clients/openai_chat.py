@@ -25,7 +25,8 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolC
 from shared.llm import text_tools
 from shared.llm.clients.common import SdkErrors, Target, Vendor, unparsed, without_none
 from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage
-from shared.llm.providers import ClientKind, StructuredOutput
+from shared.llm.grammar_schema import capped_for_grammar
+from shared.llm.providers import SCHEMA_ON_THE_WIRE, ClientKind, StructuredOutput
 from shared.llm.strict_schema import NotStrict, strict_json_schema
 
 _MAX_TOKENS_PARAM: dict[ClientKind, str] = {
@@ -46,29 +47,42 @@ def _json_schema_format(schema: dict[str, Any], target: Target) -> dict[str, Any
     }
 
 
+def _grammar_format(schema: dict[str, Any], target: Target) -> dict[str, Any]:
+    """The whole schema, capped, for a server that compiles it to a grammar."""
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": target.wire_schema_name,
+            "schema": capped_for_grammar(schema),
+            "strict": False,
+        },
+    }
+
+
 _RESPONSE_FORMAT: dict[
     StructuredOutput, Callable[[dict[str, Any], Target], dict[str, Any] | None]
 ] = {
     StructuredOutput.JSON_SCHEMA: _json_schema_format,
+    StructuredOutput.GRAMMAR: _grammar_format,
     StructuredOutput.JSON_OBJECT: lambda schema, target: {"type": "json_object"},
     StructuredOutput.PROMPT: lambda schema, target: None,
 }
 
 
 def _constrains_tool_turns(target: Target) -> bool:
-    """Whether a text-tools turn is held to "a call or the answer" by the server's grammar."""
+    """Whether a text-tools turn is held to "a call or the answer" by the server's decoder."""
     mechanism = target.spec.capabilities.structured_output
-    return target.tools_as_text and mechanism is StructuredOutput.JSON_SCHEMA
+    return target.tools_as_text and mechanism in SCHEMA_ON_THE_WIRE
 
 
 def _response_format(target: Target) -> dict[str, Any] | None:
     """How this provider row asks for a reply that fits the schema, if one is wanted."""
+    schema = target.json_schema
     if _constrains_tool_turns(target):
-        envelope = text_tools.envelope_schema(target.tools, target.json_schema)
-        return _json_schema_format(envelope, target)
-    if target.json_schema is None:
+        schema = text_tools.envelope_schema(target.tools, target.json_schema)
+    if schema is None:
         return None
-    return _RESPONSE_FORMAT[target.spec.capabilities.structured_output](target.json_schema, target)
+    return _RESPONSE_FORMAT[target.spec.capabilities.structured_output](schema, target)
 
 
 # -- request ------------------------------------------------------------------
