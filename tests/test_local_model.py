@@ -1,0 +1,156 @@
+"""A real model answers: SmolLM2-135M behind llama.cpp's server, through provider ``llamacpp``.
+
+Nothing here is scripted. The server is the one `quantdesk up` runs (``local_llm_server``),
+the calls go through the ``chat`` activity and the OpenAI SDK, and QuantAgent runs whole
+on the time-skipping Temporal server with real tools, charts and S3. A 135M model is often
+wrong; what is asserted is what the product promises about any model: its reply fits our
+schema, its tool calls come back usable, and the run ends with a decision.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
+
+from activities.charts import ChartActivities
+from activities.llm import LlmActivities
+from activities.market import MARKET_ACTIVITIES
+from activities.tools import run_tool_activity
+from shared.agents import quantagent as qa
+from shared.config import Settings, load_settings
+from shared.llm.contracts import ChatMessage, ChatRequest
+from shared.llm.providers import QUEUE_COMPATIBLE
+from shared.market.sources import BundledSource
+from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+from shared.ta.trend_summary import summarize_trendlines
+from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
+from shared.tools.registry import tool_specs
+from tests.local_llm import LocalLlmServer
+from workers.main import WorkerPlan, build_worker
+from workflows.quantagent import QuantAgentResult, QuantAgentWorkflow
+
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.slow]
+QUEUE = "test-local-model"
+
+
+def _settings(server: LocalLlmServer, **extra: object) -> Settings:
+    return load_settings(llamacpp={"base_url": server.url}, **extra)
+
+
+def _chat(server: LocalLlmServer) -> LlmActivities:
+    return LlmActivities(_settings(server), QUEUE_COMPATIBLE)
+
+
+def _request(*messages: ChatMessage, **fields: object) -> ChatRequest:
+    # temperature 0: the same build of the same model answers the same way
+    return ChatRequest(
+        agent="test_agent",
+        provider="llamacpp",
+        messages=list(messages),
+        temperature=0,
+        **fields,
+    )
+
+
+async def test_the_local_model_chats(local_llm_server: LocalLlmServer) -> None:
+    request = _request(ChatMessage(role="user", content="Name one US stock index."))
+
+    response = await ActivityEnvironment().run(_chat(local_llm_server).chat, request)
+
+    assert response.text.strip()
+    assert response.provider == "llamacpp" and response.model == "local"
+    assert response.usage.input_tokens > 5 and response.usage.output_tokens > 0
+
+
+async def test_a_structured_reply_comes_back_valid_for_our_schema(
+    local_llm_server: LocalLlmServer,
+) -> None:
+    bars = BundledSource().read("GOOG", "1d", lookback=qa.TREND_WINDOW)
+    lines = summarize_trendlines(
+        [bar.high for bar in bars], [bar.low for bar in bars], [bar.close for bar in bars]
+    )
+    messages = qa.trend_text_messages("GOOG", "1d", bars, lines)
+    request = _request(*messages, response_schema="TrendReport", max_tokens=300)
+
+    response = await ActivityEnvironment().run(_chat(local_llm_server).chat, request)
+
+    assert response.structured is not None
+    report = qa.TrendReport.model_validate(response.structured)
+    assert 0 <= report.confidence <= 1 and report.analysis
+
+
+async def test_a_tool_call_the_model_writes_as_text_is_recovered(
+    local_llm_server: LocalLlmServer,
+) -> None:
+    tools = tool_specs(INDICATOR_TOOL_NAMES, fixed=["bars"])
+    messages = qa.indicator_messages("GOOG", "1d", 100, "2012-06-01T00:00:00+00:00")
+    request = _request(*messages, tools=tools, max_tokens=200)
+
+    response = await ActivityEnvironment().run(_chat(local_llm_server).chat, request)
+
+    assert response.tool_calls, f"no call recovered from {response.text!r}"
+    assert {call.name for call in response.tool_calls} <= set(INDICATOR_TOOL_NAMES)
+    assert response.usage.recovered_tool_calls == len(response.tool_calls)
+    assert all(call.unparsed_arguments is None for call in response.tool_calls)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def workers(
+    ts_env: WorkflowEnvironment, s3_settings: Settings, local_llm_server: LocalLlmServer
+) -> AsyncIterator[None]:
+    settings = _settings(
+        local_llm_server, data_dir=s3_settings.data_dir, s3=s3_settings.s3.model_dump()
+    )
+    charts = ChartActivities(settings=s3_settings)
+    plans = [
+        WorkerPlan(queue=QUEUE, workflows=[QuantAgentWorkflow]),
+        WorkerPlan(
+            queue=TOOLS_QUEUE, activities=[run_tool_activity, *MARKET_ACTIVITIES], threads=True
+        ),
+        WorkerPlan(
+            queue=CHARTS_QUEUE,
+            activities=[charts.render_pattern_chart, charts.render_trend_chart],
+            threads=True,
+        ),
+        WorkerPlan(
+            queue=QUEUE_COMPATIBLE, activities=[LlmActivities(settings, QUEUE_COMPATIBLE).chat]
+        ),
+    ]
+    running = [build_worker(ts_env.client, plan) for plan in plans]
+    for worker in running:
+        await worker.__aenter__()
+    yield
+    for worker in running:
+        await worker.__aexit__(None, None, None)
+
+
+@pytest.mark.timeout(900)
+async def test_quantagent_decides_through_the_local_model_end_to_end(
+    ts_env: WorkflowEnvironment, workers: None
+) -> None:
+    result = await ts_env.client.execute_workflow(
+        "QuantAgent",
+        {
+            "symbol": "GOOG",
+            "timeframe": "1d",
+            "as_of": "2012-06-01T00:00:00Z",
+            "lookback": qa.TREND_WINDOW + 10,
+            "llm": {"provider": "llamacpp"},
+        },
+        id=f"qa-local-{uuid.uuid4()}",
+        task_queue=QUEUE,
+        result_type=QuantAgentResult,
+    )
+
+    assert result.decision.decision in set(qa.Direction)
+    assert result.chart_input == "text"
+    indicator = result.usage.by_agent[qa.INDICATOR_AGENT]
+    # the indicator agent's tool loop really ran: its calls came back as text
+    assert indicator.recovered_tool_calls >= 1
+    assert result.latest_indicators, "no indicator tool answered"
+    assert result.usage.total.calls >= 4
+    assert result.usage.total.cost_usd == 0
