@@ -276,3 +276,42 @@ async def test_a_native_row_never_reads_calls_from_text(server: FakeLlmServer) -
 
     assert response.tool_calls == []
     assert response.text == text
+
+
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, list):
+        return [ref for item in node for ref in _refs(item)]
+    if not isinstance(node, dict):
+        return []
+    own = [node["$ref"]] if "$ref" in node else []
+    return own + [ref for value in node.values() for ref in _refs(value)]
+
+
+def test_the_envelopes_refs_resolve_from_its_root_and_clashing_names_are_kept_apart() -> None:
+    from shared.agents.pipeline.schemas import AnalystReport
+    from shared.tools.registry import tool_specs
+
+    tools = tool_specs(["get_ohlcv"], fixed=["symbol"])
+    answer = AnalystReport.model_json_schema()
+    clash = ToolSpec(
+        name="pick",
+        description="A tool whose own Stance means something else.",
+        parameters={
+            "type": "object",
+            "properties": {"stance": {"$ref": "#/$defs/Stance"}},
+            "$defs": {"Stance": {"type": "string", "enum": ["up", "down"]}},
+        },
+    )
+
+    envelope = envelope_schema([*tools, clash], answer)
+
+    assert all("$defs" not in branch for branch in envelope["anyOf"])
+    for ref in _refs(envelope):
+        assert ref.removeprefix("#/$defs/") in envelope["$defs"], ref
+    # the first to name Stance keeps the name; the answer's own Stance is renamed with its refs
+    assert envelope["anyOf"][-2]["properties"]["arguments"]["properties"]["stance"] == {
+        "$ref": "#/$defs/Stance"
+    }
+    assert envelope["$defs"]["Stance"]["enum"] == ["up", "down"]
+    assert envelope["$defs"]["Stance_"] == answer["$defs"]["Stance"]
+    assert "#/$defs/Stance_" in _refs(envelope["anyOf"][-1]) + _refs(envelope["$defs"])

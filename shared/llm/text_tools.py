@@ -79,7 +79,11 @@ def envelope_schema(
     tools: Sequence[ToolSpec], answer_schema: dict[str, Any] | None
 ) -> dict[str, Any]:
     """One call of an offered tool with arguments of its schema, or the answer: the reply's
-    schema when one is asked for, else an object with the answer's text."""
+    schema when one is asked for, else an object with the answer's text.
+
+    Each branch's ``$defs`` move to the envelope's root, where its refs point:
+    a ``$ref`` resolves from the document's root, not from the branch.
+    """
     answer = answer_schema or {
         "type": "object",
         "properties": {ANSWER_FIELD: {"type": "string"}},
@@ -95,7 +99,47 @@ def envelope_schema(
         }
         for tool in tools
     ]
-    return {"anyOf": [*calls, answer]}
+    definitions: dict[str, Any] = {}
+    branches = [_hoisted(branch, definitions) for branch in (*calls, answer)]
+    envelope: dict[str, Any] = {"anyOf": branches}
+    return envelope | ({"$defs": definitions} if definitions else {})
+
+
+def _hoisted(branch: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
+    """``branch`` without the ``$defs`` it held anywhere, which join ``definitions``; a name
+    already taken by another definition is renamed, with this branch's refs."""
+    found: dict[str, Any] = {}
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, list):
+            return [strip(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        found.update(node.get("$defs", {}))
+        return {key: strip(value) for key, value in node.items() if key != "$defs"}
+
+    stripped = strip(branch)
+    names = {}
+    for name, definition in found.items():
+        unique = name
+        while unique in definitions and definitions[unique] != definition:
+            unique = f"{unique}_"
+        names[name] = unique
+    renames = {f"#/$defs/{old}": f"#/$defs/{new}" for old, new in names.items() if old != new}
+    for name, definition in found.items():
+        definitions[names[name]] = _renamed(definition, renames)
+    return _renamed(stripped, renames)
+
+
+def _renamed(node: Any, renames: dict[str, str]) -> Any:
+    if isinstance(node, list):
+        return [_renamed(item, renames) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        key: renames.get(value, value) if key == "$ref" else _renamed(value, renames)
+        for key, value in node.items()
+    }
 
 
 def unwrapped_answer(text: str) -> str:
