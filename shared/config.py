@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.data.contracts import DataKind
@@ -196,6 +196,22 @@ class Settings(BaseSettings):
         description='USD per million tokens per model, JSON like {"gpt-4.1": {"input": 2, '
         '"output": 8}}, merged over the defaults',
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _over_provider_defaults(cls, data: object) -> object:
+        """A provider block given in part (one variable, a dict) keeps the rest of its own
+        defaults: without this, setting QUANTDESK_LLAMACPP__BASE_URL alone would reset the
+        local model's 900 s timeout and single slot to the generic 120 s and 8."""
+        if not isinstance(data, dict):
+            return data
+        merged = dict(data)
+        for name, given in data.items():
+            field = cls.model_fields.get(name)
+            default = field.default if field is not None else None
+            if isinstance(given, dict) and isinstance(default, ProviderSettings):
+                merged[name] = {**default.model_dump(exclude_unset=True), **given}
+        return merged
 
     @field_validator("prices", mode="after")
     @classmethod

@@ -87,3 +87,35 @@ def test_missing_s3_credentials_say_how_to_get_them(tmp_path: object) -> None:
 
     with pytest.raises(ConfigError, match="quantdesk up"):
         settings.s3_credentials()
+
+
+def test_a_provider_block_given_in_part_keeps_its_own_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("QUANTDESK_LLAMACPP__BASE_URL", "http://127.0.0.1:9999/v1")
+    monkeypatch.setenv("QUANTDESK_OFFLINE__TIMEOUT_SECONDS", "30")
+
+    settings = load_settings(ollama={"base_url": "http://127.0.0.1:11434/v1"})
+
+    assert settings.llamacpp.base_url == "http://127.0.0.1:9999/v1"
+    assert (settings.llamacpp.timeout_seconds, settings.llamacpp.max_concurrent) == (900, 1)
+    assert settings.ollama.max_concurrent == 2
+    assert settings.offline.timeout_seconds == 30
+    assert (settings.offline.max_concurrent, settings.offline.requests_per_second) == (16, 1000)
+
+
+def test_the_embedded_model_serves_llamacpp_unless_a_url_is_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = PROVIDERS["llamacpp"]
+    monkeypatch.delenv("LLAMACPP_BASE_URL", raising=False)
+    embedded = load_settings(local_llm={"port": 8499, "context_tokens": 8192})
+
+    assert embedded.base_url(spec) == "http://127.0.0.1:8499/v1"
+    assert embedded.context_tokens(spec) == 8192
+    monkeypatch.setenv("LLAMACPP_BASE_URL", "http://gpu-box:8080/v1")
+    elsewhere = load_settings(local_llm={"context_tokens": 8192})
+    assert elsewhere.base_url(spec) == "http://gpu-box:8080/v1"
+    assert elsewhere.context_tokens(spec) == spec.capabilities.context_tokens
+    assert load_settings(llamacpp={"context_tokens": 2048}).context_tokens(spec) == 2048
+    assert load_settings().context_tokens(PROVIDERS["openai"]) is None

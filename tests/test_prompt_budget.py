@@ -66,7 +66,7 @@ def test_cutting_moves_on_to_assistant_then_user_turns_keeping_a_head_of_each() 
     fitted, _ = fit_to_context(messages, budget_tokens=budget, fix="")
 
     assert estimated_tokens(fitted) <= budget
-    assert len(fitted[3].content) <= KEPT_CHARS + 100
+    assert len(fitted[3].content) <= KEPT_CHARS["tool"] + 100
     assert len(fitted[2].content) < len(long_reply.content)
     assert fitted[1].content.startswith("Read this digest.")
 

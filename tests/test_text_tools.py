@@ -148,12 +148,23 @@ def test_the_envelope_allows_one_call_per_offered_tool_or_the_answer() -> None:
     assert unwrapped_answer("plain") == "plain"
 
 
-def test_the_instruction_names_every_tool_with_its_arguments_schema() -> None:
-    text = tools_instruction(TOOLS)
+def test_the_instruction_names_every_tool_with_its_arguments_schema_untitled() -> None:
+    titled = ToolSpec(
+        name="search_news",
+        description="News about a company.",
+        parameters={
+            "type": "object",
+            "title": "SearchNewsArguments",
+            "properties": {"title": {"type": "string", "title": "Title"}},
+        },
+    )
+
+    text = tools_instruction([*TOOLS, titled])
 
     for tool in TOOLS:
         assert f"- {tool.name}: {tool.description}" in text
         assert json.dumps(tool.parameters) in text
+    assert '{"type": "object", "properties": {"title": {"type": "string"}}}' in text
 
 
 # -- on the wire ------------------------------------------------------------------------

@@ -28,9 +28,10 @@ LETTERS_PER_TOKEN = 4.5
 """Letters and spaces per token in English prose, for common BPE vocabularies."""
 MESSAGE_OVERHEAD_TOKENS = 8
 """The chat template's role markers around each message."""
-KEPT_CHARS = 400
-"""What a cut message keeps at least: enough to say what it was."""
-_CUT_ORDER = ("tool", "assistant", "user")
+KEPT_CHARS = {"tool": 240, "assistant": 300, "user": 400}
+"""What a cut message keeps at least, by role: enough to say what it was. A tool result's
+head names the tool and its parameters and its tail holds the latest values (measured on
+the indicator tools: 240 characters keep both), so five of them fit a 4k window."""
 _SERVER_OVERFLOW = re.compile(r"\((\d+) tokens\) exceeds the available context size \((\d+) tokens")
 
 
@@ -75,25 +76,26 @@ def fit_to_context(
     fitted = list(messages)
     excess = estimated_tokens(fitted, tools) - budget_tokens
     cut_total = 0
-    for role in _CUT_ORDER:
+    for role, kept in KEPT_CHARS.items():
         for index, message in enumerate(fitted):
             if excess <= 0:
                 return fitted, cut_total
-            if message.role != role or len(message.content) <= KEPT_CHARS:
+            if message.role != role or len(message.content) <= kept:
                 continue
             # Cut at this message's own density of tokens per character, and make room
             # for the marker saying so.
             density = text_tokens(message.content) / len(message.content)
             wanted = math.ceil((excess + _MARKER_TOKENS) / density)
-            cut = min(wanted, len(message.content) - KEPT_CHARS)
-            fitted[index] = message.model_copy(update={"content": _excerpt(message.content, cut)})
+            cut = min(wanted, len(message.content) - kept)
+            excerpt = _excerpt(message.content, cut, kept)
+            fitted[index] = message.model_copy(update={"content": excerpt})
             cut_total += len(message.content) - len(fitted[index].content)
             excess = estimated_tokens(fitted, tools) - budget_tokens
     if excess > 0:
         raise PromptTooLong(
             "messages",
             f"the prompt needs at least {budget_tokens + excess} tokens with every message cut "
-            f"to {KEPT_CHARS} characters, but {budget_tokens} are available",
+            f"to its minimum, but {budget_tokens} are available",
             fix=fix,
         )
     return fitted, cut_total
@@ -106,10 +108,10 @@ def _marker(removed: int) -> str:
 _MARKER_TOKENS = math.ceil(text_tokens(_marker(10**6)))
 
 
-def _excerpt(content: str, cut: int) -> str:
-    """``content`` without ``cut`` characters from its middle (two thirds of what is kept
-    come from the head, where tables and reports state what they hold)."""
-    keep = max(len(content) - cut, KEPT_CHARS)
+def _excerpt(content: str, cut: int, kept: int) -> str:
+    """``content`` without ``cut`` characters from its middle, keeping at least ``kept`` (two
+    thirds from the head, where tables and reports state what they hold)."""
+    keep = max(len(content) - cut, kept)
     head = keep * 2 // 3
     tail = keep - head
     return content[:head] + _marker(len(content) - keep) + content[len(content) - tail :]

@@ -38,7 +38,7 @@ _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 def tools_instruction(tools: Sequence[ToolSpec]) -> str:
     """The system message that offers ``tools`` to a model that takes them as text."""
     listed = "\n".join(
-        f"- {tool.name}: {tool.description}\n  arguments: {json.dumps(tool.parameters)}"
+        f"- {tool.name}: {tool.description}\n  arguments: {json.dumps(_untitled(tool.parameters))}"
         for tool in tools
     )
     return (
@@ -49,6 +49,21 @@ def tools_instruction(tools: Sequence[ToolSpec]) -> str:
         "You will get its result in the next message. When you have the data you need, "
         "give your answer instead of a tool call."
     )
+
+
+def _untitled(schema: Any) -> Any:
+    """A schema without pydantic's ``title`` keywords: they repeat the property names, and a
+    small model's context has no room for that. (A property named ``title`` has a schema,
+    not a string, for its value, so it stays.)"""
+    if isinstance(schema, list):
+        return [_untitled(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: _untitled(value)
+        for key, value in schema.items()
+        if not (key == "title" and isinstance(value, str))
+    }
 
 
 def call_text(call: ToolCall) -> str:
