@@ -192,9 +192,9 @@ def install_command(
     with fail_on_quantdesk_errors():
         folder = directory or models_dir(load_settings())
         target = install_model(name, folder.resolve(), say=progress.print)
-    console.print(f"installed {target}", highlight=False, soft_wrap=True)
+    console.print(f"installed {target}", highlight=False, soft_wrap=True, markup=False)
     console.print("Put this line in .env (or export it), then `quantdesk up`:")
-    console.print(f"{MODEL_SETTING}={target}", highlight=False, soft_wrap=True)
+    console.print(f"{MODEL_SETTING}={target}", highlight=False, soft_wrap=True, markup=False)
 
 
 @model_app.command("list")
