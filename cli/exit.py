@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import NoReturn
 
 from rich.console import Console
+from rich.markup import escape
 
 from shared.errors import QuantdeskError
 
@@ -34,5 +35,8 @@ def fail_on_quantdesk_errors() -> Iterator[None]:
     try:
         yield
     except QuantdeskError as error:
-        ERROR_CONSOLE.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+        # Escaped: a message may hold brackets (`pip install 'quantdesk[local-llm]'`).
+        ERROR_CONSOLE.print(
+            f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True
+        )
         finish(1)

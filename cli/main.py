@@ -9,6 +9,7 @@ import typer
 from cli.backtest import register as register_backtest
 from cli.evaluate import eval_app
 from cli.exit import fail_on_quantdesk_errors, finish
+from cli.model import model_app
 from cli.portfolio import portfolio_app
 from cli.portfolio import register as register_approval
 from cli.report import register as register_report_command
@@ -44,6 +45,7 @@ app.add_typer(run_app, name="run")
 app.add_typer(schedule_app, name="schedule")
 app.add_typer(eval_app, name="eval")
 app.add_typer(portfolio_app, name="portfolio")
+app.add_typer(model_app, name="model")
 
 
 @app.command()
@@ -64,6 +66,16 @@ def worker(
             await run_worker(client, WorkerRole(role), settings)
 
         asyncio.run(main())
+    finish(0)
+
+
+@app.command("local-llm")
+def local_llm() -> None:
+    """Serve the GGUF model of QUANTDESK_LOCAL_LLM__MODEL on loopback until SIGTERM (`up` runs it)."""
+    from cli.stack.local_llm import serve
+
+    with fail_on_quantdesk_errors():
+        serve(load_settings(), say=lambda line: print(line, flush=True))
     finish(0)
 
 

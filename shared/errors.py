@@ -136,6 +136,11 @@ class VendorFailure(QuantdeskError):
     retryable = True
 
 
+class ModelInstallError(QuantdeskError):
+    """A model file could not be fetched, or was not the file its catalogue row names;
+    nothing was installed."""
+
+
 def lookup(table: Mapping[str, T], name: str, *, field: str, what: str) -> T:
     """``table[name]``, or an ``InvalidInput`` on ``field`` listing the known names."""
     try:

@@ -3,6 +3,9 @@
 - ``s3_settings``: SeaweedFS S3 (`weed mini`) with generated credentials and buckets.
 - ``ts_env``: Temporal's time-skipping test server (timers jump, so no test sleeps).
 - ``dev_env``: the Temporal dev server, as `quantdesk up` runs it.
+- ``local_llm_server``: SmolLM2-135M behind llama.cpp's server (`quantdesk local-llm`),
+  as `quantdesk up` runs it; a ``LocalLlmServer`` (``url`` = the OpenAI-compatible base
+  URL ``http://127.0.0.1:<port>/v1``, ``model`` = the GGUF path, ``settings``).
 
 The session ends through ``os._exit`` with pytest's own status: a process that
 used a temporalio client can otherwise abort at exit (sdk-python #300).
@@ -20,6 +23,7 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
 from shared.config import Settings
+from tests.local_llm import LocalLlmServer, local_llm_for_tests
 from tests.servers import s3_for_tests, start_dev_server, start_time_skipping
 
 _EXIT_STATUS: list[int] = []
@@ -36,6 +40,14 @@ def s3_settings(session_dir: Path) -> Iterator[Settings]:
     """Settings reaching a real S3 server with the buckets created."""
     with s3_for_tests(session_dir / "s3data") as settings:
         yield settings
+
+
+@pytest.fixture(scope="session")
+def local_llm_server(session_dir: Path) -> Iterator[LocalLlmServer]:
+    """The real llama.cpp server with SmolLM2-135M (model ``local``, 4096-token context),
+    on a free loopback port; the model is cached across runs (tests/local_llm.py)."""
+    with local_llm_for_tests(session_dir / "local-llm") as server:
+        yield server
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

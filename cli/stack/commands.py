@@ -91,6 +91,11 @@ def _show_endpoints(settings: Settings) -> None:
     )
     scheme = "https" if settings.s3.secure else "http"
     console.print(f"S3               {scheme}://{settings.s3.endpoint}", highlight=False)
+    if settings.local_llm.model is not None:
+        console.print(
+            f"Local LLM        {settings.local_llm.url} ({settings.local_llm.model})",
+            highlight=False,
+        )
     console.print(f"Logs             {(settings.data_dir / 'logs').resolve()}", highlight=False)
 
 

@@ -7,7 +7,8 @@ mean the same thing in both. A worker is healthy only when the server lists a
 poller on its task queue whose identity names the worker's pid: a poller of a
 killed predecessor lingers in the list for minutes and must not count. The S3
 server is healthy only when a probe object round-trips in every bucket
-(``cli.stack.storage_probe``).
+(``cli.stack.storage_probe``). The local model server (``cli.stack.local_llm``)
+is part of the plan only when a model is configured.
 """
 
 from __future__ import annotations
@@ -26,7 +27,20 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, Describe
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from cli.stack.servers import LOOPBACK, ServerLaunch, http_answers, s3_server, temporal_dev_server
+from cli.stack.local_llm import (
+    LOCAL_LLM,
+    LOCAL_LLM_HEALTH_TIMEOUT,
+    health_problem,
+    local_llm_server,
+)
+from cli.stack.servers import (
+    LOOPBACK,
+    ServerLaunch,
+    http_answers,
+    s3_server,
+    section_env,
+    temporal_dev_server,
+)
 from cli.stack.storage_probe import round_trip_problem
 from shared.config import ENV_PREFIX, Settings, TaskQueues
 from shared.errors import QuantdeskError
@@ -61,8 +75,9 @@ ROLE_QUEUES: dict[WorkerRole, Callable[[TaskQueues], str]] = {
     WorkerRole.CHARTS: lambda queues: CHARTS_QUEUE,
 }
 # Workers are told these sections explicitly, so they poll exactly the cluster and
-# queues their health checks look at, even when `up` got settings from code.
-WORKER_SETTING_SECTIONS = ("temporal", "queues")
+# queues their health checks look at, and reach the local model where `up` serves
+# it, even when `up` got settings from code.
+WORKER_SETTING_SECTIONS = ("temporal", "queues", "local_llm")
 
 
 @dataclass(frozen=True)
@@ -192,8 +207,7 @@ def worker_env(settings: Settings) -> dict[str, str]:
     """Variables that make a worker agree with the supervisor on data dir, cluster and queues."""
     env = {f"{ENV_PREFIX}DATA_DIR": str(settings.data_dir.resolve())}
     for section in WORKER_SETTING_SECTIONS:
-        for key, value in getattr(settings, section).model_dump().items():
-            env[f"{ENV_PREFIX}{section.upper()}__{key.upper()}"] = str(value)
+        env |= section_env(settings, section)
     return env
 
 
@@ -222,6 +236,16 @@ def _s3(settings: Settings) -> Component:
     return Component("s3", settings.s3.endpoint, lambda _pid: _s3_problem(settings), launch)
 
 
+def _local_llm(settings: Settings) -> Component:
+    return Component(
+        LOCAL_LLM,
+        f"{LOOPBACK}:{settings.local_llm.port}",
+        lambda _pid: health_problem(settings),
+        lambda: local_llm_server(settings),
+        LOCAL_LLM_HEALTH_TIMEOUT,
+    )
+
+
 def _worker(settings: Settings, role: WorkerRole, probe: TemporalProbe) -> Component:
     queue = queue_of(role, settings)
     return Component(
@@ -237,4 +261,6 @@ def _worker(settings: Settings, role: WorkerRole, probe: TemporalProbe) -> Compo
 def plan(settings: Settings, roles: Sequence[WorkerRole], probe: TemporalProbe) -> list[Component]:
     """Servers first (workers need them), then one worker per role."""
     servers = [_temporal(settings, probe), _s3(settings)]
+    if settings.local_llm.model is not None:
+        servers.append(_local_llm(settings))
     return servers + [_worker(settings, role, probe) for role in roles]

@@ -108,6 +108,18 @@ def check_ports_free(launch: ServerLaunch) -> None:
             )
 
 
+def section_env(settings: Settings, section: str) -> dict[str, str]:
+    """The ``QUANTDESK_<SECTION>__<FIELD>`` variables that give a process ``section`` as set.
+
+    An unset field stays unset: "None" would be read back as a value."""
+    values = getattr(settings, section).model_dump()
+    return {
+        f"{ENV_PREFIX}{section.upper()}__{key.upper()}": str(value)
+        for key, value in values.items()
+        if value is not None
+    }
+
+
 def temporal_dev_server(settings: Settings, search_attributes: dict[str, str]) -> ServerLaunch:
     """The dev server with a SQLite file in the data dir, so runs survive a restart."""
     data_dir = settings.data_dir.resolve()
