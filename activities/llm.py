@@ -144,16 +144,21 @@ class LlmActivities:
         """Send ``request`` cut to fit a context window of ``window`` tokens, with room for the
         reply; a server that still finds it too long says by how much, and it is cut again."""
         reply_tokens = request.max_tokens or self.settings.provider(spec.name).reply_tokens
+        setting = self.settings.context_setting(spec)
         fix = (
-            f"Give {model!r} a larger context window (QUANTDESK_LOCAL_LLM__CONTEXT_TOKENS for the "
-            f"embedded server, else {ENV_PREFIX}{spec.name.upper()}__CONTEXT_TOKENS), or a "
-            f"smaller reply reserve ({ENV_PREFIX}{spec.name.upper()}__REPLY_TOKENS, now "
-            f"{reply_tokens})."
+            f"Give {model!r} a larger context window ({setting}, now {window}; the server's "
+            f"own limit too) or a smaller reply reserve ({ENV_PREFIX}{spec.name.upper()}"
+            f"__REPLY_TOKENS, now {reply_tokens}) on the {self.queue} worker, restart it, "
+            "then resume the run."
         )
         budget = window - reply_tokens
         for attempt in range(OVERFLOW_RESIZES + 1):
             messages, cut = fit_to_context(
-                request.messages, budget_tokens=budget, tools=request.tools, fix=fix
+                request.messages,
+                budget_tokens=budget,
+                tools=request.tools,
+                setting=setting,
+                fix=fix,
             )
             sized = request.model_copy(update={"messages": messages, "max_tokens": reply_tokens})
             try:

@@ -269,6 +269,14 @@ class Settings(BaseSettings):
             raise ConfigError(f"{ENV_PREFIX}{name.upper()}", "no settings for this provider")
         return value
 
+    def context_setting(self, spec: ProviderSpec) -> str:
+        """The variable that sets ``spec``'s context window, as ``context_tokens`` reads it."""
+        if self.provider(spec.name).context_tokens is None and (
+            spec.embedded and not self._url_configured(spec)
+        ):
+            return f"{ENV_PREFIX}LOCAL_LLM__CONTEXT_TOKENS"
+        return f"{ENV_PREFIX}{spec.name.upper()}__CONTEXT_TOKENS"
+
     def context_tokens(self, spec: ProviderSpec) -> int | None:
         """The context window to plan prompts for: the setting, the embedded server's, the row's."""
         own = self.provider(spec.name).context_tokens

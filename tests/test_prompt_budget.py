@@ -37,7 +37,7 @@ def _tool(name: str, chars: int) -> ChatMessage:
 def test_a_prompt_that_fits_is_sent_as_it_is() -> None:
     messages = [SYSTEM, TASK, _tool("rsi", 500)]
 
-    fitted, cut = fit_to_context(messages, budget_tokens=10_000, fix="")
+    fitted, cut = fit_to_context(messages, budget_tokens=10_000, setting="S", fix="")
 
     assert fitted == messages and cut == 0
 
@@ -46,7 +46,7 @@ def test_tool_results_are_cut_first_oldest_first_and_system_messages_never() -> 
     messages = [SYSTEM, TASK, _tool("macd", 6000), _tool("rsi", 6000)]
     budget = estimated_tokens(messages) - 1000
 
-    fitted, cut = fit_to_context(messages, budget_tokens=budget, fix="")
+    fitted, cut = fit_to_context(messages, budget_tokens=budget, setting="S", fix="")
 
     # just enough is cut: within the marker's size of the budget
     assert budget - 50 <= estimated_tokens(fitted) <= budget
@@ -63,7 +63,7 @@ def test_cutting_moves_on_to_assistant_then_user_turns_keeping_a_head_of_each() 
     messages = [SYSTEM, long_task, long_reply, _tool("rsi", 2000)]
     budget = estimated_tokens(messages) - 2000
 
-    fitted, _ = fit_to_context(messages, budget_tokens=budget, fix="")
+    fitted, _ = fit_to_context(messages, budget_tokens=budget, setting="S", fix="")
 
     assert estimated_tokens(fitted) <= budget
     assert len(fitted[3].content) <= KEPT_CHARS["tool"] + 100
@@ -75,10 +75,13 @@ def test_a_prompt_that_cannot_fit_names_the_numbers_and_the_fix() -> None:
     messages = [SYSTEM, TASK, _tool("rsi", 4000)]
 
     with pytest.raises(PromptTooLong) as caught:
-        fit_to_context(messages, budget_tokens=50, fix="Raise QUANTDESK_LOCAL_LLM__CONTEXT_TOKENS.")
+        fit_to_context(
+            messages, budget_tokens=50, setting="QUANTDESK_X__CONTEXT_TOKENS", fix="Raise it."
+        )
 
     assert "50 are available" in caught.value.message
-    assert caught.value.fix == "Raise QUANTDESK_LOCAL_LLM__CONTEXT_TOKENS."
+    assert caught.value.setting == "QUANTDESK_X__CONTEXT_TOKENS"
+    assert caught.value.fix == "Raise it."
 
 
 def test_the_servers_overflow_refusal_says_how_much_smaller() -> None:
@@ -151,7 +154,8 @@ async def test_a_prompt_that_cannot_fit_fails_without_retry_and_without_a_call(
         await ActivityEnvironment().run(activities.chat, _request(huge_system, TASK))
 
     assert caught.value.non_retryable
-    assert "CONTEXT_TOKENS" in str(caught.value)
+    assert caught.value.type == "PromptTooLong"  # a run waits for resume (RESUMABLE_FAILURES)
+    assert "QUANTDESK_LLAMACPP__CONTEXT_TOKENS, now 1024" in str(caught.value)
     assert fake.requests == []
 
 

@@ -45,7 +45,9 @@ BAD_REPLY = "StructuredOutputError"
 """The ``chat`` failure of a reply that stayed invalid after its repair turns. A step the
 graph can do without is recorded as missing instead of parked (``chat(optional=True)``)."""
 
-RESUMABLE_FAILURES: frozenset[str] = frozenset({"ProviderError", "ConfigError", BAD_REPLY})
+RESUMABLE_FAILURES: frozenset[str] = frozenset(
+    {"ProviderError", "ConfigError", "PromptTooLong", BAD_REPLY}
+)
 """Failure types of the ``chat`` activity that only a change of settings (or a new try) can fix."""
 CHILD_WAITS = "child_waits"
 WAITS_REPORTED_PATCH = "waits-reported-to-parent"

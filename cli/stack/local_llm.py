@@ -141,6 +141,7 @@ def server_params(xllamacpp: ModuleType, settings: Settings, model: Path) -> Any
     params.offline = True
     params.ui = False
     params.endpoint_slots = True  # `_await_main_loop` asks it
+    params.endpoint_metrics = True  # token counts and speeds, read by bench_local_model
     # No Access-Control-Allow-Origin: a web page cannot call the model from a browser.
     params.cors_origins = ""
     return params

@@ -21,7 +21,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from shared.errors import InvalidInput
+from shared.errors import ConfigError
 from shared.llm.contracts import ChatMessage, ToolSpec
 
 LETTERS_PER_TOKEN = 4.5
@@ -35,8 +35,9 @@ the indicator tools: 240 characters keep both), so five of them fit a 4k window.
 _SERVER_OVERFLOW = re.compile(r"\((\d+) tokens\) exceeds the available context size \((\d+) tokens")
 
 
-class PromptTooLong(InvalidInput):
-    """Even cut to the minimum, the prompt does not fit the model's context window."""
+class PromptTooLong(ConfigError):
+    """Even cut to the minimum, the prompt does not fit the model's context window: a setting
+    (the window, the reply's reserve) has to change, so a run waits for ``resume``."""
 
 
 def text_tokens(text: str) -> float:
@@ -66,11 +67,12 @@ def fit_to_context(
     *,
     budget_tokens: int,
     tools: Sequence[ToolSpec] = (),
+    setting: str,
     fix: str,
 ) -> tuple[list[ChatMessage], int]:
     """``messages`` cut to fit ``budget_tokens``, and how many characters were cut.
 
-    Raises ``PromptTooLong`` (with ``fix``) when cutting every message that may be cut
+    Raises ``PromptTooLong`` (naming ``setting``, with ``fix``) when cutting every message that may be cut
     down to ``KEPT_CHARS`` is still not enough.
     """
     fitted = list(messages)
@@ -93,7 +95,7 @@ def fit_to_context(
             excess = estimated_tokens(fitted, tools) - budget_tokens
     if excess > 0:
         raise PromptTooLong(
-            "messages",
+            setting,
             f"the prompt needs at least {budget_tokens + excess} tokens with every message cut "
             f"to its minimum, but {budget_tokens} are available",
             fix=fix,
