@@ -102,6 +102,30 @@ async def running_workers(client: Client, plans: list[WorkerPlan]) -> AsyncItera
         yield
 
 
+def quantagent_plans(queue: str, settings: Settings, llm_queue: str) -> list[WorkerPlan]:
+    """Everything a QuantAgent run needs on its own queues: the workflow on ``queue``, the
+    tools and market activities, the charts, and the chat activity of ``llm_queue``."""
+    from activities.charts import ChartActivities
+    from activities.llm import LlmActivities
+    from activities.market import MARKET_ACTIVITIES
+    from activities.tools import run_tool_activity
+    from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+    from workflows.quantagent import QuantAgentWorkflow
+
+    return [
+        WorkerPlan(queue=queue, workflows=[QuantAgentWorkflow]),
+        WorkerPlan(
+            queue=TOOLS_QUEUE, activities=[run_tool_activity, *MARKET_ACTIVITIES], threads=True
+        ),
+        WorkerPlan(
+            queue=CHARTS_QUEUE,
+            activities=ChartActivities(settings=settings).activities(),
+            threads=True,
+        ),
+        WorkerPlan(queue=llm_queue, activities=[LlmActivities(settings, llm_queue).chat]),
+    ]
+
+
 def isolated_settings(s3: Settings, folder: Path, queue: str, **extra: object) -> Settings:
     """Settings of a worker set of its own: its data dir and SQLite database in ``folder``,
     the session's S3, and workflows on ``queue``."""

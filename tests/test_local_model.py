@@ -16,22 +16,18 @@ import pytest
 import pytest_asyncio
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
-from activities.charts import ChartActivities
 from activities.llm import LlmActivities
-from activities.market import MARKET_ACTIVITIES
-from activities.tools import run_tool_activity
 from shared.agents import quantagent as qa
 from shared.config import Settings, load_settings
 from shared.llm.contracts import ChatMessage, ChatRequest
 from shared.llm.providers import QUEUE_COMPATIBLE
 from shared.market.sources import BundledSource
-from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.ta.trend_summary import summarize_trendlines
 from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
 from shared.tools.registry import tool_specs
 from tests.local_llm import LocalLlmServer
-from workers.main import WorkerPlan, build_worker
-from workflows.quantagent import QuantAgentResult, QuantAgentWorkflow
+from tests.servers import quantagent_plans, running_workers
+from workflows.quantagent import QuantAgentResult
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.slow]
 QUEUE = "test-local-model"
@@ -105,27 +101,8 @@ async def workers(
     settings = _settings(
         local_llm_server, data_dir=s3_settings.data_dir, s3=s3_settings.s3.model_dump()
     )
-    charts = ChartActivities(settings=s3_settings)
-    plans = [
-        WorkerPlan(queue=QUEUE, workflows=[QuantAgentWorkflow]),
-        WorkerPlan(
-            queue=TOOLS_QUEUE, activities=[run_tool_activity, *MARKET_ACTIVITIES], threads=True
-        ),
-        WorkerPlan(
-            queue=CHARTS_QUEUE,
-            activities=[charts.render_pattern_chart, charts.render_trend_chart],
-            threads=True,
-        ),
-        WorkerPlan(
-            queue=QUEUE_COMPATIBLE, activities=[LlmActivities(settings, QUEUE_COMPATIBLE).chat]
-        ),
-    ]
-    running = [build_worker(ts_env.client, plan) for plan in plans]
-    for worker in running:
-        await worker.__aenter__()
-    yield
-    for worker in running:
-        await worker.__aexit__(None, None, None)
+    async with running_workers(ts_env.client, quantagent_plans(QUEUE, settings, QUEUE_COMPATIBLE)):
+        yield
 
 
 @pytest.mark.timeout(900)

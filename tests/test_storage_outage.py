@@ -22,19 +22,19 @@ import pytest_asyncio
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities.charts import ChartActivities
-from activities.llm import LlmActivities
-from activities.market import MARKET_ACTIVITIES
-from activities.tools import run_tool_activity
 from cli.stack.servers import ServerLaunch, s3_server, wait_until
 from shared.config import Settings, load_settings
 from shared.llm.providers import QUEUE_OFFLINE
-from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.storage.credentials import ensure_generated_credentials
 from shared.storage.objects import ObjectStore
-from tests.servers import free_port_base, running, running_workers, start_dev_server
-from workers.main import WorkerPlan
-from workflows.quantagent import QuantAgentResult, QuantAgentWorkflow
+from tests.servers import (
+    free_port_base,
+    quantagent_plans,
+    running,
+    running_workers,
+    start_dev_server,
+)
+from workflows.quantagent import QuantAgentResult
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.integration]
 QUEUE = "test-storage-outage"
@@ -118,20 +118,7 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def workers(dev_env: WorkflowEnvironment, s3: KillableS3) -> AsyncIterator[None]:
-    plans = [
-        WorkerPlan(queue=QUEUE, workflows=[QuantAgentWorkflow]),
-        WorkerPlan(
-            queue=TOOLS_QUEUE, activities=[run_tool_activity, *MARKET_ACTIVITIES], threads=True
-        ),
-        WorkerPlan(
-            queue=CHARTS_QUEUE,
-            activities=ChartActivities(settings=s3.settings).activities(),
-            threads=True,
-        ),
-        WorkerPlan(
-            queue=QUEUE_OFFLINE, activities=[LlmActivities(s3.settings, QUEUE_OFFLINE).chat]
-        ),
-    ]
+    plans = quantagent_plans(QUEUE, s3.settings, QUEUE_OFFLINE)
     async with running_workers(dev_env.client, plans):
         yield
 
