@@ -257,3 +257,20 @@ def test_a_confidence_beyond_a_percentage_is_still_refused(written: object) -> N
         TrendReport.model_validate(
             {"prediction": "up", "price_action": "bounce", "confidence": written, "analysis": "x"}
         )
+
+
+def test_every_share_field_reads_a_percentage_as_the_fraction() -> None:
+    from pydantic import TypeAdapter
+
+    from shared.agents.pipeline.schemas import DebateTurn, TraderProposal
+    from shared.agents.portfolio.schemas import AllocationDecision
+
+    for model, name in (
+        (DebateTurn, "position_sizing"),
+        (TraderProposal, "position_sizing"),
+        (AllocationDecision, "cash_reserve"),
+    ):
+        field = model.model_fields[name]
+        adapter = TypeAdapter(field.rebuild_annotation())
+        assert adapter.validate_python(25) == pytest.approx(0.25), (model, name)
+        assert adapter.validate_python(0.05) == pytest.approx(0.05), (model, name)

@@ -27,7 +27,7 @@ class Stance(StrEnum):
 
 
 def _percent_as_fraction(value: object) -> object:
-    """A confidence written as a percentage (85 for 85%) read as the fraction it means.
+    """A share written as a percentage (85 for 85%) read as the fraction it means.
 
     Models do this whatever the schema says, small ones most, and grammar-constrained
     decoding does not stop them: llama.cpp enforces an integer's bounds but not a
@@ -38,13 +38,15 @@ def _percent_as_fraction(value: object) -> object:
     return value
 
 
-Confidence = Annotated[
+Fraction = Annotated[
     float,
-    Field(ge=0, le=1, description="0 = a guess, 1 = certain"),
+    Field(ge=0, le=1),
     # after the Field, so the bounds stay in the JSON schema; still runs before them
     BeforeValidator(_percent_as_fraction),
 ]
-"""How sure an agent is, as a fraction (a percentage is read as one)."""
+"""A share of a whole, 0 to 1 (a percentage is read as one): sizes, reserves, confidences."""
+Confidence = Annotated[Fraction, Field(description="0 = a guess, 1 = certain")]
+"""How sure an agent is."""
 
 
 class AnalystNote(BaseModel):

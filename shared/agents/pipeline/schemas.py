@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field, model_validator
 
-from shared.agents.schemas import Confidence, Stance, register_schema
+from shared.agents.schemas import Confidence, Fraction, Stance, register_schema
 
 
 class AnalystKind(StrEnum):
@@ -194,10 +194,8 @@ class DebateTurn(BaseModel):
         "for an opening",
     )
     key_points: list[str] = Field(min_length=1, description="the evidence this turn rests on")
-    position_sizing: float | None = Field(
+    position_sizing: Fraction | None = Field(
         None,
-        ge=0,
-        le=1,
         description="risk debaters: the fraction of the portfolio they argue for; "
         "researchers: null",
     )
@@ -252,8 +250,8 @@ class TraderProposal(BaseModel):
     entry_price: float | None = Field(None, gt=0, description="limit price; null: at market")
     stop_loss: float | None = Field(None, gt=0, description="Buy: below entry; Sell: above")
     take_profit: float | None = Field(None, gt=0, description="Buy: above entry; Sell: below")
-    position_sizing: float = Field(
-        ge=0, le=1, description="fraction of the portfolio for this position (0.05 = 5%)"
+    position_sizing: Fraction = Field(
+        description="fraction of the portfolio for this position (0.05 = 5%)"
     )
 
     @model_validator(mode="after")

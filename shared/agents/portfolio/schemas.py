@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field, model_validator
 
-from shared.agents.schemas import Stance, first_of_each, register_schema
+from shared.agents.schemas import Fraction, Stance, first_of_each, register_schema
 from shared.portfolio.orders import BuyOrder, OrderTicker, SellOrder
 
 
@@ -98,8 +98,8 @@ class AllocationDecision(BaseModel):
         default_factory=list, description="most wanted first; each ticker once, none sold"
     )
     holds: list[OrderTicker] = Field(default_factory=list, description="holdings kept as they are")
-    cash_reserve: float = Field(
-        ge=0, le=1, description="fraction of the book to keep in cash and T-bills (>= the floor)"
+    cash_reserve: Fraction = Field(
+        description="fraction of the book to keep in cash and T-bills (>= the floor)"
     )
     portfolio_thesis: str = Field(min_length=1)
     risk_summary: str = Field(min_length=1, description="the risk metrics and what they imply")
