@@ -109,11 +109,13 @@ class TestLocalLlmStack:
         log = stack.settings.data_dir / "logs" / f"{LOCAL_LLM}.log"
         assert f"as model {LOCAL_MODEL!r}" in log.read_text(errors="replace")
 
-    def test_down_stops_it_cleanly(self, stack: Stack) -> None:
+    def test_down_stops_it_cleanly_even_once_the_model_is_unset(self, stack: Stack) -> None:
         pid = stack.pid(LOCAL_LLM)
         assert pid is not None
-        status, output = stack.quantdesk("down")
-        assert status == 0, output
+        unset = {k: v for k, v in stack.env.items() if k != MODEL_SETTING}
+        down = _quantdesk(unset, "down", "--roles", ROLE)
+        assert down.returncode == 0, down.stdout + down.stderr
+        assert LOCAL_LLM in down.stdout
         deadline = time.monotonic() + 5
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)

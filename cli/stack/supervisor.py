@@ -401,6 +401,7 @@ def down(settings: Settings, roles: Sequence[WorkerRole] = ALL_ROLES) -> list[Co
         running = {c.name: _live_record(settings, c.name) for c in components}
         for workers in (True, False):
             _terminate([r for c in components if c.is_worker is workers and (r := running[c.name])])
+        unplanned = _stop_unplanned(settings, {c.name for c in components})
         for component in components:
             _pid_path(settings, component.name).unlink(missing_ok=True)
     return [
@@ -408,4 +409,31 @@ def down(settings: Settings, roles: Sequence[WorkerRole] = ALL_ROLES) -> list[Co
         if (record := running[c.name]) or c.launch
         else _report(settings, c, ComponentState.EXTERNAL)
         for c in components
-    ]
+    ] + unplanned
+
+
+def _stop_unplanned(settings: Settings, planned: set[str]) -> list[ComponentReport]:
+    """Stop servers an earlier `up` started that today's settings no longer plan (the
+    local model after QUANTDESK_LOCAL_LLM__MODEL was unset): `up` started them, so `down`
+    stops them. Workers left out of ``roles`` are not servers and stay."""
+    workers = {f"worker-{role.value}" for role in WorkerRole}
+    stopped = []
+    for path in sorted((settings.data_dir / "run").glob("*.pid")):
+        name = path.stem
+        unplanned = name not in planned and name not in workers
+        record = _live_record(settings, name) if unplanned else None
+        if record is None:
+            continue
+        _terminate([record])
+        path.unlink(missing_ok=True)
+        stopped.append(
+            ComponentReport(
+                name=name,
+                pid=record.pid,
+                address="(no longer in the settings)",
+                state=ComponentState.STOPPED,
+                healthy=False,
+                log=_log_path(settings, name),
+            )
+        )
+    return stopped
