@@ -4,7 +4,7 @@ everything else kept, the pydantic model untouched."""
 from __future__ import annotations
 
 from shared.agents.pipeline.schemas import AnalystReport
-from shared.agents.quantagent import QuantDecision
+from shared.agents.quantagent import QuantDecision, TrendReport
 from shared.llm.grammar_schema import LIST_ITEMS, STRING_CHARS, capped_for_grammar
 
 
@@ -31,7 +31,8 @@ def test_free_strings_and_lists_get_caps_and_constrained_ones_keep_theirs() -> N
     assert capped["points"]["maxItems"] == LIST_ITEMS
     assert capped["points"]["items"]["maxLength"] == STRING_CHARS
     assert capped["many"]["maxItems"] == 12  # never below the schema's own minimum
-    assert capped["ratio"] == schema["properties"]["ratio"]
+    assert capped["ratio"]["enum"][:3] == [1.2, 1.23, 1.26]
+    assert capped["ratio"]["enum"][-1] == 1.8 and len(capped["ratio"]["enum"]) == 21
     assert "maxLength" not in schema["properties"]["free"]  # the input is not changed
 
 
@@ -47,3 +48,12 @@ def test_the_agents_schemas_keep_their_required_fields_and_definitions() -> None
             ]
             == STRING_CHARS
         )
+
+
+def test_a_confidence_on_the_wire_is_a_grid_every_value_of_which_validates() -> None:
+    wire = capped_for_grammar(TrendReport.model_json_schema())["properties"]["confidence"]
+
+    assert wire["enum"][:3] == [0, 0.05, 0.1] and wire["enum"][-1] == 1
+    for value in wire["enum"]:
+        report = {"prediction": "up", "price_action": "bounce", "confidence": value}
+        assert TrendReport.model_validate({**report, "analysis": "x"}).confidence == value

@@ -33,7 +33,6 @@ PATTERN_WINDOW = 40
 TREND_WINDOW = 50
 MIN_RISK_REWARD = 1.2
 MAX_RISK_REWARD = 1.8
-RISK_REWARD_GRID = tuple(round(MIN_RISK_REWARD + step / 10, 1) for step in range(7))
 
 
 class Direction(StrEnum):
@@ -88,14 +87,7 @@ class QuantDecision(BaseModel):
     decision: Direction
     forecast_horizon_bars: int = Field(ge=1, le=20, description="bars ahead the call is for")
     justification: str = Field(min_length=20)
-    risk_reward_ratio: float = Field(
-        ge=MIN_RISK_REWARD,
-        le=MAX_RISK_REWARD,
-        # On the wire a grid the model picks from: grammar engines enforce an enum but
-        # not a float's bounds (see ``Confidence``); validation still takes any value
-        # in the band, so the offline analyst's finer ratios stay valid.
-        json_schema_extra={"enum": list(RISK_REWARD_GRID)},
-    )
+    risk_reward_ratio: float = Field(ge=MIN_RISK_REWARD, le=MAX_RISK_REWARD)
 
 
 def _system(role: str) -> ChatMessage:
