@@ -166,7 +166,7 @@ async def test_structured_reply_is_validated(fake: FakeLlmServer) -> None:
 
 
 async def test_invalid_structured_reply_gets_a_repair_call(fake: FakeLlmServer) -> None:
-    fake.reply_json({**NOTE, "confidence": 7})
+    fake.reply_json({**NOTE, "confidence": 170})
     fake.reply_json(NOTE)
 
     response = await _chat(_settings(fake), QUEUE_OPENAI, _request(response_schema="AnalystNote"))
@@ -182,7 +182,7 @@ async def test_a_second_repair_turn_quotes_the_new_problems_and_its_reply_is_use
     fake: FakeLlmServer,
 ) -> None:
     fake.reply_text("prose first")
-    fake.reply_json({**NOTE, "confidence": 7})
+    fake.reply_json({**NOTE, "confidence": 170})
     fake.reply_json(NOTE)
 
     response = await _chat(_settings(fake), QUEUE_OPENAI, _request(response_schema="AnalystNote"))
@@ -195,7 +195,7 @@ async def test_a_second_repair_turn_quotes_the_new_problems_and_its_reply_is_use
     assert "confidence" in second_repair and "less than or equal to 1" in second_repair
     assert [m["content"] for m in second if m["role"] == "assistant"][-2:] == [
         "prose first",
-        json.dumps({**NOTE, "confidence": 7}),
+        json.dumps({**NOTE, "confidence": 170}),
     ]
 
 
