@@ -9,11 +9,14 @@ schema, its tool calls come back usable, and the run ends with a decision.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import pytest_asyncio
+from temporalio.client import WorkflowHandle
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities.llm import LlmActivities
@@ -105,11 +108,30 @@ async def workers(
         yield
 
 
+PARK_POLL_SECONDS = 2.0
+
+
+async def _outcome(
+    handle: WorkflowHandle[Any, QuantAgentResult],
+) -> QuantAgentResult | dict[str, Any]:
+    """The result, or the progress of a run that parked (a reply nothing repaired waits for
+    ``resume``: the time-skipping server would wait with it forever)."""
+    finished = asyncio.ensure_future(handle.result())
+    while not finished.done():
+        await asyncio.wait({finished}, timeout=PARK_POLL_SECONDS)
+        if not finished.done():
+            progress: dict[str, Any] = await handle.query("progress", result_type=dict)
+            if progress["waiting"]:
+                await handle.cancel()
+                return progress
+    return finished.result()
+
+
 @pytest.mark.timeout(900)
-async def test_quantagent_decides_through_the_local_model_end_to_end(
+async def test_quantagent_decides_through_the_local_model_or_parks_saying_why(
     ts_env: WorkflowEnvironment, workers: None
 ) -> None:
-    result = await ts_env.client.execute_workflow(
+    handle = await ts_env.client.start_workflow(
         "QuantAgent",
         {
             "symbol": "GOOG",
@@ -123,11 +145,23 @@ async def test_quantagent_decides_through_the_local_model_end_to_end(
         result_type=QuantAgentResult,
     )
 
-    assert result.decision.decision in set(qa.Direction)
-    assert result.chart_input == "text"
-    indicator = result.usage.by_agent[qa.INDICATOR_AGENT]
-    # the indicator agent's tool loop really ran: its calls came back as text
+    outcome = await _outcome(handle)
+
+    if isinstance(outcome, dict):
+        # Degraded as designed: a step nothing can replace waits, saying which and why.
+        (step, reason), *_ = outcome["waiting"].items()
+        agents = {qa.INDICATOR_AGENT, qa.PATTERN_AGENT, qa.TREND_AGENT, qa.DECISION_AGENT}
+        assert step.split(" ")[0] in agents, outcome  # e.g. "indicator_agent round 3"
+        assert "llamacpp" in reason or "schema" in reason, reason
+        indicator = outcome["usage"]["by_agent"][qa.INDICATOR_AGENT]
+        assert indicator["recovered_tool_calls"] >= 1
+        pytest.xfail(f"the 135M model's {step} parked the run: {reason[:300]}")
+    assert outcome.decision.decision in set(qa.Direction)
+    assert outcome.chart_input == "text"
+    indicator = outcome.usage.by_agent[qa.INDICATOR_AGENT]
+    # the indicator agent's tool loop really ran: its calls came back as text, the tools
+    # answered (with values, or an error the model read), and it was asked again
     assert indicator.recovered_tool_calls >= 1
-    assert result.latest_indicators, "no indicator tool answered"
-    assert result.usage.total.calls >= 4
-    assert result.usage.total.cost_usd == 0
+    assert indicator.calls >= 2
+    assert outcome.usage.total.calls >= 5
+    assert outcome.usage.total.cost_usd == 0

@@ -16,22 +16,24 @@ cuts that many more.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Sequence
 
 from shared.errors import ConfigError
 from shared.llm.contracts import ChatMessage, ToolSpec
+from shared.llm.text_tools import tools_instruction
 
 LETTERS_PER_TOKEN = 4.5
 """Letters and spaces per token in English prose, for common BPE vocabularies."""
 MESSAGE_OVERHEAD_TOKENS = 8
 """The chat template's role markers around each message."""
 KEPT_CHARS = {"tool": 240, "assistant": 300, "user": 400}
-"""What a cut message keeps at least, by role: enough to say what it was. A tool result's
-head names the tool and its parameters and its tail holds the latest values (measured on
-the indicator tools: 240 characters keep both), so five of them fit a 4k window."""
+"""What a cut message keeps in a first pass, by role: enough to say what it was. A tool
+result's head names the tool and its parameters and its tail holds the latest values
+(measured on the indicator tools: 240 characters keep both)."""
+LAST_RESORT_CHARS = {"tool": 80, "assistant": 80, "user": 200}
+"""What a second pass leaves when the first was not enough: a trace of each turn."""
 _SERVER_OVERFLOW = re.compile(r"\((\d+) tokens\) exceeds the available context size \((\d+) tokens")
 
 
@@ -58,7 +60,8 @@ def estimated_tokens(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] 
     """The prompt's size in tokens (tools count too: servers write their schemas into the
     prompt, and a text-tools row describes them in a system message)."""
     content = sum(text_tokens(message.content) for message in messages)
-    schemas = sum(text_tokens(json.dumps(tool.model_dump())) for tool in tools)
+    # Tools as a text-tools row describes them; a native row's template writes about as much.
+    schemas = text_tokens(tools_instruction(tools)) if tools else 0
     return math.ceil(content + schemas) + MESSAGE_OVERHEAD_TOKENS * len(messages)
 
 
@@ -78,21 +81,22 @@ def fit_to_context(
     fitted = list(messages)
     excess = estimated_tokens(fitted, tools) - budget_tokens
     cut_total = 0
-    for role, kept in KEPT_CHARS.items():
-        for index, message in enumerate(fitted):
-            if excess <= 0:
-                return fitted, cut_total
-            if message.role != role or len(message.content) <= kept:
-                continue
-            # Cut at this message's own density of tokens per character, and make room
-            # for the marker saying so.
-            density = text_tokens(message.content) / len(message.content)
-            wanted = math.ceil((excess + _MARKER_TOKENS) / density)
-            cut = min(wanted, len(message.content) - kept)
-            excerpt = _excerpt(message.content, cut, kept)
-            fitted[index] = message.model_copy(update={"content": excerpt})
-            cut_total += len(message.content) - len(fitted[index].content)
-            excess = estimated_tokens(fitted, tools) - budget_tokens
+    for floors in (KEPT_CHARS, LAST_RESORT_CHARS):
+        for role, kept in floors.items():
+            for index, message in enumerate(fitted):
+                if excess <= 0:
+                    return fitted, cut_total
+                if message.role != role or len(message.content) <= kept + _MARKER_CHARS:
+                    continue
+                # Cut at this message's own density of tokens per character, and make
+                # room for the marker saying so.
+                density = text_tokens(message.content) / len(message.content)
+                wanted = math.ceil((excess + _MARKER_TOKENS) / density)
+                cut = min(wanted, len(message.content) - kept)
+                excerpt = _excerpt(message.content, cut, kept)
+                fitted[index] = message.model_copy(update={"content": excerpt})
+                cut_total += len(message.content) - len(excerpt)
+                excess = estimated_tokens(fitted, tools) - budget_tokens
     if excess > 0:
         raise PromptTooLong(
             setting,
@@ -107,6 +111,7 @@ def _marker(removed: int) -> str:
     return f"\n[... {removed} characters cut to fit the model's context window ...]\n"
 
 
+_MARKER_CHARS = len(_marker(10**6))
 _MARKER_TOKENS = math.ceil(text_tokens(_marker(10**6)))
 
 
