@@ -1,0 +1,108 @@
+"""The console's clients: Temporal (connected on first use), S3 and the books.
+
+One ``Desk`` per app. S3 and SQL come through ``PortfolioActivities``, the same
+services the Portfolio flow's activities use (its store, its books, its book valuation
+and risk), so the console reads exactly what the flows wrote. Results of closed runs
+never change, so they are kept once read; the live parts are asked each time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.portfolio import PortfolioActivities
+from console.errors import NotFound, PageError, Unavailable
+from shared.config import Settings
+from shared.errors import ConfigError
+
+QUERY_TIMEOUT = timedelta(seconds=3)
+"""A query to a run whose worker is away is not waited for: the page shows what it has."""
+CACHE_SIZE = 512
+"""Closed runs' results and answers kept, oldest dropped first."""
+
+
+class Desk:
+    """What every page reads through."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.book_io = PortfolioActivities(settings)
+        self._client: Client | None = None
+        self._connecting = asyncio.Lock()
+        self._results: dict[tuple[str, str], Any] = {}
+        self._answers: dict[tuple[str, str, str], Any] = {}
+
+    async def client(self) -> Client:
+        """The Temporal client, connected on first use (the console may start before Temporal)."""
+        async with self._connecting:
+            if self._client is None:
+                from workers.client import connect
+
+                try:
+                    self._client = await connect(self.settings)
+                except ConfigError as error:
+                    raise Unavailable(error.message) from None
+            return self._client
+
+    async def described(
+        self, workflow_id: str
+    ) -> tuple[WorkflowHandle[Any, Any], WorkflowExecutionDescription]:
+        """The run's handle and description; ``NotFound`` for an id Temporal does not know."""
+        handle = (await self.client()).get_workflow_handle(workflow_id)
+        try:
+            return handle, await handle.describe()
+        except RPCError as error:
+            raise rpc_problem(error, f"no run with id {workflow_id!r}") from None
+
+    async def query(
+        self, handle: WorkflowHandle[Any, Any], name: str, *, settled: bool = False
+    ) -> Any | None:
+        """A query's JSON answer, or None when the run cannot answer now (not started yet,
+        its worker away, no such query). ``settled``: the run is closed, so its answer is
+        final and kept (a closed run answers by replay, which costs a worker time)."""
+        key = (handle.id, handle.run_id or "", name)
+        if key in self._answers:
+            return self._answers[key]
+        try:
+            answer = await handle.query(name, result_type=dict[str, Any], rpc_timeout=QUERY_TIMEOUT)
+        except Exception:  # the page shows what it has; the next refresh asks again
+            return None
+        if settled:
+            self._keep(self._answers, key, answer)
+        return answer
+
+    async def child_query(self, workflow_id: str, name: str) -> Any | None:
+        """``query`` on another run by id (a child), None if it cannot answer."""
+        handle = (await self.client()).get_workflow_handle(workflow_id)
+        return await self.query(handle, name)
+
+    async def result(self, workflow_id: str, run_id: str) -> Any:
+        """A completed run's result as JSON (read once, then kept); ``run_id`` "" is the latest."""
+        key = (workflow_id, run_id)
+        if key not in self._results:
+            client = await self.client()
+            handle = client.get_workflow_handle(
+                workflow_id, run_id=run_id or None, result_type=dict[str, Any]
+            )
+            self._keep(self._results, key, await handle.result())
+        return self._results[key]
+
+    @staticmethod
+    def _keep(cache: dict[Any, Any], key: Any, value: Any) -> None:
+        if len(cache) >= CACHE_SIZE:
+            cache.pop(next(iter(cache)))
+        cache[key] = value
+
+
+def rpc_problem(error: RPCError, not_found: str) -> Exception:
+    """The page error for a failed Temporal call: 404 with ``not_found``, else 503."""
+    if error.status == RPCStatusCode.NOT_FOUND:
+        return NotFound(not_found)
+    if error.status == RPCStatusCode.INVALID_ARGUMENT:
+        return PageError(error.message)
+    return Unavailable(f"Temporal did not answer: {error.message}")
