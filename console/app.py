@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 from console import books_pages, objects_pages, runs_pages, start_pages, studies_pages
 from console.desk import Desk
 from console.errors import PageError
-from console.security import token_gate
+from console.security import same_origin, token_gate
 from console.web import HERE, page
 from shared.config import Settings
 from shared.errors import ConfigError, ObjectNotFound, QuantdeskError, StorageUnavailable
@@ -41,6 +41,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.desk = Desk(settings)
     if settings.console.token is not None:
         app.middleware("http")(token_gate(settings.console.token.get_secret_value()))
+    app.middleware("http")(same_origin)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     for pages in (runs_pages, books_pages, start_pages, studies_pages, objects_pages):
         app.include_router(pages.router)

@@ -3,7 +3,8 @@
 On loopback (the default) the console is as open as the Temporal Web UI next to it.
 Bound to any other address it refuses to start without ``QUANTDESK_CONSOLE__TOKEN``,
 and then asks every request for it: an ``Authorization: Bearer`` header, the cookie a
-first visit with ``?token=...`` sets, or that query parameter itself.
+first visit with ``?token=...`` sets, or that query parameter itself. Either way a POST
+(approve, reject, resume, start) is taken only from the console's own pages.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
 from fastapi import Request, Response
 from fastapi.responses import RedirectResponse
@@ -48,6 +50,22 @@ def check_bind(settings: Settings) -> None:
 
 
 Handler = Callable[[Request], Awaitable[Response]]
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+async def same_origin(request: Request, call_next: Handler) -> Response:
+    """Refuse a POST sent by a page of another site (a form on any web page can post to
+    127.0.0.1): browsers name the page's origin, which must be the console's own."""
+    origin = request.headers.get("origin")
+    foreign = origin is not None and urlsplit(origin).netloc != request.headers.get("host")
+    if request.method not in SAFE_METHODS and foreign:
+        # "null" (a sandboxed or file page) is foreign too.
+        return Response(
+            f"refused: a page of {origin} may not act on this console",
+            status_code=403,
+            media_type="text/plain",
+        )
+    return await call_next(request)
 
 
 def token_gate(token: str) -> Callable[[Request, Handler], Awaitable[Response]]:

@@ -24,6 +24,7 @@ from console.desk import Desk, rpc_problem
 from console.errors import NotFound
 from console.forms import form_fields, payload_of, problems_of
 from console.web import desk_of, page
+from workflows.backtest import BacktestInput
 from workflows.portfolio import PortfolioInput
 
 router = APIRouter()
@@ -31,8 +32,10 @@ router = APIRouter()
 STARTABLE: dict[str, tuple[str, type[BaseModel]]] = {
     **SCHEDULABLE,
     "portfolio": ("Portfolio", PortfolioInput),
+    "backtest": ("Backtest", BacktestInput),
 }
-"""Form name → (workflow type, input model): the schedulable flows and a Portfolio run."""
+"""Form name → (workflow type, input model): the schedulable flows, a Portfolio run and a
+backtest. An evaluation names its windows as structured data: `quantdesk eval` starts it."""
 SCHEDULE_VERBS = ("pause", "unpause", "trigger")
 ID_PARTS = ("symbol", "portfolio")
 """Input fields that also name the run (``pipeline-GOOG-<stamp>``, ``autorun-desk-...``)."""

@@ -132,6 +132,34 @@ async def desk_run(stack: ConsoleStack) -> str:
     return answer.headers["location"].removeprefix("/runs/")
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def studies(stack: ConsoleStack) -> tuple[str, str]:
+    """A small evaluation (started as `quantdesk eval` does) and a small backtest (started
+    through the Start form), both completed; their workflow ids."""
+    evaluation = await stack.client.start_workflow(
+        "Evaluate",
+        {"windows": {"kind": "cut", "symbols": ["GOOG"], "timeframe": "1d", "count": 2}},
+        id=f"evaluate-console-{uuid.uuid4().hex[:6]}",
+        task_queue=QUEUE,
+    )
+    async with stack.http() as http:
+        started = await http.post(
+            "/start/backtest",
+            data={
+                "flow": "quantagent",
+                "symbol": "GOOG",
+                "start": "2010-06-01",
+                "end": "2010-06-15",
+                "every": "5",
+            },
+        )
+    assert started.status_code == 303, shown(started)
+    backtest = started.headers["location"].removeprefix("/runs/")
+    await evaluation.result()
+    await stack.client.get_workflow_handle(backtest).result()
+    return evaluation.id, backtest
+
+
 async def _until(check: object, timeout: float = 120.0) -> None:
     """Wait until the coroutine function ``check`` returns true."""
     deadline = asyncio.get_running_loop().time() + timeout
@@ -172,7 +200,7 @@ def shots() -> Path:
 
 @needs_chromium
 async def test_an_approval_round_trip_in_chromium(
-    stack: ConsoleStack, tmp_path: Path, shots: Path
+    stack: ConsoleStack, studies: tuple[str, str], tmp_path: Path, shots: Path
 ) -> None:
     async with chromium_page(tmp_path / "profile") as page:
         await page.goto(f"{stack.url}/start/autorun")
@@ -266,7 +294,8 @@ async def test_a_parked_run_shows_why_and_resume_finishes_it(
     )
     async with chromium_page(tmp_path / "profile") as page:
         await page.goto(f"{stack.url}/runs/{workflow_id}")
-        await page.wait_for("document.getElementById('waiting')", timeout=120)
+        # All three agents ask at once; each refused call waits on its own.
+        await page.wait_for("document.querySelectorAll('#waiting li').length === 3", 120)
         reason = await page.evaluate("document.getElementById('waiting').innerText")
         assert "401" in reason or "key" in reason.lower()
         assert KEY not in reason
@@ -384,7 +413,29 @@ async def test_a_console_beyond_loopback_needs_a_token(stack: ConsoleStack) -> N
         assert (await http.get("/portfolios", headers=bearer)).status_code == 200
 
 
-def test_up_runs_the_console_as_a_component(tmp_path: Path) -> None:
+async def test_evaluations_and_backtests_show_their_tables_and_plots(
+    stack: ConsoleStack, studies: tuple[str, str]
+) -> None:
+    evaluation, backtest = studies
+    async with stack.http() as http:
+        listed = shown(await http.get("/studies"))
+        run = shown(await http.get(f"/runs/{backtest}"))
+        plot = await http.get(listed.split('<img class="chart" src="')[1].split('"')[0])
+    assert evaluation in listed and backtest in listed
+    assert "QuantAgent, offline" in listed  # the evaluation's label
+    assert 'id="plot"' in run and 'id="report"' in run
+    assert plot.status_code == 200 and plot.headers["content-type"] == "image/png"
+
+
+async def test_a_post_from_another_site_is_refused(stack: ConsoleStack, desk_run: str) -> None:
+    async with stack.http() as http:
+        answer = await http.post(
+            f"/runs/{desk_run}/resume", headers={"Origin": "http://evil.example"}
+        )
+    assert answer.status_code == 403 and "evil.example" in answer.text
+
+
+async def test_up_runs_the_console_as_a_component(tmp_path: Path) -> None:
     settings = load_settings(data_dir=tmp_path, console={"port": 18400})
     with TemporalProbe(settings) as probe:
         [console] = [c for c in plan(settings, [], probe) if c.name == CONSOLE]
