@@ -19,6 +19,8 @@ import asyncio
 import html
 import os
 import shutil
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ import uvicorn
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from cli.schedule import ScheduleRequest, create_schedule
 from cli.stack.components import TemporalProbe, plan
 from cli.stack.console import CONSOLE, console_server
 from console.app import create_app
@@ -450,6 +453,61 @@ async def test_a_post_from_another_site_is_refused(stack: ConsoleStack, desk_run
             f"/runs/{desk_run}/resume", headers={"Origin": "http://evil.example"}
         )
     assert answer.status_code == 403 and "evil.example" in answer.text
+
+
+async def test_schedules_are_paused_unpaused_and_triggered(stack: ConsoleStack) -> None:
+    name = f"console-{uuid.uuid4().hex[:6]}"
+    request = ScheduleRequest(
+        name=name,
+        flow="scan",
+        cron="30 15 * * 1-5",
+        tz="America/New_York",
+        workflow_input={"max_tickers": 1, "as_of": "2012-06-01T00:00:00Z"},
+        paused=True,
+    )
+    await create_schedule(stack.client, stack.settings, request)
+    handle = stack.client.get_schedule_handle(name)
+    try:
+        async with stack.http() as http:
+            listed = shown(await http.get("/start"))
+            assert name in listed and "paused" in listed
+            unpaused = await http.post(f"/schedules/{name}/unpause")
+            assert unpaused.status_code == 303
+            assert not (await handle.describe()).schedule.state.paused
+            await http.post(f"/schedules/{name}/pause")
+            assert (await handle.describe()).schedule.state.paused
+            await http.post(f"/schedules/{name}/trigger")
+            unknown = await http.post("/schedules/no-such-schedule/pause")
+            verb = await http.post(f"/schedules/{name}/delete")
+
+        async def triggered() -> bool:
+            return (await handle.describe()).info.num_actions == 1
+
+        await _until(triggered)
+        assert unknown.status_code == 404 and "no-such-schedule" in shown(unknown)
+        assert verb.status_code == 404  # deleting is left to the CLI
+    finally:
+        await handle.delete()
+
+
+async def test_quantdesk_console_refuses_to_listen_beyond_loopback_without_a_token(
+    tmp_path: Path,
+) -> None:
+    run = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "cli.main", "console"],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "QUANTDESK_DATA_DIR": str(tmp_path),
+            "QUANTDESK_CONSOLE__HOST": "0.0.0.0",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1
+    assert "QUANTDESK_CONSOLE__TOKEN" in run.stderr and "0.0.0.0" in run.stderr
 
 
 async def test_up_runs_the_console_as_a_component(tmp_path: Path) -> None:
