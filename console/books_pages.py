@@ -18,7 +18,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import ValidationError
-from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
@@ -131,11 +131,7 @@ async def answer_approval(
         asked = ApprovalRequest(by=by, note=note)
     except ValidationError as error:
         raise PageError(f"{answer}: {describe_validation_error(error)}", status=422) from None
-    desk = desk_of(request)
-    handle, described = await desk.described(workflow_id)
-    if described.status != WorkflowExecutionStatus.RUNNING:
-        state = described.status.name.lower() if described.status else "closed"
-        raise Conflict(f"{workflow_id} is {state}: no approval waits there any more")
+    handle = await desk_of(request).running(workflow_id, "no approval waits there any more")
     try:
         done = await handle.execute_update(answer, asked, result_type=ApprovalAnswer)
     except WorkflowUpdateFailedError as error:

@@ -12,11 +12,16 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+)
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.portfolio import PortfolioActivities
-from console.errors import NotFound, PageError, Unavailable
+from console.errors import Conflict, NotFound, PageError, Unavailable
 from shared.config import Settings
 from shared.errors import ConfigError
 
@@ -58,6 +63,15 @@ class Desk:
             return handle, await handle.describe()
         except RPCError as error:
             raise rpc_problem(error, f"no run with id {workflow_id!r}") from None
+
+    async def running(self, workflow_id: str, doing: str) -> WorkflowHandle[Any, Any]:
+        """The handle of a run that is still going; ``Conflict`` naming its state and what
+        cannot be done (``doing``) once it has closed."""
+        handle, described = await self.described(workflow_id)
+        if described.status != WorkflowExecutionStatus.RUNNING:
+            state = described.status.name.lower() if described.status else "closed"
+            raise Conflict(f"{workflow_id} is {state}: {doing}")
+        return handle
 
     async def query(
         self, handle: WorkflowHandle[Any, Any], name: str, *, settled: bool = False

@@ -8,13 +8,12 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
-from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from cli.runs import visibility_query
 from cli.views import web_ui_url
 from console.desk import rpc_problem
-from console.errors import Conflict, PageError
+from console.errors import PageError
 from console.run_view import load_run
 from console.web import desk_of, page
 from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
@@ -132,11 +131,7 @@ async def run_live(request: Request, workflow_id: str) -> HTMLResponse:
 @router.post("/runs/{workflow_id}/resume")
 async def resume(request: Request, workflow_id: str) -> RedirectResponse:
     """Send ``resume``: the run (and its children) try again the calls that wait for a fix."""
-    desk = desk_of(request)
-    handle, described = await desk.described(workflow_id)
-    if described.status != WorkflowExecutionStatus.RUNNING:
-        state = described.status.name.lower() if described.status else "closed"
-        raise Conflict(f"{workflow_id} is {state}: nothing to resume")
+    handle = await desk_of(request).running(workflow_id, "nothing to resume")
     try:
         await handle.signal("resume")
     except RPCError as error:

@@ -25,6 +25,8 @@ from typing import Any
 
 import websockets
 
+from tests.servers import stop
+
 LISTENING = re.compile(r"DevTools listening on (ws://127\.0\.0\.1:(\d+)/\S+)")
 START_TIMEOUT = 30.0
 WIDTH, HEIGHT = 1280, 900
@@ -147,12 +149,7 @@ async def chromium_page(profile: Path) -> AsyncIterator[Page]:
             )
             yield page
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process, patience=10)
 
 
 def _debugging_port(process: subprocess.Popen[str]) -> int:

@@ -7,12 +7,9 @@ A console bound beyond loopback without a token fails `up` before anything start
 
 from __future__ import annotations
 
-import json
 import sys
-import urllib.error
-import urllib.request
 
-from cli.stack.servers import LOOPBACK, PortClaim, ServerLaunch
+from cli.stack.servers import LOOPBACK, NoJson, PortClaim, ServerLaunch, json_at
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
 
@@ -51,12 +48,7 @@ def health_problem(settings: Settings) -> str | None:
     """Whether the console answers ``/health`` with ``{"status": "ok"}``."""
     url = f"{console_url(settings)}/health"
     try:
-        with urllib.request.urlopen(url, timeout=2.0) as response:
-            body = json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return f"{url} answers HTTP {error.code}"
-    except (urllib.error.URLError, OSError):
-        return f"{url} does not answer"
-    except ValueError:
-        return f"{url} answers something that is not JSON"
+        body = json_at(url)
+    except NoJson as problem:
+        return str(problem)
     return None if body == {"status": "ok"} else f"{url} answers {body!r}"
