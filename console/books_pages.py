@@ -36,9 +36,6 @@ router = APIRouter()
 
 ANSWERS = ("approve", "reject")
 TRADES_SHOWN = 100
-RISK_CACHE_SIZE = 64
-_valued: dict[tuple[str, datetime], dict[str, Any]] = {}
-"""A book's valuation and risk by (name, paper clock): a new trade or snapshot moves the clock."""
 
 
 @router.get("/portfolios", response_class=HTMLResponse)
@@ -82,22 +79,22 @@ async def _book_view(desk: Desk, name: str) -> dict[str, Any]:
 
 
 async def _valued_at(desk: Desk, name: str, clock: datetime) -> dict[str, Any]:
-    """The book valued at its paper clock's closes, and its risk (or why they are not known)."""
-    key = (name, clock)
-    if key not in _valued:
-        try:
-            loaded = await asyncio.to_thread(
-                desk.book_io.load_portfolio, LoadRequest(portfolio=name, as_of=clock)
-            )
-            risk = await asyncio.to_thread(
-                desk.book_io.compute_risk, RiskRequest(valuation=loaded.valuation)
-            )
-        except ApplicationError as error:
-            return {"problem": error.message}
-        if len(_valued) >= RISK_CACHE_SIZE:
-            _valued.pop(next(iter(_valued)))
-        _valued[key] = {"valuation": loaded.valuation, "risk": risk}
-    return _valued[key]
+    """The book valued at its paper clock's closes, and its risk (or why they are not known).
+    Kept by (book, clock): a new trade or snapshot moves the clock."""
+
+    async def value() -> dict[str, Any]:
+        loaded = await asyncio.to_thread(
+            desk.book_io.load_portfolio, LoadRequest(portfolio=name, as_of=clock)
+        )
+        risk = await asyncio.to_thread(
+            desk.book_io.compute_risk, RiskRequest(valuation=loaded.valuation)
+        )
+        return {"valuation": loaded.valuation, "risk": risk}
+
+    try:
+        return await desk.kept(("valued", name, clock), value)
+    except ApplicationError as error:
+        return {"problem": error.message}
 
 
 async def _pending(desk: Desk, name: str) -> list[dict[str, Any]]:

@@ -9,8 +9,9 @@ never change, so they are kept once read; the live parts are asked each time.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio.client import (
     Client,
@@ -25,10 +26,12 @@ from console.errors import Conflict, NotFound, PageError, Unavailable
 from shared.config import Settings
 from shared.errors import ConfigError
 
+T = TypeVar("T")
 QUERY_TIMEOUT = timedelta(seconds=3)
 """A query to a run whose worker is away is not waited for: the page shows what it has."""
 CACHE_SIZE = 512
-"""Closed runs' results and answers kept, oldest dropped first."""
+"""What never changes (closed runs' results and answers, a book at one paper clock) is kept,
+oldest dropped first."""
 
 
 class Desk:
@@ -39,8 +42,7 @@ class Desk:
         self.book_io = PortfolioActivities(settings)
         self._client: Client | None = None
         self._connecting = asyncio.Lock()
-        self._results: dict[tuple[str, str], Any] = {}
-        self._answers: dict[tuple[str, str, str], Any] = {}
+        self._kept: dict[tuple[Any, ...], Any] = {}
 
     async def client(self) -> Client:
         """The Temporal client, connected on first use (the console may start before Temporal)."""
@@ -79,16 +81,16 @@ class Desk:
         """A query's JSON answer, or None when the run cannot answer now (not started yet,
         its worker away, no such query). ``settled``: the run is closed, so its answer is
         final and kept (a closed run answers by replay, which costs a worker time)."""
-        key = (handle.id, handle.run_id or "", name)
-        if key in self._answers:
-            return self._answers[key]
+
+        async def ask() -> Any:
+            return await handle.query(name, result_type=dict[str, Any], rpc_timeout=QUERY_TIMEOUT)
+
         try:
-            answer = await handle.query(name, result_type=dict[str, Any], rpc_timeout=QUERY_TIMEOUT)
+            if settled:
+                return await self.kept(("answer", handle.id, handle.run_id or "", name), ask)
+            return await ask()
         except Exception:  # the page shows what it has; the next refresh asks again
             return None
-        if settled:
-            self._keep(self._answers, key, answer)
-        return answer
 
     async def child_query(self, workflow_id: str, name: str) -> Any | None:
         """``query`` on another run by id (a child), None if it cannot answer."""
@@ -97,20 +99,25 @@ class Desk:
 
     async def result(self, workflow_id: str, run_id: str) -> Any:
         """A completed run's result as JSON (read once, then kept); ``run_id`` "" is the latest."""
-        key = (workflow_id, run_id)
-        if key not in self._results:
+
+        async def read() -> Any:
             client = await self.client()
             handle = client.get_workflow_handle(
                 workflow_id, run_id=run_id or None, result_type=dict[str, Any]
             )
-            self._keep(self._results, key, await handle.result())
-        return self._results[key]
+            return await handle.result()
 
-    @staticmethod
-    def _keep(cache: dict[Any, Any], key: Any, value: Any) -> None:
-        if len(cache) >= CACHE_SIZE:
-            cache.pop(next(iter(cache)))
-        cache[key] = value
+        return await self.kept(("result", workflow_id, run_id), read)
+
+    async def kept(self, key: tuple[Any, ...], make: Callable[[], Awaitable[T]]) -> T:
+        """``make()``'s value, made once per ``key`` (for what never changes under that key)."""
+        if key not in self._kept:
+            value = await make()
+            if len(self._kept) >= CACHE_SIZE:
+                self._kept.pop(next(iter(self._kept)))
+            self._kept[key] = value
+        answer: T = self._kept[key]
+        return answer
 
 
 def rpc_problem(error: RPCError, not_found: str) -> Exception:
