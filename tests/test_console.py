@@ -41,8 +41,11 @@ from console.security import check_bind
 from shared.config import ConsoleSettings, Settings, load_settings
 from shared.errors import ConfigError
 from tests.chromium import Page, chromium_binary, chromium_page
-from tests.fakes.llm_server import FakeLlmServer
+from tests.fakes.llm_server import FakeLlmServer, Scripted
+from tests.fakes.routed import RoutedFake
 from tests.servers import free_port_base, isolated_settings, running_workers, tools_reading
+from tests.test_imperfect_replies import DEBATER_AGENTS, SYMBOL, Speaker, script_pipeline
+from tests.test_imperfect_replies import ROLES as PIPELINE_ROLES
 from workers.main import plan_for
 from workers.roles import WorkerRole
 
@@ -56,6 +59,7 @@ ROLES = (
     WorkerRole.CHARTS,
     WorkerRole.LLM_OFFLINE,
     WorkerRole.LLM_OPENAI,
+    WorkerRole.LLM_ANTHROPIC,
 )
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get("QUANTDESK_ARTIFACTS", ROOT / ".artifacts")) / "console"
@@ -91,6 +95,8 @@ class ConsoleStack:
     settings: Settings
     client: Client
     vendor: FakeLlmServer
+    routed: RoutedFake
+    """Anthropic's vendor, answering each agent from its own script."""
 
     def http(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.url, timeout=30)
@@ -102,11 +108,18 @@ def vendor() -> Iterator[FakeLlmServer]:
         yield server
 
 
+@pytest.fixture(scope="module")
+def routed() -> Iterator[RoutedFake]:
+    with RoutedFake(PIPELINE_ROLES) as server:
+        yield server
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def stack(
     dev_env: WorkflowEnvironment,
     s3_settings: Settings,
     vendor: FakeLlmServer,
+    routed: RoutedFake,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[ConsoleStack]:
     folder = tmp_path_factory.mktemp("console")
@@ -117,6 +130,7 @@ async def stack(
         QUEUE,
         temporal={"address": dev_env.client.service_client.config.target_host},
         openai={"api_key": KEY, "base_url": vendor.base_url_openai},
+        anthropic={"api_key": KEY, "base_url": routed.base_url_anthropic},
         console={"port": port},
     )
     server = uvicorn.Server(
@@ -128,7 +142,9 @@ async def stack(
             while not server.started:
                 await asyncio.sleep(0.05)
             try:
-                yield ConsoleStack(f"http://127.0.0.1:{port}", settings, dev_env.client, vendor)
+                yield ConsoleStack(
+                    f"http://127.0.0.1:{port}", settings, dev_env.client, vendor, routed
+                )
             finally:
                 server.should_exit = True
                 await serving
@@ -333,6 +349,44 @@ async def test_a_parked_run_shows_why_and_resume_finishes_it(
 
 
 # --- over HTTP ------------------------------------------------------------------------------
+
+
+async def test_a_pipeline_shows_its_debate_turn_by_turn_while_it_goes(stack: ConsoleStack) -> None:
+    """The bear's first call is refused, so the debate stops after the bull's turn: the page
+    shows that turn (read live from the debate child) and the wait; resume finishes the run."""
+    script_pipeline(stack.routed)
+    stack.routed.on(DEBATER_AGENTS[Speaker.BEAR], Scripted(status=401, message="invalid x-api-key"))
+    workflow_id = f"pipeline-debate-{uuid.uuid4().hex[:6]}"
+    await stack.client.start_workflow(
+        "Pipeline",
+        {
+            "symbol": SYMBOL,
+            "as_of": "2012-06-01T00:00:00Z",
+            "analysts": ["market", "news"],
+            "llm": {"provider": "anthropic"},
+        },
+        id=workflow_id,
+        task_queue=QUEUE,
+    )
+    live = ""
+
+    async def debate_waits() -> bool:
+        nonlocal live
+        async with stack.http() as http:
+            live = shown(await http.get(f"/runs/{workflow_id}/live"))
+        return 'id="waiting"' in live and "bull, round 1" in live
+
+    await _until(debate_waits)
+    assert "The bull case rests on the 12% revenue growth." in live
+    assert "bear, round 1" not in live
+    assert "Analyst reports" in live and "Revenue grew 12% year on year." in live
+    async with stack.http() as http:
+        resumed = await http.post(f"/runs/{workflow_id}/resume")
+    assert resumed.status_code == 303
+    await stack.client.get_workflow_handle(workflow_id).result()
+    async with stack.http() as http:
+        page = shown(await http.get(f"/runs/{workflow_id}"))
+    assert "bear, round 1" in page and 'id="decision"' in page and "Overweight" in page
 
 
 async def test_runs_are_filtered_through_the_search_attributes(
