@@ -21,6 +21,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, Wor
 from cli.report import report_refs
 from cli.views import innermost_cause, web_ui_url
 from console.desk import Desk
+from shared.reports.autorun import chart_name
 from shared.storage.buckets import CHARTS_BUCKET, REPORTS_BUCKET
 from workflows.progress import RunProgress, StepState
 from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
@@ -176,9 +177,10 @@ async def _quantagent(desk: Desk, page: RunPage) -> dict[str, Any]:
 
 
 async def _autorun(desk: Desk, page: RunPage) -> dict[str, Any]:
-    """Each ticker with its Pipeline's state and decision, and the Portfolio's outcome (or the
-    approval it waits for)."""
+    """Each ticker with its Pipeline's state, decision and (once reported) chart, and the
+    Portfolio's outcome (or the approval it waits for)."""
     result = page.result or {}
+    charts = (result.get("report") or {}).get("charts") or {}
     decisions = {d["symbol"]: d for d in result.get("decisions") or []}
     failures = {f["symbol"]: f["reason"] for f in result.get("failures") or []}
     steps = page.progress.steps if page.progress else {}
@@ -197,6 +199,7 @@ async def _autorun(desk: Desk, page: RunPage) -> dict[str, Any]:
                 "state": state.value if state else "done",
                 "decision": decision,
                 "failure": failures.get(ticker),
+                "chart": object_url(charts.get(chart_name(ticker))),
             }
         )
     portfolio_id = f"{page.workflow_id}-portfolio"
