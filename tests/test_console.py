@@ -384,6 +384,9 @@ async def test_a_pipeline_shows_its_debate_turn_by_turn_while_it_goes(stack: Con
     assert "bear, round 1" not in live
     assert "Analyst reports" in live and "Revenue grew 12% year on year." in live
     async with stack.http() as http:
+        debate = shown(await http.get(f"/runs/{workflow_id}-debate"))
+    assert "Transcript" in debate and "bull, round 1" in debate and 'id="resume"' in debate
+    async with stack.http() as http:
         resumed = await http.post(f"/runs/{workflow_id}/resume")
     assert resumed.status_code == 303
     await stack.client.get_workflow_handle(workflow_id).result()
