@@ -112,10 +112,14 @@ def test_the_embedded_model_serves_llamacpp_unless_a_url_is_set(
     embedded = load_settings(local_llm={"port": 8499, "context_tokens": 8192})
 
     assert embedded.base_url(spec) == "http://127.0.0.1:8499/v1"
-    assert embedded.context_tokens(spec) == 8192
+    assert embedded.context_window(spec) == (8192, "QUANTDESK_LOCAL_LLM__CONTEXT_TOKENS")
     monkeypatch.setenv("LLAMACPP_BASE_URL", "http://gpu-box:8080/v1")
     elsewhere = load_settings(local_llm={"context_tokens": 8192})
     assert elsewhere.base_url(spec) == "http://gpu-box:8080/v1"
-    assert elsewhere.context_tokens(spec) == spec.capabilities.context_tokens
-    assert load_settings(llamacpp={"context_tokens": 2048}).context_tokens(spec) == 2048
-    assert load_settings().context_tokens(PROVIDERS["openai"]) is None
+    assert elsewhere.context_window(spec) == (
+        spec.capabilities.context_tokens,
+        "QUANTDESK_LLAMACPP__CONTEXT_TOKENS",
+    )
+    own = load_settings(llamacpp={"context_tokens": 2048}).context_window(spec)
+    assert own == (2048, "QUANTDESK_LLAMACPP__CONTEXT_TOKENS")
+    assert load_settings().context_window(PROVIDERS["openai"]) is None
