@@ -31,7 +31,7 @@ from shared.data.factory import VENDORS
 from shared.data.router import DEFAULT_ROUTES
 from shared.errors import ConfigError
 from shared.llm.pricing import ModelPrice
-from shared.llm.providers import DEFAULT_PRICES, PROVIDERS, LlmRole, ProviderSpec, Serving
+from shared.llm.providers import PROVIDERS, LlmRole, ProviderSpec, Serving, list_prices
 from shared.portfolio.costs import Costs
 from shared.queues import DEFAULT_WORKFLOWS_QUEUE
 from shared.storage.buckets import BUCKETS
@@ -215,7 +215,7 @@ class Settings(_ProviderBlocks):
         "(shared/llm/reply_cache.py); never the offline provider",
     )
     prices: dict[str, ModelPrice] = Field(
-        default_factory=lambda: dict(DEFAULT_PRICES),
+        default_factory=list_prices,
         description='USD per million tokens per model, JSON like {"gpt-4.1": {"input": 2, '
         '"output": 8}}, merged over the defaults',
     )
@@ -237,7 +237,7 @@ class Settings(_ProviderBlocks):
     @field_validator("prices", mode="after")
     @classmethod
     def _over_default_prices(cls, value: dict[str, ModelPrice]) -> dict[str, ModelPrice]:
-        return {**DEFAULT_PRICES, **value}
+        return {**list_prices(), **value}
 
     def price_of(self, model: str) -> ModelPrice | None:
         """The configured price of ``model``, if it has one."""

@@ -5,7 +5,7 @@ only known there), and the cost travels in ``Usage`` with the tokens, so progres
 results and reports add it up like any other count. Prices are list prices in USD per
 million tokens at the time of writing; vendors change them, so the table is a setting
 (``QUANTDESK_PRICES='{"gpt-4.1": {"input": 2, "output": 8}}'``, merged over the list
-prices each provider row carries, ``shared.llm.providers.DEFAULT_PRICES``).
+prices each provider row carries, ``shared.llm.providers.list_prices``).
 A model with no price costs 0 and is reported as unpriced rather than guessed.
 """
 

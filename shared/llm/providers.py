@@ -350,10 +350,9 @@ PROVIDERS: dict[str, ProviderSpec] = {
     )
 }
 
-DEFAULT_PRICES: dict[str, ModelPrice] = {
-    model: price for spec in PROVIDERS.values() for model, price in spec.prices.items()
-}
-"""Every row's list prices: the defaults of the ``prices`` setting."""
+def list_prices() -> dict[str, ModelPrice]:
+    """Every row's list prices: the defaults of the ``prices`` setting."""
+    return {model: price for spec in PROVIDERS.values() for model, price in spec.prices.items()}
 
 
 def provider_spec(name: str, *, field: str = "llm.provider") -> ProviderSpec:
