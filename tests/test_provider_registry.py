@@ -3,7 +3,8 @@ dialect and its prices all follow from the row.
 
 The settings tests hold ``Settings`` and the registry in sync; the extra-row test adds a
 provider nobody else knows, in a fresh interpreter, and drives it through settings,
-worker plan and chat activity against the strict wire fake.
+worker plan and chat activity against the strict wire fake; the gemini tests show a row
+added that way speaks the OpenAI wire at Google's own path.
 """
 
 from __future__ import annotations
@@ -16,13 +17,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from temporalio.testing import ActivityEnvironment
 
+from activities.llm import LlmActivities
 from shared.config import ProviderSettings, Settings, load_settings
+from shared.llm.clients import complete
+from shared.llm.contracts import ChatMessage, ChatRequest, LlmChoice
 from shared.llm.pricing import ModelPrice
-from shared.llm.providers import PROVIDERS, LlmRole, Serving
+from shared.llm.providers import PROVIDERS, LlmRole, Serving, provider_spec
+from shared.storage.objects import ObjectRef
 from tests.fakes.llm_server import FakeLlmServer
 from workers.main import plan_for
 from workers.roles import WorkerRole
+from workflows.quantagent import ChartReader
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-test-ROW-SECRET-31337"
@@ -33,6 +40,7 @@ NOTE = {
     "key_points": ["closes rose 8%"],
     "summary": "Momentum is up.",
 }
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 
 
 @pytest.fixture
@@ -157,3 +165,66 @@ def test_a_row_alone_is_a_provider_from_settings_to_the_wire(
     assert sent.body["response_format"]["type"] == "json_schema"
     assert sent.body["response_format"]["json_schema"]["strict"] is True
     assert KEY not in probe.stdout + probe.stderr
+
+
+# -- gemini, added as a row ------------------------------------------------------------------
+
+
+def test_gemini_is_selectable_and_reads_charts_as_images() -> None:
+    spec = provider_spec("gemini")
+
+    assert load_settings(default_provider="gemini").default_provider == "gemini"
+    assert spec.key_env == "GEMINI_API_KEY"
+    assert ChartReader.of(spec, LlmChoice(provider="gemini")).input == "image"
+
+
+async def test_gemini_chat_goes_to_googles_openai_path_with_a_strict_schema(
+    fake: FakeLlmServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    monkeypatch.setenv("QUANTDESK_GEMINI__BASE_URL", f"http://127.0.0.1:{fake.port}/v1beta/openai/")
+    fake.reply_json(NOTE)
+    request = ChatRequest(
+        agent="test_agent",
+        provider="gemini",
+        messages=[ChatMessage(role="user", content="Assess ACME.")],
+        response_schema="AnalystNote",
+        max_tokens=300,
+    )
+
+    response = await ActivityEnvironment().run(
+        LlmActivities(load_settings(), "llm-openai-compatible").chat, request
+    )
+
+    sent = fake.last_request
+    assert (sent.path, sent.api_key) == ("/v1beta/openai/chat/completions", KEY)
+    assert sent.body["model"] == "gemini-2.5-flash"
+    assert sent.body["max_tokens"] == 300
+    assert sent.body["response_format"]["json_schema"]["strict"] is True
+    assert response.structured == NOTE
+    assert response.usage.cost_usd == pytest.approx((11 * 0.30 + 7 * 2.50) / 1_000_000)
+
+
+async def test_gemini_gets_charts_as_data_urls(fake: FakeLlmServer) -> None:
+    spec = PROVIDERS["gemini"]
+    chart = ObjectRef(bucket="charts", key="run-1/chart.png", content_type="image/png")
+    fake.reply_text("a head and shoulders")
+
+    response = await complete(
+        ChatRequest(
+            agent="pattern_agent",
+            provider="gemini",
+            role=LlmRole.VISION,
+            messages=[ChatMessage(role="user", content="Which pattern?", images=[chart])],
+        ),
+        spec=spec,
+        model="gemini-2.5-flash",
+        api_key=KEY,
+        base_url=f"http://127.0.0.1:{fake.port}/v1beta/openai/",
+        timeout=5.0,
+        images={chart.key: PNG},
+    )
+
+    [_, image] = fake.last_request.body["messages"][0]["content"]
+    assert image["image_url"]["url"].startswith("data:image/png;base64,")
+    assert response.text == "a head and shoulders"

@@ -339,6 +339,16 @@ PROVIDERS: dict[str, ProviderSpec] = {
             capabilities=_JSON_SCHEMA,
             prices={"openai/gpt-4.1": (2.0, 8.0), "openai/gpt-4.1-mini": (0.4, 1.6)},
         ),
+        # Google's OpenAI-compatible endpoint: images as data URLs, response_format
+        # json_schema (strict), native tools, max_tokens.
+        row(
+            "gemini",
+            ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash"),
+            env="GEMINI",
+            url="https://generativelanguage.googleapis.com/v1beta/openai/",
+            capabilities=_JSON_SCHEMA,
+            prices={"gemini-2.5-flash": (0.30, 2.50), "gemini-2.5-pro": (1.25, 10.0)},
+        ),
         row(
             "offline",
             (OFFLINE_MODEL, OFFLINE_MODEL, OFFLINE_MODEL),
@@ -349,6 +359,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
         ),
     )
 }
+
 
 def list_prices() -> dict[str, ModelPrice]:
     """Every row's list prices: the defaults of the ``prices`` setting."""
