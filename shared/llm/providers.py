@@ -240,6 +240,28 @@ _JSON_OBJECT = Capabilities(structured_output=StructuredOutput.JSON_OBJECT)
 _LOCAL_SERVER = _JSON_SCHEMA.model_copy(update={"tool_calls": ToolCalling.NATIVE_OR_TEXT})
 _TWO_SLOTS = Serving(max_concurrent=2)
 
+
+def self_hosted(
+    name: str,
+    models: Models,
+    *,
+    port: int,
+    key: KeyUse = "none",
+    serving: Serving = _TWO_SLOTS,
+) -> ProviderSpec:
+    """A row for a model server of one's own (ollama, vLLM, LM Studio): on this machine at
+    ``port`` unless ``{NAME}_BASE_URL`` says where, unpriced, two calls at once by default."""
+    return row(
+        name,
+        models,
+        env=name.upper(),
+        key=key,
+        url=f"http://127.0.0.1:{port}/v1",
+        capabilities=_LOCAL_SERVER,
+        serving=serving,
+    )
+
+
 PROVIDERS: dict[str, ProviderSpec] = {
     spec.name: spec
     for spec in (
@@ -278,31 +300,18 @@ PROVIDERS: dict[str, ProviderSpec] = {
             url="https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
             capabilities=_JSON_OBJECT,
         ),
-        row(
-            "ollama",
-            ("llama3.1", "llama3.1", "llava"),
-            env="OLLAMA",
-            key="none",
-            url="http://127.0.0.1:11434/v1",
-            capabilities=_LOCAL_SERVER,
-            serving=_TWO_SLOTS,
-        ),
-        row(
+        self_hosted("ollama", ("llama3.1", "llama3.1", "llava"), port=11434),
+        self_hosted(
             "vllm",
             ("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct"),
-            env="VLLM",
+            port=8000,
             key="optional",
-            url="http://127.0.0.1:8000/v1",
-            capabilities=_LOCAL_SERVER,
+            serving=_DEFAULT_SERVING,
         ),
-        row(
+        self_hosted(
             "lmstudio",
             ("qwen2.5-7b-instruct", "qwen2.5-7b-instruct", "qwen2.5-vl-7b-instruct"),
-            env="LMSTUDIO",
-            key="none",
-            url="http://127.0.0.1:1234/v1",
-            capabilities=_LOCAL_SERVER,
-            serving=_TWO_SLOTS,
+            port=1234,
         ),
         # llama.cpp's own server: the embedded `local-llm` component, or any
         # llama-server at LLAMACPP_BASE_URL. No vision (QuantAgent reads its charts
