@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.llm import LlmActivities
@@ -24,7 +25,7 @@ from shared.config import ProviderSettings, Settings, load_settings
 from shared.llm.clients import complete
 from shared.llm.contracts import ChatMessage, ChatRequest, LlmChoice
 from shared.llm.pricing import ModelPrice
-from shared.llm.providers import PROVIDERS, LlmRole, Serving, provider_spec
+from shared.llm.providers import PROVIDERS, LlmRole, Serving, provider_spec, row
 from shared.storage.objects import ObjectRef
 from tests.fakes.llm_server import FakeLlmServer
 from workers.main import plan_for
@@ -77,6 +78,11 @@ def test_no_model_is_priced_twice_at_different_prices() -> None:
     for spec in PROVIDERS.values():
         for model, price in spec.prices.items():
             assert seen.setdefault(model, price) == price, model
+
+
+def test_a_row_needing_a_key_must_name_the_variable_that_holds_it() -> None:
+    with pytest.raises(ValidationError, match="requires a key but names no key_env"):
+        row("acme", ("acme-quick", "acme-deep", None))
 
 
 @pytest.mark.parametrize("name", sorted(PROVIDERS))

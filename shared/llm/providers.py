@@ -166,6 +166,13 @@ class ProviderSpec(BaseModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _a_needed_key_has_a_variable(self) -> ProviderSpec:
+        """A missing key is refused naming the variable to set, so a row needing one names it."""
+        if self.key_required and not self.key_env:
+            raise ValueError(f"provider {self.name!r} requires a key but names no key_env")
+        return self
+
 
 QUEUE_OPENAI = "llm-openai"
 QUEUE_ANTHROPIC = "llm-anthropic"
