@@ -16,7 +16,7 @@ def test_nested_variables_configure_a_provider(monkeypatch: pytest.MonkeyPatch) 
     settings = load_settings()
 
     assert settings.model_for(PROVIDERS["openai"], LlmRole.QUICK) == "gpt-test-mini"
-    assert settings.openai.requests_per_second == 2.5
+    assert settings.provider("openai").requests_per_second == 2.5
 
 
 def test_registry_default_model_applies_when_unset() -> None:
@@ -97,11 +97,12 @@ def test_a_provider_block_given_in_part_keeps_its_own_defaults(
 
     settings = load_settings(ollama={"base_url": "http://127.0.0.1:11434/v1"})
 
-    assert settings.llamacpp.base_url == "http://127.0.0.1:9999/v1"
-    assert (settings.llamacpp.timeout_seconds, settings.llamacpp.max_concurrent) == (900, 1)
-    assert settings.ollama.max_concurrent == 2
-    assert settings.offline.timeout_seconds == 30
-    assert (settings.offline.max_concurrent, settings.offline.requests_per_second) == (16, 1000)
+    llamacpp, offline = settings.provider("llamacpp"), settings.provider("offline")
+    assert llamacpp.base_url == "http://127.0.0.1:9999/v1"
+    assert (llamacpp.timeout_seconds, llamacpp.max_concurrent) == (900, 1)
+    assert settings.provider("ollama").max_concurrent == 2
+    assert offline.timeout_seconds == 30
+    assert (offline.max_concurrent, offline.requests_per_second) == (16, 1000)
 
 
 def test_the_embedded_model_serves_llamacpp_unless_a_url_is_set(

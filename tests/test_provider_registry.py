@@ -111,7 +111,7 @@ def test_a_limit_set_in_a_dotenv_file_overrides_the_rows(tmp_path: Path) -> None
         "QUANTDESK_LMSTUDIO__TIMEOUT_SECONDS=45\nQUANTDESK_OLLAMA__MAX_CONCURRENT=4\n"
     )
 
-    settings = Settings(_env_file=dotenv)  # type: ignore[call-arg]
+    settings = Settings(_env_file=dotenv)
 
     assert settings.provider("ollama").max_concurrent == 4
     lmstudio = settings.provider("lmstudio")
