@@ -223,9 +223,9 @@ class Settings(_ProviderBlocks):
     @model_validator(mode="before")
     @classmethod
     def _over_provider_defaults(cls, data: object) -> object:
-        """A provider block given in part (one variable, a dict) keeps the rest of its own
-        defaults: without this, setting QUANTDESK_LLAMACPP__BASE_URL alone would reset the
-        local model's 900 s timeout and single slot to the generic 120 s and 8."""
+        """A provider block given in part (one variable, a dict) keeps the rest of its row's
+        serving limits: without this, setting QUANTDESK_LLAMACPP__BASE_URL alone would reset
+        the local model's 900 s timeout and single slot to the generic 120 s and 8."""
         if not isinstance(data, dict):
             return data
         merged = dict(data)
@@ -285,9 +285,14 @@ class Settings(_ProviderBlocks):
 
     def provider(self, name: str) -> ProviderSettings:
         """The settings block of one registry provider."""
-        value = getattr(self, name, None)
-        if name not in PROVIDERS or not isinstance(value, ProviderSettings):
-            raise ConfigError(f"{ENV_PREFIX}{name.upper()}", "no settings for this provider")
+        value = getattr(self, name, None) if name in PROVIDERS else None
+        if not isinstance(value, ProviderSettings):
+            raise ConfigError(
+                f"{ENV_PREFIX}{name.upper()}",
+                f"no settings block for provider {name!r}",
+                fix="Name a row of PROVIDERS in shared/llm/providers.py; its block is made "
+                "from the rows there when shared.config is imported.",
+            )
         return value
 
     def context_window(self, spec: ProviderSpec) -> ContextWindow | None:

@@ -192,10 +192,12 @@ LOCAL_MODEL = "local"
 
 Models = tuple[str, str, str | None]
 """A row's default (quick, deep, vision) models; vision None: no model reads images."""
-_SAFE_CAPABILITIES = Capabilities()
-_DEFAULT_SERVING = Serving()
 KeyUse = Literal["required", "optional", "none"]
 """Whether calls need a key (``{env}_API_KEY``), may carry one, or have no key variable."""
+# What a row that says nothing gets: prompt-only structured output, the safe guess for a
+# server whose support is unknown, and the generic serving limits.
+_UNKNOWN_SERVER = Capabilities()
+_DEFAULT_SERVING = Serving()
 
 
 def row(
@@ -206,7 +208,7 @@ def row(
     env: str | None = None,
     key: KeyUse = "required",
     url: str | None = None,
-    capabilities: Capabilities = _SAFE_CAPABILITIES,
+    capabilities: Capabilities = _UNKNOWN_SERVER,
     serving: Serving = _DEFAULT_SERVING,
     prices: dict[str, tuple[float, float]] | None = None,
     embedded: bool = False,
