@@ -21,6 +21,7 @@ attempt may succeed), ``NotConfigured`` (a key or package may be added) and
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -44,18 +45,18 @@ from shared.data.contracts import (
     MacroSeries,
     MarketMovers,
     NewsItem,
-    Sector,
     SectorPerformance,
     SocialPost,
     Statement,
-    StatementKind,
 )
 from shared.errors import NoData
-from shared.market.bars import Bar, Timeframe
+from shared.market.bars import Bar
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 
 FORMAT = 1
 """Part of every key: bump it when the stored form changes, and old files are simply missed."""
@@ -88,6 +89,25 @@ def _plain(value: object) -> object:
     raise TypeError(f"cannot key a cache on {type(value).__name__}")
 
 
+def _cached(
+    kind: DataKind, read: Callable[Concatenate[DataVendor, P], R]
+) -> Callable[Concatenate[CachedVendor, P], R]:
+    """``CachedVendor``'s form of the ``DataVendor`` method ``read``: keyed by every argument
+    by name, defaults included, then asked of the inner vendor's own method of that name."""
+    signature = inspect.signature(read)
+
+    def cached(self: CachedVendor, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        bound = signature.bind(self.inner, *args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(list(bound.arguments.items())[1:])  # all but the vendor itself
+        method: Callable[P, R] = getattr(self.inner, read.__name__)
+        return self._read(kind, arguments, lambda: method(*args, **kwargs))
+
+    cached.__name__ = cached.__qualname__ = read.__name__
+    cached.__doc__ = f"The inner vendor's ``{read.__name__}``, from disk once settled."
+    return cached
+
+
 class CachedVendor:
     """``inner`` with its settled answers kept in ``directory`` (see the module docstring)."""
 
@@ -106,89 +126,18 @@ class CachedVendor:
         self.settle = settle
         self._now = now
 
-    def universe(self, as_of: datetime) -> list[Listing]:
-        return self._read(DataKind.UNIVERSE, {"as_of": as_of}, lambda: self.inner.universe(as_of))
-
-    def ohlcv(self, symbol: str, timeframe: Timeframe, as_of: datetime, lookback: int) -> list[Bar]:
-        return self._read(
-            DataKind.OHLCV,
-            {"symbol": symbol, "timeframe": timeframe, "as_of": as_of, "lookback": lookback},
-            lambda: self.inner.ohlcv(symbol, timeframe, as_of, lookback),
-        )
-
-    def news(
-        self,
-        as_of: datetime,
-        window: timedelta,
-        *,
-        symbol: str | None = None,
-        topic: str | None = None,
-        limit: int = 20,
-    ) -> list[NewsItem]:
-        return self._read(
-            DataKind.NEWS,
-            {"as_of": as_of, "window": window, "symbol": symbol, "topic": topic, "limit": limit},
-            lambda: self.inner.news(as_of, window, symbol=symbol, topic=topic, limit=limit),
-        )
-
-    def social(
-        self, symbol: str, as_of: datetime, window: timedelta, limit: int = 50
-    ) -> list[SocialPost]:
-        return self._read(
-            DataKind.SOCIAL,
-            {"symbol": symbol, "as_of": as_of, "window": window, "limit": limit},
-            lambda: self.inner.social(symbol, as_of, window, limit),
-        )
-
-    def fundamentals(self, symbol: str, as_of: datetime) -> Fundamentals:
-        return self._read(
-            DataKind.FUNDAMENTALS,
-            {"symbol": symbol, "as_of": as_of},
-            lambda: self.inner.fundamentals(symbol, as_of),
-        )
-
-    def statements(
-        self, symbol: str, kind: StatementKind, as_of: datetime, periods: int = 4
-    ) -> list[Statement]:
-        return self._read(
-            DataKind.STATEMENTS,
-            {"symbol": symbol, "kind": kind, "as_of": as_of, "periods": periods},
-            lambda: self.inner.statements(symbol, kind, as_of, periods),
-        )
-
-    def insider(self, symbol: str, as_of: datetime, window: timedelta) -> list[InsiderTransaction]:
-        return self._read(
-            DataKind.INSIDER,
-            {"symbol": symbol, "as_of": as_of, "window": window},
-            lambda: self.inner.insider(symbol, as_of, window),
-        )
-
-    def sectors(self, as_of: datetime) -> list[SectorPerformance]:
-        return self._read(DataKind.SECTORS, {"as_of": as_of}, lambda: self.inner.sectors(as_of))
-
-    def industry(self, sector: Sector, as_of: datetime, limit: int = 10) -> list[IndustryCompany]:
-        return self._read(
-            DataKind.INDUSTRY,
-            {"sector": sector, "as_of": as_of, "limit": limit},
-            lambda: self.inner.industry(sector, as_of, limit),
-        )
-
-    def movers(self, as_of: datetime, limit: int = 10) -> MarketMovers:
-        return self._read(
-            DataKind.MOVERS,
-            {"as_of": as_of, "limit": limit},
-            lambda: self.inner.movers(as_of, limit),
-        )
-
-    def indices(self, as_of: datetime) -> list[IndexLevel]:
-        return self._read(DataKind.INDICES, {"as_of": as_of}, lambda: self.inner.indices(as_of))
-
-    def macro(self, series: str, as_of: datetime, lookback: int = 24) -> MacroSeries:
-        return self._read(
-            DataKind.MACRO,
-            {"series": series, "as_of": as_of, "lookback": lookback},
-            lambda: self.inner.macro(series, as_of, lookback),
-        )
+    universe = _cached(DataKind.UNIVERSE, DataVendor.universe)
+    ohlcv = _cached(DataKind.OHLCV, DataVendor.ohlcv)
+    news = _cached(DataKind.NEWS, DataVendor.news)
+    social = _cached(DataKind.SOCIAL, DataVendor.social)
+    fundamentals = _cached(DataKind.FUNDAMENTALS, DataVendor.fundamentals)
+    statements = _cached(DataKind.STATEMENTS, DataVendor.statements)
+    insider = _cached(DataKind.INSIDER, DataVendor.insider)
+    sectors = _cached(DataKind.SECTORS, DataVendor.sectors)
+    industry = _cached(DataKind.INDUSTRY, DataVendor.industry)
+    movers = _cached(DataKind.MOVERS, DataVendor.movers)
+    indices = _cached(DataKind.INDICES, DataVendor.indices)
+    macro = _cached(DataKind.MACRO, DataVendor.macro)
 
     def _path_for(self, kind: DataKind, args: dict[str, object]) -> tuple[Path, dict[str, Any]]:
         """The file of a read and the key stored in it."""
