@@ -30,27 +30,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, get_type_hints
 
 from pydantic import TypeAdapter, ValidationError
 
-from shared.data.contracts import (
-    DataKind,
-    DataVendor,
-    Fundamentals,
-    IndexLevel,
-    IndustryCompany,
-    InsiderTransaction,
-    Listing,
-    MacroSeries,
-    MarketMovers,
-    NewsItem,
-    SectorPerformance,
-    SocialPost,
-    Statement,
-)
+from shared.data.contracts import DataKind, DataVendor
 from shared.errors import NoData
-from shared.market.bars import Bar
 
 log = logging.getLogger(__name__)
 
@@ -60,22 +45,6 @@ P = ParamSpec("P")
 
 FORMAT = 1
 """Part of every key: bump it when the stored form changes, and old files are simply missed."""
-
-_RESULTS: dict[DataKind, TypeAdapter[Any]] = {
-    DataKind.UNIVERSE: TypeAdapter(list[Listing]),
-    DataKind.OHLCV: TypeAdapter(list[Bar]),
-    DataKind.NEWS: TypeAdapter(list[NewsItem]),
-    DataKind.SOCIAL: TypeAdapter(list[SocialPost]),
-    DataKind.FUNDAMENTALS: TypeAdapter(Fundamentals),
-    DataKind.STATEMENTS: TypeAdapter(list[Statement]),
-    DataKind.INSIDER: TypeAdapter(list[InsiderTransaction]),
-    DataKind.SECTORS: TypeAdapter(list[SectorPerformance]),
-    DataKind.INDUSTRY: TypeAdapter(list[IndustryCompany]),
-    DataKind.MOVERS: TypeAdapter(MarketMovers),
-    DataKind.INDICES: TypeAdapter(list[IndexLevel]),
-    DataKind.MACRO: TypeAdapter(MacroSeries),
-}
-"""How each kind's answer is written to and read back from JSON."""
 
 
 def _plain(value: object) -> object:
@@ -95,13 +64,15 @@ def _cached(
     """``CachedVendor``'s form of the ``DataVendor`` method ``read``: keyed by every argument
     by name, defaults included, then asked of the inner vendor's own method of that name."""
     signature = inspect.signature(read)
+    # How the answer is written to and read back from JSON: the protocol's own return type.
+    result: TypeAdapter[R] = TypeAdapter(get_type_hints(read)["return"])
 
     def cached(self: CachedVendor, /, *args: P.args, **kwargs: P.kwargs) -> R:
         bound = signature.bind(self.inner, *args, **kwargs)
         bound.apply_defaults()
         arguments = dict(list(bound.arguments.items())[1:])  # all but the vendor itself
         method: Callable[P, R] = getattr(self.inner, read.__name__)
-        return self._read(kind, arguments, lambda: method(*args, **kwargs))
+        return self._read(kind, result, arguments, lambda: method(*args, **kwargs))
 
     cached.__name__ = cached.__qualname__ = read.__name__
     cached.__doc__ = f"The inner vendor's ``{read.__name__}``, from disk once settled."
@@ -151,7 +122,13 @@ class CachedVendor:
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
         return self.directory / self.name / kind.value / f"{digest}.json", key
 
-    def _read(self, kind: DataKind, args: dict[str, object], fetch: Callable[[], T]) -> T:
+    def _read(
+        self,
+        kind: DataKind,
+        result: TypeAdapter[T],
+        args: dict[str, object],
+        fetch: Callable[[], T],
+    ) -> T:
         if not self._settled(args["as_of"]):
             return fetch()
         path, key = self._path_for(kind, args)
@@ -160,7 +137,7 @@ class CachedVendor:
             if "no_data" in stored:
                 raise NoData(stored["no_data"])
             try:
-                return _RESULTS[kind].validate_python(stored["value"])  # type: ignore[no-any-return]
+                return result.validate_python(stored["value"])
             except (KeyError, ValidationError) as error:
                 log.warning("ignoring cache file %s: %s", path, error)
         try:
@@ -168,7 +145,7 @@ class CachedVendor:
         except NoData as error:
             _write(path, {"key": key, "no_data": str(error)})
             raise
-        _write(path, {"key": key, "value": _RESULTS[kind].dump_python(value, mode="json")})
+        _write(path, {"key": key, "value": result.dump_python(value, mode="json")})
         return value
 
     def _settled(self, as_of: object) -> bool:
