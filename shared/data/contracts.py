@@ -13,12 +13,25 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Annotated, Protocol, runtime_checkable
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
 
 from shared.errors import NotConfigured
 from shared.market.bars import Bar, Timeframe
+
+TickerSymbol = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True,
+        to_upper=True,
+        min_length=1,
+        max_length=15,
+        pattern=r"^[A-Za-z0-9.^=-]+$",
+    ),
+]
+"""A ticker as a model or a user writes it, normalised: trimmed, upper case, letters, digits
+and ``. ^ = -`` (indices start with ^, Yahoo's FX and futures tickers hold = and -)."""
 
 
 class DataKind(StrEnum):
