@@ -55,9 +55,8 @@ from shared.data.contracts import (
 from shared.data.local import compute_fundamentals
 from shared.errors import InvalidInput, NoData, NotConfigured
 from shared.market.bars import Bar, Timeframe, validate_bars
-from shared.market.resample import bucket_ends
 from shared.market.series import build_series, check_lookback, parse_as_of
-from shared.market.yahoo import _span, _to_frame
+from shared.market.yahoo import _to_frame, finished_frame
 
 T = TypeVar("T")
 
@@ -65,7 +64,6 @@ INSTALL_FIX = "Run `pip install 'quantdesk[online]'`, or route the kind to anoth
 LIVE_TOLERANCE = timedelta(days=1)
 """How far in the past ``as_of`` may be for a live screener to answer it."""
 
-_NATIVE = {Timeframe.H4: Timeframe.H1}  # Yahoo has no 4h interval: resampled from 1h
 _EARLIEST = pd.Timestamp("1970-01-01", tz=UTC)  # a read of all history starts here
 _NEWS_COUNT = 50  # stories asked for; Yahoo returns its latest, filtered by as_of after
 _MARKET_QUERY = "stock market"  # the search for news about no symbol and no topic
@@ -410,13 +408,13 @@ class _YahooBars:
         """Finished bars labelled at or before ``as_of``, fetched just for that window."""
         wanted, cutoff = Timeframe.parse(timeframe), _cutoff(as_of)
         check_lookback(lookback)
-        base, now = _NATIVE.get(wanted, wanted), self.now()
-        end = min(cutoff + base.duration, now)
-        start = end - _span(wanted, lookback) if lookback else _EARLIEST
-        history = self.history(symbol, base.value, start, end, auto_adjust=True, actions=False)
-        frame = _to_frame(history, base)
-        # No bar labelled after as_of, nor the one still forming now.
-        frame = frame[(frame.index <= cutoff) & (bucket_ends(frame.index, base) <= now)]
+
+        def download(base: Timeframe, start: pd.Timestamp | None, end: pd.Timestamp) -> Any:
+            start = _EARLIEST if start is None else start
+            return self.history(symbol, base.value, start, end, auto_adjust=True, actions=False)
+
+        frame, base, _ = finished_frame(download, wanted, cutoff, lookback, self.now())
+        frame = frame[frame.index <= cutoff]  # no bar labelled after as_of
         where = f"{wanted} bars for {symbol!r} up to {cutoff.isoformat()}"
         if frame.empty:
             raise NoData(f"Yahoo Finance has no {where} (unknown or delisted ticker?)")
