@@ -59,10 +59,11 @@ def _plain(value: object) -> object:
 
 
 def _cached(
-    kind: DataKind, read: Callable[Concatenate[DataVendor, P], R]
+    read: Callable[Concatenate[DataVendor, P], R],
 ) -> Callable[Concatenate[CachedVendor, P], R]:
     """``CachedVendor``'s form of the ``DataVendor`` method ``read``: keyed by every argument
     by name, defaults included, then asked of the inner vendor's own method of that name."""
+    kind = DataKind(read.__name__)  # each read is named for the kind it reads
     signature = inspect.signature(read)
     # How the answer is written to and read back from JSON: the protocol's own return type.
     result: TypeAdapter[R] = TypeAdapter(get_type_hints(read)["return"])
@@ -97,18 +98,18 @@ class CachedVendor:
         self.settle = settle
         self._now = now
 
-    universe = _cached(DataKind.UNIVERSE, DataVendor.universe)
-    ohlcv = _cached(DataKind.OHLCV, DataVendor.ohlcv)
-    news = _cached(DataKind.NEWS, DataVendor.news)
-    social = _cached(DataKind.SOCIAL, DataVendor.social)
-    fundamentals = _cached(DataKind.FUNDAMENTALS, DataVendor.fundamentals)
-    statements = _cached(DataKind.STATEMENTS, DataVendor.statements)
-    insider = _cached(DataKind.INSIDER, DataVendor.insider)
-    sectors = _cached(DataKind.SECTORS, DataVendor.sectors)
-    industry = _cached(DataKind.INDUSTRY, DataVendor.industry)
-    movers = _cached(DataKind.MOVERS, DataVendor.movers)
-    indices = _cached(DataKind.INDICES, DataVendor.indices)
-    macro = _cached(DataKind.MACRO, DataVendor.macro)
+    universe = _cached(DataVendor.universe)
+    ohlcv = _cached(DataVendor.ohlcv)
+    news = _cached(DataVendor.news)
+    social = _cached(DataVendor.social)
+    fundamentals = _cached(DataVendor.fundamentals)
+    statements = _cached(DataVendor.statements)
+    insider = _cached(DataVendor.insider)
+    sectors = _cached(DataVendor.sectors)
+    industry = _cached(DataVendor.industry)
+    movers = _cached(DataVendor.movers)
+    indices = _cached(DataVendor.indices)
+    macro = _cached(DataVendor.macro)
 
     def _path_for(self, kind: DataKind, args: dict[str, object]) -> tuple[Path, dict[str, Any]]:
         """The file of a read and the key stored in it."""

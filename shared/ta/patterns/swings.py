@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from itertools import combinations
+
 import numpy as np
 
 from shared.ta.patterns.geometry import Bars, Bounds, Finding, best, finding, ramp
@@ -40,6 +43,11 @@ NECKLINE_TILT: Bounds = (0.4, 0.15)
 
 SHOULDER_TIMING: Bounds = (0.4, 0.7)
 """Shorter over longer of the two shoulder-to-head durations: roughly symmetric in time."""
+
+
+def _swing_lows(bars: Bars, count: int) -> Iterator[tuple[Pivot, ...]]:
+    """Every ``count`` swing lows of the window, in time order, earliest first."""
+    return combinations(bars.swings(PivotKind.LOW), count)
 
 
 def _versus(difference: float, bars: Bars) -> str:
@@ -106,12 +114,7 @@ def _double_bottom_at(bars: Bars, first: Pivot, second: Pivot) -> Finding | None
 
 def double_bottom(bars: Bars) -> Finding | None:
     """The best pair of swing lows forming a double bottom."""
-    lows = bars.swings(PivotKind.LOW)
-    return best(
-        _double_bottom_at(bars, first, second)
-        for i, first in enumerate(lows)
-        for second in lows[i + 1 :]
-    )
+    return best(_double_bottom_at(bars, *lows) for lows in _swing_lows(bars, 2))
 
 
 def _head_and_shoulders_at(bars: Bars, left: Pivot, head: Pivot, right: Pivot) -> Finding | None:
@@ -158,10 +161,4 @@ def _head_and_shoulders_at(bars: Bars, left: Pivot, head: Pivot, right: Pivot) -
 
 def inverse_head_and_shoulders(bars: Bars) -> Finding | None:
     """The best triple of swing lows forming an inverse head and shoulders."""
-    lows = bars.swings(PivotKind.LOW)
-    return best(
-        _head_and_shoulders_at(bars, left, head, right)
-        for i, left in enumerate(lows)
-        for j, head in enumerate(lows[i + 1 :], start=i + 1)
-        for right in lows[j + 1 :]
-    )
+    return best(_head_and_shoulders_at(bars, *lows) for lows in _swing_lows(bars, 3))
