@@ -53,13 +53,13 @@ def _decimal(value: Decimal | int | float | str) -> Decimal:
 M = TypeVar("M", bound=BaseModel)
 
 
-def from_fields(model: type[M], source: object, **given: Any) -> M:
+def from_fields(model: type[M], record: object, /, **given: Any) -> M:
     """A ``model`` made from another record: each field from ``given`` where it is named, else
-    from ``source``'s attribute of the same name; a field neither has keeps its default."""
+    from ``record``'s attribute of the same name; a field neither has keeps its default."""
     values = {
-        name: given[name] if name in given else getattr(source, name)
+        name: given[name] if name in given else getattr(record, name)
         for name in model.model_fields
-        if name in given or hasattr(source, name)
+        if name in given or hasattr(record, name)
     }
     return model.model_validate(values)
 
