@@ -7,6 +7,7 @@ them and kept for the worker's life, so a worker whose calls need neither
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 
 from temporalio import activity
@@ -20,14 +21,18 @@ from shared.tools import catalog  # noqa: F401  (registers the product's tools)
 from shared.tools.registry import ToolServices, run_tool
 
 
-@cache
-def tool_services() -> ToolServices:
+def _services_from_settings() -> ToolServices:
     """The worker's data router and object store, from its own settings."""
     # Imported here: building vendors pulls in their packages and files only when data is read.
     from shared.data.factory import build_router
 
     settings = load_settings()
     return ToolServices(router=build_router(settings), store=ObjectStore.from_settings(settings))
+
+
+tool_services: Callable[[], ToolServices] = cache(_services_from_settings)
+"""Where ``run_tool`` gets its services: built once per worker; tests and benches put their
+own S3 and data here."""
 
 
 @activity.defn(name="run_tool")

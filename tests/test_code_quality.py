@@ -1,10 +1,12 @@
-"""The house rules that a linter can check: ruff on the tree, mypy on ``shared/``, layer imports."""
+"""The house rules that a linter can check: ruff on the tree, mypy on every package (and the
+test fixtures), layer imports."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -26,9 +28,15 @@ def test_ruff_finds_nothing() -> None:
 
 
 @pytest.mark.slow
-def test_mypy_passes_on_shared() -> None:
+def test_mypy_passes_on_every_package() -> None:
     result = _run(str(BIN / "mypy"))
     assert result.returncode == 0, result.stdout
+
+
+def test_mypy_is_configured_for_every_package() -> None:
+    checked = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"])
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests"}
+    assert packages - checked == set()
 
 
 def test_shared_never_imports_temporalio() -> None:
