@@ -1,13 +1,11 @@
 """Bad input names the field and echoes the value given: every workflow input model, the CLI.
 
-The models are found the way the workflows use them (the model each workflow's
-``run`` passes to ``parse_input``), so a new workflow without a case here fails
-the first test.
+The models are found the way the workflows take them (the ``RunInput`` each workflow's
+``run`` is typed with), so a new workflow without a case here fails the first test.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 import subprocess
@@ -25,7 +23,7 @@ from workflows.backtest import BacktestInput
 from workflows.catalog import WORKFLOWS
 from workflows.debates import DebateInput, RiskInput
 from workflows.evaluate import EvaluateInput
-from workflows.inputs import parse_input
+from workflows.inputs import parse_input, run_input_model
 from workflows.pipeline import PipelineInput
 from workflows.portfolio import PortfolioInput
 from workflows.quantagent import QuantAgentInput
@@ -82,12 +80,12 @@ BAD_INPUTS: dict[type[BaseModel], tuple[dict[str, Any], str, str]] = {
 
 
 def parse_input_models() -> set[type[BaseModel]]:
-    """The models the workflows validate their input with, read from their ``run`` methods."""
-    found = set()
+    """The models the workflows take their input as, read from their ``run`` methods."""
+    found: set[type[BaseModel]] = set()
     for workflow_class in WORKFLOWS:
-        module = sys.modules[workflow_class.__module__]
-        for name in re.findall(r"parse_input\((\w+),", inspect.getsource(workflow_class)):
-            found.add(getattr(module, name))
+        model = run_input_model(workflow_class.run)
+        assert model is not None, f"{workflow_class.__name__}.run takes no RunInput"
+        found.add(model)
     return found
 
 

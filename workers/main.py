@@ -28,6 +28,7 @@ from shared.llm.providers import providers_on_queue
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from workers.roles import WorkerRole
 from workflows.catalog import WORKFLOWS
+from workflows.inputs import NoInputIsEmpty
 from workflows.retries import set_retry_budget
 
 # Sync activities (tools, charts) run in threads; a few per core is plenty.
@@ -140,6 +141,7 @@ def build_worker(client: Client, plan: WorkerPlan) -> Worker:
         # A domain error raised in workflow code fails the run instead of the workflow
         # task, which Temporal would retry forever while the run looks alive.
         workflow_failure_exception_types=[QuantdeskError],
+        interceptors=[NoInputIsEmpty()] if plan.workflows else [],
         **options,
     )
 

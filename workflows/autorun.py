@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.reports.autorun import AutoRunReport, TickerFailure
     from workflows.concurrency import root_message, run_bounded
     from workflows.debates import MAX_ROUNDS, check_provider, run_key_prefix
-    from workflows.inputs import parse_input, scheduled_time
+    from workflows.inputs import RunInput, scheduled_time
     from workflows.pipeline import PipelineInput, PipelineResult
     from workflows.portfolio import Approval, PortfolioInput, PortfolioResult
     from workflows.progress import RunProgress, StepState, track
@@ -61,7 +61,7 @@ def pipeline_step(symbol: str) -> str:
     return f"pipeline {symbol}"
 
 
-class AutoRunInput(BaseModel):
+class AutoRunInput(RunInput):
     """Every field is optional: ``{}`` runs the desk offline on the latest data."""
 
     portfolio: str = Field("desk", pattern=NAME_PATTERN, description="created if missing")
@@ -190,10 +190,9 @@ class AutoRunWorkflow(Resumable):
             self.child_finished(child_id)
 
     @workflow.run
-    async def run(self, raw: Any = None) -> AutoRunResult:
+    async def run(self, args: AutoRunInput) -> AutoRunResult:
         """Open the book, scan, analyse each candidate, decide, report, reflect."""
         self.open_gate()
-        args = parse_input(AutoRunInput, raw)
         check_provider(args.llm)
         wf_id = workflow.info().workflow_id
         self.steps = {name: StepState.PENDING for name in (OPEN_BOOK, SCAN)}

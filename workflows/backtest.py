@@ -54,7 +54,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.objects import ObjectRef
     from workflows.concurrency import gather_all
     from workflows.debates import MAX_ROUNDS, check_provider, run_key_prefix
-    from workflows.inputs import parse_input
+    from workflows.inputs import RunInput
     from workflows.pipeline import PipelineInput, PipelineResult
     from workflows.progress import RunProgress, StepState, track
     from workflows.quantagent import QuantAgentInput, QuantAgentResult
@@ -85,7 +85,7 @@ class BacktestCarry(BaseModel):
     started_at: AwareDatetime = Field(description="when the walk's first run started")
 
 
-class BacktestInput(BaseModel):
+class BacktestInput(RunInput):
     """What to walk forward. ``{"symbol": "GOOG", "start": ..., "end": ...}`` is enough."""
 
     flow: Flow = Flow.PIPELINE
@@ -223,11 +223,10 @@ class BacktestWorkflow(Resumable):
         )
 
     @workflow.run
-    async def run(self, raw: Any = None) -> BacktestResult:
-        """Validate, plan (first run only), walk the steps in order, continuing as new every
+    async def run(self, args: BacktestInput) -> BacktestResult:
+        """Plan (first run only), walk the steps in order, continuing as new every
         ``steps_per_run`` steps, then score and chart."""
         self.open_gate()
-        args = parse_input(BacktestInput, raw)
         check_provider(args.llm)
         tag_run("Backtest", symbol=args.symbol)
         self.started_at = args.carry.started_at if args.carry else workflow.info().start_time

@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.llm.contracts import ChatRequest, LlmChoice, UsageReport
     from shared.llm.providers import provider_spec
     from shared.memory import MemoryRole
-    from workflows.inputs import parse_input
+    from workflows.inputs import RunInput
     from workflows.llm_calls import chat, request_for
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
@@ -58,7 +58,7 @@ class DebateProgress(RunProgress):
     transcript: list[DebateTurn]
 
 
-class DebateInput(BaseModel):
+class DebateInput(RunInput):
     """What the bull/bear debate argues over; a Pipeline's ``state`` holds all of it."""
 
     symbol: str = Field(min_length=1, max_length=32)
@@ -212,10 +212,9 @@ class DebateWorkflow(Resumable):
         return self.floor.progress(self.waiting_steps())
 
     @workflow.run
-    async def run(self, raw: Any = None) -> DebateResult:
-        """Validate, debate ``rounds`` rounds, then let the research manager decide."""
+    async def run(self, args: DebateInput) -> DebateResult:
+        """Debate ``rounds`` rounds, then let the research manager decide."""
         self.open_gate()
-        args = parse_input(DebateInput, raw)
         tag_run("Debate", symbol=args.symbol, as_of=args.as_of)
         check_provider(args.llm)
         order = speaking_order(Debate.RESEARCH, args.rounds)
@@ -259,10 +258,9 @@ class RiskWorkflow(Resumable):
         return self.floor.progress(self.waiting_steps())
 
     @workflow.run
-    async def run(self, raw: Any = None) -> RiskResult:
-        """Validate, then debate ``rounds`` rounds of aggressive, conservative, neutral."""
+    async def run(self, args: RiskInput) -> RiskResult:
+        """Debate ``rounds`` rounds of aggressive, conservative, neutral."""
         self.open_gate()
-        args = parse_input(RiskInput, raw)
         tag_run("Risk", symbol=args.symbol, as_of=args.as_of)
         check_provider(args.llm)
         order = speaking_order(Debate.RISK, args.rounds)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
@@ -46,7 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
     from workflows.concurrency import root_message, run_bounded
     from workflows.debates import check_provider, run_key_prefix
-    from workflows.inputs import parse_input
+    from workflows.inputs import RunInput
     from workflows.progress import RunProgress
     from workflows.quantagent import QuantAgentInput, QuantAgentResult
     from workflows.resume import BAD_REPLY, Resumable
@@ -79,7 +78,7 @@ class EvaluateCarry(BaseModel):
     usage: UsageReport = Field(default_factory=UsageReport)
 
 
-class EvaluateInput(BaseModel):
+class EvaluateInput(RunInput):
     """Which windows, which LLM, how many analyses at once."""
 
     windows: WindowSpec
@@ -154,10 +153,9 @@ class EvaluateWorkflow(Resumable):
         )
 
     @workflow.run
-    async def run(self, raw: Any = None) -> EvaluateResult:
+    async def run(self, args: EvaluateInput) -> EvaluateResult:
         """Load (first run only), analyse the next windows, then continue as new or score."""
         self.open_gate()
-        args = parse_input(EvaluateInput, raw)
         tag_run("Evaluate")
         check_provider(args.llm)
         carry = args.carry or await self._load(args)

@@ -94,7 +94,7 @@ with workflow.unsafe.imports_passed_through():
         check_provider,
         run_key_prefix,
     )
-    from workflows.inputs import parse_input, scheduled_time
+    from workflows.inputs import RunInput, scheduled_time
     from workflows.llm_calls import chat, tool_loop_or_missing
     from workflows.progress import RunProgress, StepState, mark_missing, track
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
@@ -114,7 +114,7 @@ RISK = "risk"
 REPORT = "report"
 
 
-class PipelineInput(BaseModel):
+class PipelineInput(RunInput):
     """What to analyse. ``{"symbol": "GOOG"}`` alone is enough."""
 
     symbol: str = Field(min_length=1, max_length=32)
@@ -377,10 +377,9 @@ class PipelineWorkflow(Resumable):
         )
 
     @workflow.run
-    async def run(self, raw: Any = None) -> PipelineResult:
-        """Validate, then walk the graph; a critical abort skips from the analysts to the PM."""
+    async def run(self, args: PipelineInput) -> PipelineResult:
+        """Walk the graph; a critical abort skips from the analysts to the PM."""
         self.open_gate()
-        args = parse_input(PipelineInput, raw)
         check_provider(args.llm)
         info = workflow.info()
         analysts = [ANALYST_AGENTS[kind] for kind in args.analysts]

@@ -76,7 +76,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.objects import ObjectRef
     from workflows.concurrency import gather_all
     from workflows.debates import check_provider, run_key_prefix
-    from workflows.inputs import parse_input
+    from workflows.inputs import RunInput
     from workflows.llm_calls import chat, request_for
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
@@ -120,7 +120,7 @@ class Approval(StrEnum):
     REQUIRED = "required"
 
 
-class PortfolioInput(BaseModel):
+class PortfolioInput(RunInput):
     """One decision for one book. ``{"portfolio": "demo", "as_of": "2012-06-01T00:00:00Z"}``
     manages the holdings alone; a Scan summary and Pipeline decisions add candidates."""
 
@@ -307,10 +307,9 @@ class PortfolioWorkflow(Resumable):
         return row.schema.model_validate(response.structured)
 
     @workflow.run
-    async def run(self, raw: Any = None) -> PortfolioResult:
-        """Validate, then walk the graph; without approval nothing is traded."""
+    async def run(self, args: PortfolioInput) -> PortfolioResult:
+        """Walk the graph; without approval nothing is traded."""
         self.open_gate()
-        args = parse_input(PortfolioInput, raw)
         check_provider(args.llm)
         tag_run("Portfolio", portfolio=args.portfolio, as_of=args.as_of)
         wf_id = workflow.info().workflow_id

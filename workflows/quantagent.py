@@ -44,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
     from shared.tools.registry import tool_specs
     from workflows.concurrency import gather_all
-    from workflows.inputs import parse_input, scheduled_time
+    from workflows.inputs import RunInput, scheduled_time
     from workflows.llm_calls import chat, run_tool_loop
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
@@ -59,7 +59,7 @@ DEFAULT_LOOKBACK = 100
 ChartInput = Literal["image", "text"]
 
 
-class QuantAgentInput(BaseModel):
+class QuantAgentInput(RunInput):
     """What to analyse. ``{"symbol": "GOOG", "timeframe": "1d"}`` alone is enough."""
 
     symbol: str = Field(min_length=1, max_length=32)
@@ -170,10 +170,9 @@ class QuantAgentWorkflow(Resumable):
         )
 
     @workflow.run
-    async def run(self, raw: Any = None) -> QuantAgentResult:
-        """Validate, load the window, run the three branches, then decide."""
+    async def run(self, args: QuantAgentInput) -> QuantAgentResult:
+        """Load the window, run the three branches, then decide."""
         self.open_gate()
-        args = parse_input(QuantAgentInput, raw)
         with as_temporal_failures():
             spec = provider_spec(args.llm.provider)
         reader = ChartReader.of(spec, args.llm)

@@ -38,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.queues import TOOLS_QUEUE
     from shared.storage.buckets import PAYLOADS_BUCKET
     from shared.storage.objects import ObjectRef
-    from workflows.inputs import parse_input
+    from workflows.inputs import RunInput
     from workflows.llm_calls import chat
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
@@ -66,7 +66,7 @@ class RoleDecision(BaseModel):
     )
 
 
-class ReflectInput(BaseModel):
+class ReflectInput(RunInput):
     """The decision to grade: which pipeline run made it, what each role decided."""
 
     source: SourceRun = Field(description="the pipeline run whose decision this is")
@@ -147,10 +147,9 @@ class ReflectWorkflow(Resumable):
         return await track(self.steps, name, work)
 
     @workflow.run
-    async def run(self, raw: Any = None) -> ReflectResult:
-        """Validate, wait for the outcome, reflect per role, record the lessons."""
+    async def run(self, args: ReflectInput) -> ReflectResult:
+        """Wait for the outcome, reflect per role, record the lessons."""
         self.open_gate()
-        args = parse_input(ReflectInput, raw)
         tag_run("Reflect", symbol=args.symbol, as_of=args.as_of)
         stances = self._stances(args)
         for role in args.decisions:

@@ -93,7 +93,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.tools.registry import tool_specs
     from workflows.concurrency import gather_all
     from workflows.debates import check_provider, run_key_prefix
-    from workflows.inputs import parse_input, scheduled_time
+    from workflows.inputs import RunInput, scheduled_time
     from workflows.llm_calls import (
         ToolLoopResult,
         chat,
@@ -120,7 +120,7 @@ STORE_SUMMARY = "store_summary"
 FLOW = "scan"
 
 
-class ScanInput(BaseModel):
+class ScanInput(RunInput):
     """What to scan. ``{}`` is enough: the latest data, ten stocks, offline."""
 
     as_of: AwareDatetime | None = Field(
@@ -238,10 +238,9 @@ class ScanWorkflow(Resumable):
         )
 
     @workflow.run
-    async def run(self, raw: Any = None) -> ScanResult:
-        """Validate, scan in two phases, dig in once, synthesise, check, store."""
+    async def run(self, args: ScanInput) -> ScanResult:
+        """Scan in two phases, dig in once, synthesise, check, store."""
         self.open_gate()
-        args = parse_input(ScanInput, raw)
         check_provider(args.llm)
         self.steps = {
             name: StepState.PENDING
