@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
-from temporalio import activity
-
 from activities.failures import as_temporal_failures
+from activities.group import activity_on
 from activities.heartbeat import heartbeating
 from shared.config import load_settings
 from shared.llm.contracts import ToolRequest, ToolResult
+from shared.queues import TOOLS_QUEUE
 from shared.storage.objects import ObjectStore
 from shared.tools import catalog  # noqa: F401  (registers the product's tools)
 from shared.tools.registry import ToolServices, run_tool
@@ -35,7 +35,7 @@ tool_services: Callable[[], ToolServices] = cache(_services_from_settings)
 own S3 and data here."""
 
 
-@activity.defn(name="run_tool")
+@activity_on(TOOLS_QUEUE, "run_tool")
 @heartbeating
 def run_tool_activity(request: ToolRequest) -> ToolResult:
     """Run one tool call; bad arguments and missing data come back as results for the model.
