@@ -16,34 +16,48 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from temporalio import activity
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_QUEUE = "__quantdesk_task_queue__"
+_DECLARED = "__quantdesk_activity__"
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What ``activity_on`` records on an activity."""
+
+    queue: str
+    name: str
 
 
 def activity_on(queue: str, name: str) -> Callable[[F], F]:
     """Declare the activity ``name`` (its stable Temporal name), run by workers of ``queue``."""
 
     def declare(fn: F) -> F:
-        setattr(fn, _QUEUE, queue)
+        setattr(fn, _DECLARED, Declared(queue, name))
         return activity.defn(name=name)(fn)
 
     return declare
 
 
-def queue_of(fn: Callable[..., Any]) -> str:
-    """The task queue ``fn`` (an activity function or method, bound or not) declares."""
-    queue = getattr(fn, _QUEUE, None)
-    if not isinstance(queue, str):
+def declared(fn: Callable[..., Any]) -> Declared:
+    """The queue and name ``fn`` (an activity function or method, bound or not) declares."""
+    found = getattr(fn, _DECLARED, None)
+    if not isinstance(found, Declared):
         raise TypeError(
             f"{getattr(fn, '__qualname__', fn)!r} declares no task queue: "
             "define it with @activity_on(queue, name)"
         )
-    return queue
+    return found
+
+
+def queue_of(fn: Callable[..., Any]) -> str:
+    """The task queue ``fn`` declares."""
+    return declared(fn).queue
 
 
 class ActivityGroup:
@@ -55,7 +69,7 @@ class ActivityGroup:
         return [
             getattr(self, name)
             for name, member in inspect.getmembers(type(self))
-            if hasattr(member, _QUEUE) and queue in (None, queue_of(member))
+            if hasattr(member, _DECLARED) and queue in (None, queue_of(member))
         ]
 
 

@@ -27,6 +27,10 @@ Request = TypeVar("Request")
 Result = TypeVar("Result")
 Group = TypeVar("Group")
 
+GroupActivity = MethodSyncSingleParam[Any, Request, Result]
+"""A sync activity method of any group, as workflow helpers take one:
+``GroupActivity[ChartRequest, ChartResult]``."""
+
 
 class CallOptions(TypedDict, total=False):
     """What a call site decides: its timeouts and retries (``workflows.retries.durable``)

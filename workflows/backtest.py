@@ -27,13 +27,15 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, Field, ValidationInfo, field_validator
 from temporalio import workflow
+from temporalio.types import MethodAsyncSingleParam
 
 with workflow.unsafe.imports_passed_through():
     from activities.backtest import (
+        BacktestActivities,
         BacktestPlan,
         BacktestScore,
         EquityChartRequest,
@@ -49,19 +51,31 @@ with workflow.unsafe.imports_passed_through():
     from shared.market.bars import Timeframe
     from shared.memory import SourceRun
     from shared.memory.render import NOTHING
-    from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
     from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
+    from workflows.activity_calls import run_activity
+    from workflows.children import flow_of
     from workflows.concurrency import gather_all
     from workflows.debates import MAX_ROUNDS, check_provider, run_key_prefix
     from workflows.inputs import RunInput
-    from workflows.pipeline import PipelineInput, PipelineResult
+    from workflows.pipeline import PipelineInput, PipelineResult, PipelineWorkflow
     from workflows.progress import RunProgress, StepState, track
-    from workflows.quantagent import QuantAgentInput, QuantAgentResult
-    from workflows.reflect import ReflectResult
+    from workflows.quantagent import QuantAgentInput, QuantAgentResult, QuantAgentWorkflow
+    from workflows.reflect import ReflectResult, ReflectWorkflow
     from workflows.resume import Resumable
     from workflows.retries import HEARTBEAT, durable
     from workflows.visibility import tag_run
+
+
+class Counted(Protocol):
+    """A child's result: it says what the child spent."""
+
+    @property
+    def usage(self) -> UsageReport: ...
+
+
+Arg = TypeVar("Arg")
+Child = TypeVar("Child", bound=Counted)
 
 PLAN_START_TO_CLOSE = timedelta(minutes=2)
 SCORE_START_TO_CLOSE = timedelta(minutes=2)
@@ -285,11 +299,9 @@ class BacktestWorkflow(Resumable):
         return await track(
             self.steps,
             PLAN,
-            workflow.execute_activity(
-                PLAN,
+            run_activity(
+                BacktestActivities.plan_backtest,
                 PlanRequest(symbol=args.symbol, start=args.start, end=args.end, every=args.every),
-                result_type=BacktestPlan,
-                task_queue=TOOLS_QUEUE,
                 **durable(PLAN_START_TO_CLOSE, heartbeat=HEARTBEAT),
             ),
         )
@@ -317,9 +329,9 @@ class BacktestWorkflow(Resumable):
             return position_for(signal, previous, allow_short=args.allow_short)
 
     async def _child(
-        self, k: int, kind: str, flow: str, child_input: Any, result_type: type
-    ) -> Any:
-        """Step ``k``'s ``flow`` child (``kind`` names it in ids and the progress view);
+        self, k: int, kind: str, run: MethodAsyncSingleParam[Any, Arg, Child], child_input: Arg
+    ) -> Child:
+        """Step ``k``'s child run (``kind`` names it in ids and the progress view);
         ``resume`` reaches it while it runs."""
         assert self.book is not None
         as_of = self.book.schedule.step_times[k]
@@ -330,11 +342,10 @@ class BacktestWorkflow(Resumable):
                 self.steps,
                 step_name(k, as_of, kind),
                 workflow.execute_child_workflow(
-                    flow,
+                    run,
                     child_input,
                     id=child_id,
-                    result_type=result_type,
-                    static_summary=f"{flow} {self.book.symbol} as of {as_of.date()} "
+                    static_summary=f"{flow_of(run)} {self.book.symbol} as of {as_of.date()} "
                     f"(backtest step {k + 1})",
                 ),
             )
@@ -354,7 +365,7 @@ class BacktestWorkflow(Resumable):
             llm=args.llm,
         )
         result: PipelineResult = await self._child(
-            k, Flow.PIPELINE.value, "Pipeline", pipeline, PipelineResult
+            k, Flow.PIPELINE.value, PipelineWorkflow.run, pipeline
         )
         signal = result.decision.signal.value
         record = StepRecord(
@@ -372,9 +383,7 @@ class BacktestWorkflow(Resumable):
                 # The horizon is in the past: waiting could only mean the data stopped.
                 update={"source": lesson_source(args, as_of), "max_waits": 0}
             )
-            reflected: ReflectResult = await self._child(
-                k, "reflect", "Reflect", lessons, ReflectResult
-            )
+            reflected: ReflectResult = await self._child(k, "reflect", ReflectWorkflow.run, lessons)
             record.lessons_recorded = reflected.inserted
         return record
 
@@ -383,9 +392,8 @@ class BacktestWorkflow(Resumable):
         result: QuantAgentResult = await self._child(
             k,
             Flow.QUANTAGENT.value,
-            "QuantAgent",
+            QuantAgentWorkflow.run,
             QuantAgentInput(symbol=args.symbol, timeframe=Timeframe.D1, as_of=as_of, llm=args.llm),
-            QuantAgentResult,
         )
         signal = result.decision.decision.value
         return StepRecord(
@@ -405,19 +413,15 @@ class BacktestWorkflow(Resumable):
         return ObjectRef(bucket=REPORTS_BUCKET, key=f"{run_key_prefix('backtest')}/{name}")
 
     async def _score(self, book: Book) -> BacktestScore:
-        return await workflow.execute_activity(
-            SCORE,
+        return await run_activity(
+            BacktestActivities.score_backtest,
             ScoreRequest(book=book, report=self._ref("report.md"), csv=self._ref("equity.csv")),
-            result_type=BacktestScore,
-            task_queue=TOOLS_QUEUE,
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
 
     async def _chart(self, book: Book) -> StoredReport:
-        return await workflow.execute_activity(
-            CHART,
+        return await run_activity(
+            BacktestActivities.render_equity_chart,
             EquityChartRequest(book=book, target=self._ref("equity.png")),
-            result_type=StoredReport,
-            task_queue=CHARTS_QUEUE,
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )

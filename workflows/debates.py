@@ -15,7 +15,8 @@ repair turns parks the call until ``resume`` (``workflows.resume``), with the re
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, Field, ValidationError
 from temporalio import workflow
@@ -47,6 +48,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
     from workflows.visibility import tag_run
+
+T = TypeVar("T")
 
 MAX_ROUNDS = 5
 """Each round adds 2 (research) or 3 (risk) calls and their transcript to every later prompt."""
@@ -144,7 +147,7 @@ class Floor:
         """Show every turn (and the steps ``after`` them) as pending from the start."""
         self.steps = {step: StepState.PENDING for step in [*_turn_steps(order), *after]}
 
-    async def step(self, name: str, work: Any) -> Any:
+    async def step(self, name: str, work: Awaitable[T]) -> T:
         """Await ``work`` while ``name`` shows running, then done or failed."""
         return await track(self.steps, name, work)
 

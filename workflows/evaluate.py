@@ -29,6 +29,7 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from activities.evaluation import (
+        EvaluationActivities,
         LoadWindowsRequest,
         PlotRequest,
         ScoredEvaluation,
@@ -42,12 +43,12 @@ with workflow.unsafe.imports_passed_through():
     from shared.evaluation.scoring import AgentCall, EvaluationSummary
     from shared.evaluation.sources import WindowSpec
     from shared.llm.contracts import LlmChoice, UsageReport
-    from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+    from workflows.activity_calls import run_activity
     from workflows.concurrency import root_message, run_bounded
     from workflows.debates import check_provider, run_key_prefix
     from workflows.inputs import RunInput
     from workflows.progress import RunProgress
-    from workflows.quantagent import QuantAgentInput, QuantAgentResult
+    from workflows.quantagent import QuantAgentInput, QuantAgentWorkflow
     from workflows.resume import BAD_REPLY, Resumable
     from workflows.retries import HEARTBEAT, durable
     from workflows.visibility import tag_run
@@ -174,11 +175,9 @@ class EvaluateWorkflow(Resumable):
 
     async def _load(self, args: EvaluateInput) -> EvaluateCarry:
         prefix = run_key_prefix("evaluate")
-        manifest: WindowManifest = await workflow.execute_activity(
-            "load_eval_windows",
+        manifest: WindowManifest = await run_activity(
+            EvaluationActivities.load_eval_windows,
             LoadWindowsRequest(windows=args.windows, prefix=prefix),
-            result_type=WindowManifest,
-            task_queue=TOOLS_QUEUE,
             **durable(LOAD_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
         return EvaluateCarry(prefix=prefix, manifest=manifest)
@@ -187,11 +186,9 @@ class EvaluateWorkflow(Resumable):
         """The page's visible bars, fetched once per run however many lanes ask."""
         if page not in self._pages:
             self._pages[page] = asyncio.ensure_future(
-                workflow.execute_activity(
-                    "read_visible_windows",
+                run_activity(
+                    EvaluationActivities.read_visible_windows,
                     carry.manifest.pages[page],
-                    result_type=VisiblePage,
-                    task_queue=TOOLS_QUEUE,
                     **durable(PAGE_START_TO_CLOSE),
                     summary=f"read_visible_windows page {page}",
                 )
@@ -216,8 +213,8 @@ class EvaluateWorkflow(Resumable):
         self.running += 1
         self.child_started(child_id(window.window_id))
         try:
-            result: QuantAgentResult = await workflow.execute_child_workflow(
-                "QuantAgent",
+            result = await workflow.execute_child_workflow(
+                QuantAgentWorkflow.run,
                 QuantAgentInput(
                     symbol=window.asset,
                     timeframe=window.timeframe,
@@ -226,7 +223,6 @@ class EvaluateWorkflow(Resumable):
                     llm=args.llm,
                 ),
                 id=child_id(window.window_id),
-                result_type=QuantAgentResult,
                 static_summary=f"QuantAgent on window {window.window_id}",
             )
         except ChildWorkflowError as error:
@@ -271,8 +267,8 @@ class EvaluateWorkflow(Resumable):
         label = " ".join(
             part for part in ("QuantAgent,", args.llm.provider, args.llm.model) if part
         )
-        scored: ScoredEvaluation = await workflow.execute_activity(
-            "score_evaluation",
+        scored: ScoredEvaluation = await run_activity(
+            EvaluationActivities.score_evaluation,
             ScoreRequest(
                 pages=carry.manifest.pages,
                 calls=carry.calls,
@@ -280,15 +276,11 @@ class EvaluateWorkflow(Resumable):
                 label=label,
                 prefix=carry.prefix,
             ),
-            result_type=ScoredEvaluation,
-            task_queue=TOOLS_QUEUE,
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
-        plot: StoredReport = await workflow.execute_activity(
-            "render_evaluation_plot",
+        plot: StoredReport = await run_activity(
+            EvaluationActivities.render_evaluation_plot,
             PlotRequest(summary=scored.summary, prefix=carry.prefix),
-            result_type=StoredReport,
-            task_queue=CHARTS_QUEUE,
             **durable(PLOT_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
         self.phase = DONE

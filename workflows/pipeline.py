@@ -22,9 +22,10 @@ stays invalid parks the call until ``resume`` (``workflows.resume``).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, computed_field, field_validator, model_validator
 from temporalio import workflow
@@ -32,14 +33,13 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.failures import as_temporal_failures
+    from activities.group import declared
     from activities.reflection import DEFAULT_HORIZON_BARS
     from activities.research import (
-        LoadedText,
         LoadTextRequest,
-        RecalledMemories,
         RecallRequest,
+        ResearchActivities,
         ResolveAsOfRequest,
-        ResolvedAsOf,
         StoredReport,
         StoreReportRequest,
     )
@@ -83,13 +83,14 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
     from shared.tools.registry import tool_specs
+    from workflows.activity_calls import GroupActivity, Request, Result, run_activity
     from workflows.concurrency import gather_all
     from workflows.debates import (
         MAX_ROUNDS,
         DebateInput,
-        DebateResult,
+        DebateWorkflow,
         RiskInput,
-        RiskResult,
+        RiskWorkflow,
         agent_request,
         check_provider,
         run_key_prefix,
@@ -101,6 +102,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.resume import Resumable
     from workflows.retries import durable
     from workflows.visibility import tag_run
+
+T = TypeVar("T")
 
 RESEARCH_START_TO_CLOSE = timedelta(minutes=1)
 MACRO_CONTEXT_MAX = 20_000
@@ -350,7 +353,7 @@ class PipelineWorkflow(Resumable):
         """Everything produced so far; None before the input was read."""
         return self.saved
 
-    async def _step(self, name: str, work: Any) -> Any:
+    async def _step(self, name: str, work: Awaitable[T]) -> T:
         """Await ``work`` while ``name`` shows running, then done or failed."""
         return await track(self.steps, name, work)
 
@@ -361,19 +364,16 @@ class PipelineWorkflow(Resumable):
         self.gate.show(f"**{phase}** {symbol}".strip())
 
     def _research(
-        self, activity: str, request: BaseModel, result_type: type, step: str | None = None
-    ) -> Any:
-        """One research activity on the tools queue, shown as ``step`` (default: its name)."""
+        self,
+        activity: GroupActivity[Request, Result],
+        request: Request,
+        step: str | None = None,
+    ) -> Awaitable[Result]:
+        """One research activity, shown as ``step`` (default: its name)."""
+        name = declared(activity).name
         return self._step(
-            step or activity,
-            workflow.execute_activity(
-                activity,
-                request,
-                result_type=result_type,
-                task_queue=TOOLS_QUEUE,
-                **durable(RESEARCH_START_TO_CLOSE),
-                summary=activity,
-            ),
+            step or name,
+            run_activity(activity, request, **durable(RESEARCH_START_TO_CLOSE), summary=name),
         )
 
     @workflow.run
@@ -397,23 +397,21 @@ class PipelineWorkflow(Resumable):
             usage=self.usage,
         )
         self._enter(RESOLVE_AS_OF)
-        resolved: ResolvedAsOf = await self._research(
-            RESOLVE_AS_OF,
+        resolved = await self._research(
+            ResearchActivities.resolve_as_of,
             ResolveAsOfRequest(symbol=args.symbol, as_of=args.as_of, not_after=scheduled_time()),
-            ResolvedAsOf,
         )
         state.as_of = resolved.as_of
         tag_run("Pipeline", symbol=state.symbol, as_of=state.as_of)
         if args.macro_context_key is not None:
             self._enter(LOAD_MACRO_CONTEXT)
-            loaded: LoadedText = await self._research(
-                "load_text",
+            loaded = await self._research(
+                ResearchActivities.load_text,
                 LoadTextRequest(
                     source=args.macro_context_key,
                     field="macro_context_key",
                     max_chars=MACRO_CONTEXT_MAX,
                 ),
-                LoadedText,
                 LOAD_MACRO_CONTEXT,
             )
             state.macro_context = loaded.text
@@ -443,14 +441,13 @@ class PipelineWorkflow(Resumable):
         )
         self._enter(REPORT)
         state.report = await self._research(
-            "store_report",
+            ResearchActivities.store_report,
             StoreReportRequest(
                 markdown=render_run_report(state),
                 target=ObjectRef(
                     bucket=REPORTS_BUCKET, key=f"{run_key_prefix('pipeline')}/report.md"
                 ),
             ),
-            StoredReport,
             REPORT,
         )
         self._enter("done")
@@ -554,12 +551,11 @@ class PipelineWorkflow(Resumable):
         assert state.as_of is not None
         self._enter(RECALL_MEMORIES)
         situation = situation_of(state.reports)
-        recalled: RecalledMemories = await self._research(
-            RECALL_MEMORIES,
+        recalled = await self._research(
+            ResearchActivities.recall_memories,
             RecallRequest(
                 roles=list(MemoryRole), situation=situation, symbol=state.symbol, as_of=state.as_of
             ),
-            RecalledMemories,
         )
         state.memories = recalled.memories
 
@@ -570,13 +566,12 @@ class PipelineWorkflow(Resumable):
 
         self._enter(DEBATE)
         self.child_started(f"{wf_id}-debate")
-        debate: DebateResult = await self._step(
+        debate = await self._step(
             DEBATE,
             workflow.execute_child_workflow(
-                "Debate",
+                DebateWorkflow.run,
                 state.debate_input(),
                 id=f"{wf_id}-debate",
-                result_type=DebateResult,
                 static_summary=f"Debate {state.symbol}, {args.debate_rounds} round(s)",
             ),
         )
@@ -602,13 +597,12 @@ class PipelineWorkflow(Resumable):
 
         self._enter(RISK)
         self.child_started(f"{wf_id}-risk")
-        risk: RiskResult = await self._step(
+        risk = await self._step(
             RISK,
             workflow.execute_child_workflow(
-                "Risk",
+                RiskWorkflow.run,
                 state.risk_input(),
                 id=f"{wf_id}-risk",
-                result_type=RiskResult,
                 static_summary=f"Risk {state.symbol}, {args.risk_rounds} round(s)",
             ),
         )

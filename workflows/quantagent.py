@@ -16,33 +16,36 @@ numbers. Either way the run issues the same commands; only the messages differ.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, field_validator
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.charts import ChartRequest, ChartResult
+    from activities.charts import ChartActivities, ChartRequest, ChartResult
     from activities.failures import as_temporal_failures
     from activities.market import (
         MAX_LOOKBACK,
         LoadBarsRequest,
         LoadedBars,
-        PatternScan,
         PatternScanRequest,
+        detect_chart_patterns,
+        load_bars,
     )
     from shared.agents import quantagent as qa
     from shared.llm.contracts import ChatRequest, LlmChoice, UsageReport
     from shared.llm.providers import LlmRole, ProviderSpec, provider_spec
     from shared.market.bars import Bar, Timeframe
-    from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+    from shared.queues import TOOLS_QUEUE
     from shared.storage.buckets import CHARTS_BUCKET, PAYLOADS_BUCKET
     from shared.storage.objects import ObjectRef
     from shared.ta.patterns import PatternMatch
     from shared.ta.trend_summary import TrendLines
     from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
     from shared.tools.registry import tool_specs
+    from workflows.activity_calls import GroupActivity, run_activity
     from workflows.concurrency import gather_all
     from workflows.inputs import RunInput, scheduled_time
     from workflows.llm_calls import chat, run_tool_loop
@@ -50,6 +53,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.resume import Resumable
     from workflows.retries import HEARTBEAT, durable
     from workflows.visibility import tag_run
+
+T = TypeVar("T")
 
 DATA_START_TO_CLOSE = timedelta(minutes=1)
 CHART_START_TO_CLOSE = timedelta(minutes=2)
@@ -149,7 +154,7 @@ class QuantAgentWorkflow(Resumable):
         """Each step's state and the tokens spent so far."""
         return QuantAgentProgress.of(self.steps, self.usage, waiting=self.waiting_steps())
 
-    async def _step(self, name: str, work: Any) -> Any:
+    async def _step(self, name: str, work: Awaitable[T]) -> T:
         """Await ``work`` while the progress query shows ``name`` running, then done or failed."""
         return await track(self.steps, name, work)
 
@@ -176,10 +181,10 @@ class QuantAgentWorkflow(Resumable):
         with as_temporal_failures():
             spec = provider_spec(args.llm.provider)
         reader = ChartReader.of(spec, args.llm)
-        loaded: LoadedBars = await self._step(
+        loaded = await self._step(
             "load_bars",
-            workflow.execute_activity(
-                "load_bars",
+            run_activity(
+                load_bars,
                 LoadBarsRequest(
                     symbol=args.symbol,
                     timeframe=args.timeframe,
@@ -190,8 +195,6 @@ class QuantAgentWorkflow(Resumable):
                     source=args.source,
                     csv_path=args.csv_path,
                 ),
-                result_type=LoadedBars,
-                task_queue=TOOLS_QUEUE,
                 **durable(DATA_START_TO_CLOSE),
             ),
         )
@@ -281,11 +284,18 @@ class QuantAgentWorkflow(Resumable):
                 payloads.append(json.loads(result.content))
         return loop.text, payloads
 
-    def _chart(self, step: str, activity: str, args: QuantAgentInput, bars: list[Bar]) -> Any:
+    def _chart(
+        self,
+        step: str,
+        render: GroupActivity[ChartRequest, ChartResult],
+        args: QuantAgentInput,
+        bars: list[Bar],
+    ) -> Awaitable[ChartResult]:
+        """Render ``bars`` with ``render`` and store the chart under this run's ``step`` key."""
         return self._step(
             step,
-            workflow.execute_activity(
-                activity,
+            run_activity(
+                render,
                 ChartRequest(
                     symbol=args.symbol.upper(),
                     timeframe=args.timeframe.value,
@@ -294,8 +304,6 @@ class QuantAgentWorkflow(Resumable):
                         bucket=CHARTS_BUCKET, key=self._key(step, "png"), content_type="image/png"
                     ),
                 ),
-                result_type=ChartResult,
-                task_queue=CHARTS_QUEUE,
                 **durable(CHART_START_TO_CLOSE, heartbeat=HEARTBEAT),
                 summary=step,
             ),
@@ -307,14 +315,12 @@ class QuantAgentWorkflow(Resumable):
         """Pattern chart ∥ pattern scan on the same 40 bars, then the pattern agent."""
         window = loaded.bars[-qa.PATTERN_WINDOW :]
         chart, scan = await gather_all(
-            self._chart("pattern_chart", "render_pattern_chart", args, window),
+            self._chart("pattern_chart", ChartActivities.render_pattern_chart, args, window),
             self._step(
                 "pattern_scan",
-                workflow.execute_activity(
-                    "detect_chart_patterns",
+                run_activity(
+                    detect_chart_patterns,
                     PatternScanRequest(bars=window),
-                    result_type=PatternScan,
-                    task_queue=TOOLS_QUEUE,
                     **durable(DATA_START_TO_CLOSE),
                 ),
             ),
@@ -345,7 +351,7 @@ class QuantAgentWorkflow(Resumable):
     ) -> tuple[qa.TrendReport, ChartResult]:
         """Trend chart (with its fitted lines), then the trend agent."""
         window = loaded.bars[-qa.TREND_WINDOW :]
-        chart = await self._chart("trend_chart", "render_trend_chart", args, window)
+        chart = await self._chart("trend_chart", ChartActivities.render_trend_chart, args, window)
         assert chart.trendlines is not None
         symbol, timeframe = loaded.symbol, args.timeframe.value
         if reader.input == "image":

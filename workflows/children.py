@@ -1,0 +1,19 @@
+"""Child runs by typed reference: which flow a ``Workflow.run`` reference starts.
+
+Parents start children as ``workflow.execute_child_workflow(PipelineWorkflow.run, args,
+...)``, so mypy checks the input against the child's ``run`` and types the result; the
+flow's name (for summaries) is read from the same reference rather than written again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from temporalio import workflow
+
+
+def flow_of(run: Callable[..., Awaitable[Any]]) -> str:
+    """The workflow type ``run`` starts, e.g. ``Pipeline`` for ``PipelineWorkflow.run``."""
+    # The SDK's own lookup, the one execute_child_workflow makes of the same reference.
+    return workflow._Definition.must_from_run_fn(run).name or run.__qualname__
