@@ -44,14 +44,16 @@ with workflow.unsafe.imports_passed_through():
     from workflows.activity_calls import run_activity
     from workflows.children import flow_of
     from workflows.concurrency import root_message, run_bounded
-    from workflows.debates import MAX_ROUNDS, check_provider, run_key_prefix
+    from workflows.debates import MAX_ROUNDS
     from workflows.inputs import RunInput, scheduled_time
     from workflows.pipeline import PipelineInput, PipelineResult, PipelineWorkflow
     from workflows.portfolio import Approval, PortfolioInput, PortfolioResult, PortfolioWorkflow
     from workflows.progress import RunProgress, StepState, track
+    from workflows.provider_check import check_provider
     from workflows.reflect import ReflectWorkflow
     from workflows.resume import BAD_REPLY, Resumable
     from workflows.retries import HEARTBEAT, durable
+    from workflows.run_keys import run_key_prefix
     from workflows.scan import MAX_TICKERS, ScanInput, ScanResult, ScanWorkflow
     from workflows.visibility import tag_run
 

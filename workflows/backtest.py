@@ -56,14 +56,16 @@ with workflow.unsafe.imports_passed_through():
     from workflows.activity_calls import run_activity
     from workflows.children import flow_of
     from workflows.concurrency import gather_all
-    from workflows.debates import MAX_ROUNDS, check_provider, run_key_prefix
+    from workflows.debates import MAX_ROUNDS
     from workflows.inputs import RunInput
     from workflows.pipeline import PipelineInput, PipelineResult, PipelineWorkflow
     from workflows.progress import RunProgress, StepState, track
+    from workflows.provider_check import check_provider
     from workflows.quantagent import QuantAgentInput, QuantAgentResult, QuantAgentWorkflow
     from workflows.reflect import ReflectResult, ReflectWorkflow
     from workflows.resume import Resumable
     from workflows.retries import HEARTBEAT, durable
+    from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
 
 

@@ -41,12 +41,13 @@ with workflow.unsafe.imports_passed_through():
         TraderProposal,
     )
     from shared.llm.contracts import ChatRequest, LlmChoice, UsageReport
-    from shared.llm.providers import provider_spec
     from shared.memory import MemoryRole
     from workflows.inputs import RunInput
     from workflows.llm_calls import chat, request_for
     from workflows.progress import RunProgress, StepState, track
+    from workflows.provider_check import check_provider
     from workflows.resume import Resumable
+    from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
 
 T = TypeVar("T")
@@ -123,12 +124,6 @@ def agent_request(
     return request_for(llm, agent, AGENTS[agent], f"{prefix}/{name}.raw.txt", **fields)
 
 
-def run_key_prefix(flow: str) -> str:
-    """``{flow}/{workflow_id}/{run_id}``: the object keys of this run."""
-    info = workflow.info()
-    return f"{flow}/{info.workflow_id}/{info.run_id}"
-
-
 class Floor:
     """One debate's state and its turn loop, shared by ``Debate`` and ``Risk``."""
 
@@ -194,12 +189,6 @@ def _turn(structured: dict[str, Any] | None, speaker: Speaker, round_: int) -> D
             type="InvalidReply",
             non_retryable=True,
         ) from None
-
-
-def check_provider(llm: LlmChoice) -> None:
-    """An unknown provider fails the run naming ``llm.provider``."""
-    with as_temporal_failures():
-        provider_spec(llm.provider)
 
 
 @workflow.defn(name="Debate")

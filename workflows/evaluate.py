@@ -45,12 +45,13 @@ with workflow.unsafe.imports_passed_through():
     from shared.llm.contracts import LlmChoice, UsageReport
     from workflows.activity_calls import run_activity
     from workflows.concurrency import root_message, run_bounded
-    from workflows.debates import check_provider, run_key_prefix
     from workflows.inputs import RunInput
     from workflows.progress import RunProgress
+    from workflows.provider_check import check_provider
     from workflows.quantagent import QuantAgentInput, QuantAgentWorkflow
     from workflows.resume import BAD_REPLY, Resumable
     from workflows.retries import HEARTBEAT, durable
+    from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
 
 LOAD_START_TO_CLOSE = timedelta(minutes=5)

@@ -92,15 +92,15 @@ with workflow.unsafe.imports_passed_through():
         RiskInput,
         RiskWorkflow,
         agent_request,
-        check_provider,
-        run_key_prefix,
     )
     from workflows.inputs import RunInput, scheduled_time
     from workflows.llm_calls import chat, tool_loop_or_missing
     from workflows.progress import RunProgress, StepState, mark_missing, track
+    from workflows.provider_check import check_provider
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
     from workflows.resume import Resumable
     from workflows.retries import durable
+    from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
 
 T = TypeVar("T")

@@ -78,12 +78,13 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.objects import ObjectRef
     from workflows.activity_calls import GroupActivity, Request, Result, run_activity
     from workflows.concurrency import gather_all
-    from workflows.debates import check_provider, run_key_prefix
     from workflows.inputs import RunInput
     from workflows.llm_calls import chat, request_for
     from workflows.progress import RunProgress, StepState, track
+    from workflows.provider_check import check_provider
     from workflows.resume import Resumable
     from workflows.retries import durable
+    from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
 
 T = TypeVar("T")

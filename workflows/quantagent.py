@@ -25,7 +25,6 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.charts import ChartActivities, ChartRequest, ChartResult
-    from activities.failures import as_temporal_failures
     from activities.market import (
         MAX_LOOKBACK,
         LoadBarsRequest,
@@ -36,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from shared.agents import quantagent as qa
     from shared.llm.contracts import ChatRequest, LlmChoice, UsageReport
-    from shared.llm.providers import LlmRole, ProviderSpec, provider_spec
+    from shared.llm.providers import LlmRole, ProviderSpec
     from shared.market.bars import Bar, Timeframe
     from shared.queues import TOOLS_QUEUE
     from shared.storage.buckets import CHARTS_BUCKET, PAYLOADS_BUCKET
@@ -50,8 +49,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.inputs import RunInput, scheduled_time
     from workflows.llm_calls import chat, run_tool_loop
     from workflows.progress import RunProgress, StepState, track
+    from workflows.provider_check import check_provider
     from workflows.resume import Resumable
     from workflows.retries import HEARTBEAT, durable
+    from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
 
 T = TypeVar("T")
@@ -159,8 +160,7 @@ class QuantAgentWorkflow(Resumable):
         return await track(self.steps, name, work)
 
     def _key(self, step: str, suffix: str) -> str:
-        info = workflow.info()
-        return f"quantagent/{info.workflow_id}/{info.run_id}/{step}.{suffix}"
+        return f"{run_key_prefix('quantagent')}/{step}.{suffix}"
 
     def _request(
         self, args: QuantAgentInput, agent: str, role: LlmRole, **fields: Any
@@ -178,8 +178,7 @@ class QuantAgentWorkflow(Resumable):
     async def run(self, args: QuantAgentInput) -> QuantAgentResult:
         """Load the window, run the three branches, then decide."""
         self.open_gate()
-        with as_temporal_failures():
-            spec = provider_spec(args.llm.provider)
+        spec = check_provider(args.llm)
         reader = ChartReader.of(spec, args.llm)
         loaded = await self._step(
             "load_bars",

@@ -100,7 +100,6 @@ with workflow.unsafe.imports_passed_through():
     from shared.tools.registry import tool_specs
     from workflows.activity_calls import run_activity
     from workflows.concurrency import gather_all
-    from workflows.debates import check_provider, run_key_prefix
     from workflows.inputs import RunInput, scheduled_time
     from workflows.llm_calls import (
         ToolLoopResult,
@@ -111,8 +110,10 @@ with workflow.unsafe.imports_passed_through():
         tool_loop_or_missing,
     )
     from workflows.progress import RunProgress, StepState, mark_missing, track
+    from workflows.provider_check import check_provider
     from workflows.resume import Resumable
     from workflows.retries import durable
+    from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
 
 T = TypeVar("T")
