@@ -8,6 +8,7 @@ type, for methods of a group and plain functions, sync or async alike.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any, TypedDict, TypeVar, Unpack, overload
 
@@ -21,7 +22,8 @@ from temporalio.types import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from activities.group import queue_of
+    from activities.group import declared, queue_of
+    from workflows.retries import durable
 
 Request = TypeVar("Request")
 Result = TypeVar("Result")
@@ -79,4 +81,14 @@ async def run_activity(activity: Any, request: Any, **options: Any) -> Any:
     """Run ``activity`` with ``request`` on its declared queue and return its result."""
     return await workflow.execute_activity_method(
         activity, request, task_queue=queue_of(activity), **options
+    )
+
+
+def run_labelled(
+    activity: GroupActivity[Request, Result], request: Request, start_to_close: timedelta
+) -> Awaitable[Result]:
+    """``run_activity`` of a group's step, labelled with the activity's name in the Web UI and
+    retried for the whole budget (``durable``) with ``start_to_close`` per attempt."""
+    return run_activity(
+        activity, request, **durable(start_to_close), summary=declared(activity).name
     )

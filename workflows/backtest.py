@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import date, datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, Field, ValidationInfo, field_validator
 from temporalio import workflow
@@ -54,7 +54,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
     from workflows.activity_calls import run_activity
-    from workflows.children import flow_of
+    from workflows.children import Counted, flow_of
     from workflows.concurrency import gather_all
     from workflows.debates import MAX_ROUNDS
     from workflows.inputs import RunInput
@@ -67,13 +67,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.retries import HEARTBEAT, durable
     from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
-
-
-class Counted(Protocol):
-    """A child's result: it says what the child spent."""
-
-    @property
-    def usage(self) -> UsageReport: ...
 
 
 Arg = TypeVar("Arg")

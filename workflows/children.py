@@ -8,9 +8,19 @@ flow's name (for summaries) is read from the same reference rather than written 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from shared.llm.contracts import UsageReport
+
+
+class Counted(Protocol):
+    """A child's result: it says what the child spent, which its parent adds to its own."""
+
+    @property
+    def usage(self) -> UsageReport: ...
 
 
 def flow_of(run: Callable[..., Awaitable[Any]]) -> str:

@@ -191,9 +191,8 @@ def _turn(structured: dict[str, Any] | None, speaker: Speaker, round_: int) -> D
         ) from None
 
 
-@workflow.defn(name="Debate")
-class DebateWorkflow(Resumable):
-    """The bull/bear debate over the analysts' reports, then the research manager's plan."""
+class DebateRun(Resumable):
+    """What ``Debate`` and ``Risk`` share: the floor, its progress query, and the opening."""
 
     def __init__(self) -> None:
         self.floor = Floor()
@@ -203,15 +202,32 @@ class DebateWorkflow(Resumable):
         """Each turn's state, the transcript so far and the tokens spent."""
         return self.floor.progress(self.waiting_steps())
 
+    async def argue(
+        self,
+        flow: str,
+        args: DebateInput,
+        debate: Debate,
+        proposal: TraderProposal | None = None,
+        *after: str,
+    ) -> list[DebateTurn]:
+        """Open the run (its gate, tags and provider check), then debate ``rounds`` rounds of
+        ``debate``; the steps ``after`` the turns show as pending from the start."""
+        self.open_gate()
+        tag_run(flow, symbol=args.symbol, as_of=args.as_of)
+        check_provider(args.llm)
+        order = speaking_order(debate, args.rounds)
+        self.floor.plan(order, *after)
+        return await self.floor.debate(args, order, proposal)
+
+
+@workflow.defn(name="Debate")
+class DebateWorkflow(DebateRun):
+    """The bull/bear debate over the analysts' reports, then the research manager's plan."""
+
     @workflow.run
     async def run(self, args: DebateInput) -> DebateResult:
         """Debate ``rounds`` rounds, then let the research manager decide."""
-        self.open_gate()
-        tag_run("Debate", symbol=args.symbol, as_of=args.as_of)
-        check_provider(args.llm)
-        order = speaking_order(Debate.RESEARCH, args.rounds)
-        self.floor.plan(order, RESEARCH_MANAGER)
-        transcript = await self.floor.debate(args, order, None)
+        transcript = await self.argue("Debate", args, Debate.RESEARCH, None, RESEARCH_MANAGER)
         inputs = ManagerInputs(
             symbol=args.symbol,
             reports=args.reports,
@@ -238,24 +254,11 @@ class DebateWorkflow(Resumable):
 
 
 @workflow.defn(name="Risk")
-class RiskWorkflow(Resumable):
+class RiskWorkflow(DebateRun):
     """The risk debate over the trader's proposal; the Pipeline's portfolio manager judges it."""
-
-    def __init__(self) -> None:
-        self.floor = Floor()
-
-    @workflow.query(name="progress")
-    def progress(self) -> DebateProgress:
-        """Each turn's state, the transcript so far and the tokens spent."""
-        return self.floor.progress(self.waiting_steps())
 
     @workflow.run
     async def run(self, args: RiskInput) -> RiskResult:
         """Debate ``rounds`` rounds of aggressive, conservative, neutral."""
-        self.open_gate()
-        tag_run("Risk", symbol=args.symbol, as_of=args.as_of)
-        check_provider(args.llm)
-        order = speaking_order(Debate.RISK, args.rounds)
-        self.floor.plan(order)
-        transcript = await self.floor.debate(args, order, args.proposal)
+        transcript = await self.argue("Risk", args, Debate.RISK, args.proposal)
         return RiskResult(transcript=transcript, usage=self.floor.usage)

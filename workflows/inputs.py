@@ -21,9 +21,10 @@ from __future__ import annotations
 import typing
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Self, TypeVar
+from typing import Annotated, Any, Self, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ModelWrapValidatorHandler,
     ValidationError,
@@ -75,6 +76,17 @@ class RunInput(BaseModel):
 
 
 M = TypeVar("M", bound=RunInput)
+
+
+def _has_timezone(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("give a timezone, e.g. 2012-06-01T00:00:00Z")
+    return value
+
+
+ZonedTime = Annotated[datetime, AfterValidator(_has_timezone)]
+"""A time an input must give with its zone: a naive time would be read as the workers'
+local time, a different moment on each machine."""
 
 
 def parse_input(model: type[M], raw: Any) -> M:

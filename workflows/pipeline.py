@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field, computed_field, field_validator, model_validator
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
+from temporalio.types import MethodAsyncSingleParam
 
 with workflow.unsafe.imports_passed_through():
     from activities.failures import as_temporal_failures
@@ -83,7 +84,8 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
     from shared.tools.registry import tool_specs
-    from workflows.activity_calls import GroupActivity, Request, Result, run_activity
+    from workflows.activity_calls import GroupActivity, Request, Result, run_labelled
+    from workflows.children import Counted
     from workflows.concurrency import gather_all
     from workflows.debates import (
         MAX_ROUNDS,
@@ -93,17 +95,18 @@ with workflow.unsafe.imports_passed_through():
         RiskWorkflow,
         agent_request,
     )
-    from workflows.inputs import RunInput, scheduled_time
+    from workflows.inputs import RunInput, ZonedTime, scheduled_time
     from workflows.llm_calls import chat, tool_loop_or_missing
     from workflows.progress import RunProgress, StepState, mark_missing, track
     from workflows.provider_check import check_provider
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
     from workflows.resume import Resumable
-    from workflows.retries import durable
     from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
 
 T = TypeVar("T")
+Arg = TypeVar("Arg")
+Child = TypeVar("Child", bound=Counted)
 
 RESEARCH_START_TO_CLOSE = timedelta(minutes=1)
 MACRO_CONTEXT_MAX = 20_000
@@ -121,7 +124,7 @@ class PipelineInput(RunInput):
     """What to analyse. ``{"symbol": "GOOG"}`` alone is enough."""
 
     symbol: str = Field(min_length=1, max_length=32)
-    as_of: datetime | None = Field(None, description="analysis time (UTC); default: latest bar")
+    as_of: ZonedTime | None = Field(None, description="analysis time (UTC); default: latest bar")
     analysts: list[AnalystKind] = Field(
         default_factory=lambda: list(AnalystKind), min_length=1, description="which analysts run"
     )
@@ -136,13 +139,6 @@ class PipelineInput(RunInput):
         description="where a Scan stored its summary (Markdown or JSON); read once at the start",
     )
     position: dict[str, Any] | None = Field(None, description="the portfolio's current holding")
-
-    @field_validator("as_of")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            raise ValueError("give a timezone, e.g. 2012-06-01T00:00:00Z")
-        return value
 
     @model_validator(mode="after")
     def _one_macro_source(self) -> PipelineInput:
@@ -370,11 +366,8 @@ class PipelineWorkflow(Resumable):
         step: str | None = None,
     ) -> Awaitable[Result]:
         """One research activity, shown as ``step`` (default: its name)."""
-        name = declared(activity).name
-        return self._step(
-            step or name,
-            run_activity(activity, request, **durable(RESEARCH_START_TO_CLOSE), summary=name),
-        )
+        work = run_labelled(activity, request, RESEARCH_START_TO_CLOSE)
+        return self._step(step or declared(activity).name, work)
 
     @workflow.run
     async def run(self, args: PipelineInput) -> PipelineResult:
@@ -562,21 +555,12 @@ class PipelineWorkflow(Resumable):
     async def _debate_and_trade(self, args: PipelineInput, state: PipelineState) -> None:
         """Bull/bear debate and plan → trader → risk debate, filling ``state``."""
         assert state.as_of is not None
-        wf_id = workflow.info().workflow_id
-
-        self._enter(DEBATE)
-        self.child_started(f"{wf_id}-debate")
-        debate = await self._step(
+        debate = await self._child(
             DEBATE,
-            workflow.execute_child_workflow(
-                DebateWorkflow.run,
-                state.debate_input(),
-                id=f"{wf_id}-debate",
-                static_summary=f"Debate {state.symbol}, {args.debate_rounds} round(s)",
-            ),
+            DebateWorkflow.run,
+            state.debate_input(),
+            f"Debate {state.symbol}, {args.debate_rounds} round(s)",
         )
-        self.child_finished(f"{wf_id}-debate")
-        self._count(debate.usage)
         state.research_transcript = debate.transcript
         state.research_plan = debate.research_plan
 
@@ -595,20 +579,33 @@ class PipelineWorkflow(Resumable):
             await self._chat(args, TRADER, trader_messages, trader)
         )
 
-        self._enter(RISK)
-        self.child_started(f"{wf_id}-risk")
-        risk = await self._step(
+        risk = await self._child(
             RISK,
-            workflow.execute_child_workflow(
-                RiskWorkflow.run,
-                state.risk_input(),
-                id=f"{wf_id}-risk",
-                static_summary=f"Risk {state.symbol}, {args.risk_rounds} round(s)",
-            ),
+            RiskWorkflow.run,
+            state.risk_input(),
+            f"Risk {state.symbol}, {args.risk_rounds} round(s)",
         )
-        self.child_finished(f"{wf_id}-risk")
-        self._count(risk.usage)
         state.risk_transcript = risk.transcript
+
+    async def _child(
+        self,
+        step: str,
+        run: MethodAsyncSingleParam[Any, Arg, Child],
+        arg: Arg,
+        summary: str,
+    ) -> Child:
+        """The ``step`` child (id ``{workflow_id}-{step}``), which ``resume`` reaches while it
+        runs; its usage counts as this run's."""
+        child_id = f"{workflow.info().workflow_id}-{step}"
+        self._enter(step)
+        self.child_started(child_id)
+        result = await self._step(
+            step,
+            workflow.execute_child_workflow(run, arg, id=child_id, static_summary=summary),
+        )
+        self.child_finished(child_id)
+        self._count(result.usage)
+        return result
 
     def _count(self, child: UsageReport) -> None:
         """A child's usage, per agent, into this run's."""

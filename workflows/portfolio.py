@@ -76,7 +76,13 @@ with workflow.unsafe.imports_passed_through():
     from shared.portfolio.risk import RiskReport
     from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
-    from workflows.activity_calls import GroupActivity, Request, Result, run_activity
+    from workflows.activity_calls import (
+        GroupActivity,
+        Request,
+        Result,
+        run_activity,
+        run_labelled,
+    )
     from workflows.concurrency import gather_all
     from workflows.inputs import RunInput
     from workflows.llm_calls import chat, request_for
@@ -279,12 +285,8 @@ class PortfolioWorkflow(Resumable):
         step: str | None = None,
     ) -> Awaitable[Result]:
         """One of the book's activities, shown as ``step`` (default: its name)."""
-        name = declared(activity).name
-        self.phase = step or name
-        return self._step(
-            step or name,
-            run_activity(activity, request, **durable(BOOK_START_TO_CLOSE), summary=name),
-        )
+        self.phase = step or declared(activity).name
+        return self._step(self.phase, run_labelled(activity, request, BOOK_START_TO_CLOSE))
 
     async def _ask(self, args: PortfolioInput, agent: str, build: Any, inputs: BaseModel) -> Any:
         """One agent's call: its messages from its typed inputs, which are also its context."""

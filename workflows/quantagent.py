@@ -20,7 +20,7 @@ from collections.abc import Awaitable
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -46,7 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.tools.registry import tool_specs
     from workflows.activity_calls import GroupActivity, run_activity
     from workflows.concurrency import gather_all
-    from workflows.inputs import RunInput, scheduled_time
+    from workflows.inputs import RunInput, ZonedTime, scheduled_time
     from workflows.llm_calls import chat, run_tool_loop
     from workflows.progress import RunProgress, StepState, track
     from workflows.provider_check import check_provider
@@ -70,19 +70,12 @@ class QuantAgentInput(RunInput):
 
     symbol: str = Field(min_length=1, max_length=32)
     timeframe: Timeframe
-    as_of: datetime | None = Field(None, description="analysis time (UTC); default: latest bar")
+    as_of: ZonedTime | None = Field(None, description="analysis time (UTC); default: latest bar")
     bars: list[Bar] | None = Field(None, description="bars to analyse; no source is read")
     lookback: int = Field(DEFAULT_LOOKBACK, ge=MIN_BARS, le=MAX_LOOKBACK)
     llm: LlmChoice = LlmChoice()
     source: Literal["bundled", "csv", "yfinance"] = "bundled"
     csv_path: str | None = None
-
-    @field_validator("as_of")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            raise ValueError("give a timezone, e.g. 2012-06-01T00:00:00Z")
-        return value
 
 
 class ChartReader(BaseModel):
