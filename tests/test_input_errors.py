@@ -164,3 +164,17 @@ def test_the_cli_echoes_a_bad_option_before_starting_anything(tmp_path: Path) ->
     assert done.returncode == 1
     assert "invalid input `timeframe`: '7x' is not one of '1m', '5m'" in done.stderr
     assert "started" not in done.stdout
+
+
+def test_a_rule_across_fields_fails_like_a_bad_field() -> None:
+    payload = {
+        "symbol": "GOOG",
+        "macro_context": "x",
+        "macro_context_key": {"bucket": "b", "key": "k"},
+    }
+
+    with pytest.raises(ApplicationError) as caught:
+        parse_input(PipelineInput, payload)
+
+    assert caught.value.type == "InvalidInput" and caught.value.non_retryable
+    assert "`(input)` give macro_context or macro_context_key, not both" in caught.value.message

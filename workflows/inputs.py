@@ -21,17 +21,16 @@ from __future__ import annotations
 import typing
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any, Self, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ModelWrapValidatorHandler,
+    GetCoreSchemaHandler,
     ValidationError,
     ValidationInfo,
-    model_validator,
 )
-from pydantic_core import to_json
+from pydantic_core import core_schema, to_json
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
@@ -62,17 +61,23 @@ class RunInput(BaseModel):
     """The base of every workflow's input model: decoded from a start payload, a bad field
     fails the run with ``invalid_run_input`` (see the module docstring)."""
 
-    @model_validator(mode="wrap")
     @classmethod
-    def _bad_payload_fails_the_run(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Self], info: ValidationInfo
-    ) -> Self:
-        if info.mode != "json":
-            return handler(data)
-        try:
-            return handler({} if data is None else data)
-        except ValidationError as error:
-            raise invalid_run_input(cls, error) from None
+    def __get_pydantic_core_schema__(
+        cls, source: type[BaseModel], handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        # Around the whole model schema, its own validators included: a model validator
+        # (mode "wrap") would run inside a subclass's "after" validators and miss their errors.
+        def fail_the_run(
+            data: Any, validate: core_schema.ValidatorFunctionWrapHandler, info: ValidationInfo
+        ) -> Any:
+            if info.mode != "json":
+                return validate(data)
+            try:
+                return validate({} if data is None else data)
+            except ValidationError as error:
+                raise invalid_run_input(source, error) from None
+
+        return core_schema.with_info_wrap_validator_function(fail_the_run, handler(source))
 
 
 M = TypeVar("M", bound=RunInput)
