@@ -85,7 +85,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.objects import ObjectRef
     from shared.tools.registry import tool_specs
     from workflows.activity_calls import GroupActivity, Request, Result, run_labelled
-    from workflows.children import Counted
+    from workflows.children import Counted, flow_of
     from workflows.concurrency import gather_all
     from workflows.debates import (
         MAX_ROUNDS,
@@ -105,7 +105,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.visibility import tag_run
 
 T = TypeVar("T")
-Arg = TypeVar("Arg")
+Arg = TypeVar("Arg", bound=DebateInput)
 Child = TypeVar("Child", bound=Counted)
 
 RESEARCH_START_TO_CLOSE = timedelta(minutes=1)
@@ -555,12 +555,7 @@ class PipelineWorkflow(Resumable):
     async def _debate_and_trade(self, args: PipelineInput, state: PipelineState) -> None:
         """Bull/bear debate and plan → trader → risk debate, filling ``state``."""
         assert state.as_of is not None
-        debate = await self._child(
-            DEBATE,
-            DebateWorkflow.run,
-            state.debate_input(),
-            f"Debate {state.symbol}, {args.debate_rounds} round(s)",
-        )
+        debate = await self._debate(DEBATE, DebateWorkflow.run, state.debate_input())
         state.research_transcript = debate.transcript
         state.research_plan = debate.research_plan
 
@@ -579,24 +574,16 @@ class PipelineWorkflow(Resumable):
             await self._chat(args, TRADER, trader_messages, trader)
         )
 
-        risk = await self._child(
-            RISK,
-            RiskWorkflow.run,
-            state.risk_input(),
-            f"Risk {state.symbol}, {args.risk_rounds} round(s)",
-        )
+        risk = await self._debate(RISK, RiskWorkflow.run, state.risk_input())
         state.risk_transcript = risk.transcript
 
-    async def _child(
-        self,
-        step: str,
-        run: MethodAsyncSingleParam[Any, Arg, Child],
-        arg: Arg,
-        summary: str,
+    async def _debate(
+        self, step: str, run: MethodAsyncSingleParam[Any, Arg, Child], arg: Arg
     ) -> Child:
-        """The ``step`` child (id ``{workflow_id}-{step}``), which ``resume`` reaches while it
-        runs; its usage counts as this run's."""
+        """The ``step`` debate child (id ``{workflow_id}-{step}``), which ``resume`` reaches
+        while it runs; its usage counts as this run's."""
         child_id = f"{workflow.info().workflow_id}-{step}"
+        summary = f"{flow_of(run)} {arg.symbol}, {arg.rounds} round(s)"
         self._enter(step)
         self.child_started(child_id)
         result = await self._step(
