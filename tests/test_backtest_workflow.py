@@ -120,7 +120,7 @@ async def workers(
                     s3_settings, router=router, memory=memory, store=store
                 ).activities(),
                 *ReflectionActivities(s3_settings, router=router, memory=memory).activities(),
-                *backtest.tools_activities(),
+                *backtest.activities(TOOLS_QUEUE),
             ],
             threads=True,
         ),
@@ -128,7 +128,7 @@ async def workers(
             queue=CHARTS_QUEUE,
             activities=[
                 *ChartActivities(s3_settings, store=store).activities(),
-                *backtest.chart_activities(),
+                *backtest.activities(CHARTS_QUEUE),
             ],
             threads=True,
         ),
