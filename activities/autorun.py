@@ -10,20 +10,20 @@ overwrites the same objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.group import activity_on
 from activities.heartbeat import heartbeating
 from activities.research import MARKDOWN
 from activities.services import Services, StoredReport
 from shared.data.contracts import DataKind
 from shared.errors import InvalidInput, QuantdeskError
 from shared.market.bars import Timeframe
+from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.reports.autorun import AutoRunReport, chart_name, render_markdown
 from shared.reports.html import markdown_to_html
 from shared.storage.buckets import REPORTS_BUCKET
@@ -76,7 +76,7 @@ class RunReportFiles(BaseModel):
 class AutoRunActivities(Services):
     """The book and report steps of AutoRun over the shared, lazily built clients."""
 
-    @activity.defn(name="open_book")
+    @activity_on(TOOLS_QUEUE, "open_book")
     def open_book(self, request: OpenBookRequest) -> OpenedBook:
         """The named book (created with ``initial_cash`` if there is none) and its holdings."""
         with as_temporal_failures():
@@ -125,7 +125,7 @@ class AutoRunActivities(Services):
             ObjectRef(bucket=REPORTS_BUCKET, key=key, content_type=content_type), data
         )
 
-    @activity.defn(name="store_run_report")
+    @activity_on(CHARTS_QUEUE, "store_run_report")
     @heartbeating
     def store_run_report(self, request: RunReportRequest) -> RunReportFiles:
         """Draw the charts, render Markdown and HTML, store all three kinds side by side."""
@@ -152,11 +152,3 @@ class AutoRunActivities(Services):
                 html=self._put(f"{request.prefix}/report.html", page.encode(), HTML),
                 charts=charts,
             )
-
-    def tools_activities(self) -> list[Callable[[Any], Any]]:
-        """What a tools worker registers."""
-        return [self.open_book]
-
-    def charts_activities(self) -> list[Callable[[Any], Any]]:
-        """What a charts worker registers."""
-        return [self.store_run_report]

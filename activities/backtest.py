@@ -11,14 +11,12 @@ object key, so a retry overwrites its own file. All three are synchronous
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, date, datetime, time
-from typing import Any
 
 from pydantic import BaseModel, Field
-from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.group import activity_on
 from activities.heartbeat import heartbeating
 from activities.services import Services, StoredReport
 from shared.backtest import Book, Performance, PricePoint, WalkForward, walk_forward
@@ -26,6 +24,7 @@ from shared.backtest.report import equity_csv, render_report
 from shared.data.contracts import DataKind
 from shared.errors import InvalidInput, NoData
 from shared.market.bars import Timeframe
+from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.storage.objects import ObjectRef
 
 MAX_RANGE_DAYS = 366 * 15
@@ -130,7 +129,7 @@ class BacktestActivities(Services):
             fix="End earlier, within the data.",
         ) from None
 
-    @activity.defn(name="plan_backtest")
+    @activity_on(TOOLS_QUEUE, "plan_backtest")
     @heartbeating
     def plan_backtest(self, request: PlanRequest) -> BacktestPlan:
         """The trading dates the flow runs at, and every close the positions are marked at."""
@@ -140,7 +139,7 @@ class BacktestActivities(Services):
     def _put(self, ref: ObjectRef, data: bytes, content_type: str) -> StoredReport:
         return self.put_report(ref.model_copy(update={"content_type": content_type}), data)
 
-    @activity.defn(name="score_backtest")
+    @activity_on(TOOLS_QUEUE, "score_backtest")
     @heartbeating
     def score_backtest(self, request: ScoreRequest) -> BacktestScore:
         """Metrics of the strategy and buy-and-hold; the Markdown report and the CSV, stored."""
@@ -154,7 +153,7 @@ class BacktestActivities(Services):
                 csv=self._put(request.csv, equity_csv(request.book).encode(), CSV),
             )
 
-    @activity.defn(name="render_equity_chart")
+    @activity_on(CHARTS_QUEUE, "render_equity_chart")
     @heartbeating
     def render_equity_chart(self, request: EquityChartRequest) -> StoredReport:
         """The equity curves against buy-and-hold as a PNG, stored."""
@@ -162,11 +161,3 @@ class BacktestActivities(Services):
 
         with as_temporal_failures():
             return self._put(request.target, render_equity_chart(request.book), PNG)
-
-    def tools_activities(self) -> list[Callable[[Any], Any]]:
-        """What a tools worker registers."""
-        return [self.plan_backtest, self.score_backtest]
-
-    def chart_activities(self) -> list[Callable[[Any], Any]]:
-        """What a charts worker registers."""
-        return [self.render_equity_chart]

@@ -9,17 +9,16 @@ thread pool and ``shared.charts`` serialises the drawing itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from pydantic import BaseModel, Field
-from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.group import activity_on
 from activities.heartbeat import heartbeating
 from activities.services import Services
 from shared.charts import render
 from shared.charts.candles import png_dimensions
 from shared.market.bars import Bar, Timeframe
+from shared.queues import CHARTS_QUEUE
 from shared.storage.objects import ObjectRef
 from shared.ta.trend_summary import TrendLines
 
@@ -73,7 +72,7 @@ class ChartActivities(Services):
             trendlines=lines,
         )
 
-    @activity.defn(name="render_pattern_chart")
+    @activity_on(CHARTS_QUEUE, "render_pattern_chart")
     @heartbeating
     def render_pattern_chart(self, request: ChartRequest) -> ChartResult:
         """Candles (and volume) of the last 40 bars, for the pattern agent."""
@@ -83,7 +82,7 @@ class ChartActivities(Services):
             )
             return self._stored(request, png, None)
 
-    @activity.defn(name="render_trend_chart")
+    @activity_on(CHARTS_QUEUE, "render_trend_chart")
     @heartbeating
     def render_trend_chart(self, request: ChartRequest) -> ChartResult:
         """Candles of the last 50 bars with four trendlines, for the trend agent."""
@@ -92,7 +91,3 @@ class ChartActivities(Services):
                 request.bars, symbol=request.symbol, timeframe=request.timeframe
             )
             return self._stored(request, png, lines)
-
-    def activities(self) -> list[Callable[[ChartRequest], ChartResult]]:
-        """What a charts worker registers."""
-        return [self.render_pattern_chart, self.render_trend_chart]

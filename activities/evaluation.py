@@ -14,13 +14,12 @@ workflow, so a retried activity overwrites its own objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 from pydantic import BaseModel, Field
-from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.group import activity_on
 from activities.heartbeat import heartbeating
 from activities.services import Services, StoredReport
 from shared.agents.quantagent import Direction
@@ -35,6 +34,7 @@ from shared.evaluation.windows import (
     bar_count,
 )
 from shared.market.bars import Timeframe
+from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.storage.buckets import PAYLOADS_BUCKET, REPORTS_BUCKET
 from shared.storage.objects import ObjectRef
 
@@ -147,7 +147,7 @@ class EvaluationActivities(Services):
     def _page(self, ref: ObjectRef) -> WindowPage:
         return WindowPage.model_validate_json(self.store.get_bytes(ref))
 
-    @activity.defn(name="load_eval_windows")
+    @activity_on(TOOLS_QUEUE, "load_eval_windows")
     @heartbeating
     def load_eval_windows(self, request: LoadWindowsRequest) -> WindowManifest:
         """Read and validate every window, store them in pages, return the manifest."""
@@ -177,7 +177,7 @@ class EvaluationActivities(Services):
                 ]
             return WindowManifest(windows=infos, pages=pages)
 
-    @activity.defn(name="read_visible_windows")
+    @activity_on(TOOLS_QUEUE, "read_visible_windows")
     def read_visible_windows(self, page: ObjectRef) -> VisiblePage:
         """One stored page with the held-out bars cut off, and each window's truth."""
         with as_temporal_failures():
@@ -187,7 +187,7 @@ class EvaluationActivities(Services):
                 truths={w.window_id: w.truth for w in windows},
             )
 
-    @activity.defn(name="score_evaluation")
+    @activity_on(TOOLS_QUEUE, "score_evaluation")
     @heartbeating
     def score_evaluation(self, request: ScoreRequest) -> ScoredEvaluation:
         """Score the calls on the stored windows; store the Markdown, CSV and JSON tables."""
@@ -208,7 +208,7 @@ class EvaluationActivities(Services):
                 ),
             )
 
-    @activity.defn(name="render_evaluation_plot")
+    @activity_on(CHARTS_QUEUE, "render_evaluation_plot")
     @heartbeating
     def render_evaluation_plot(self, request: PlotRequest) -> StoredReport:
         """The accuracy plot as a PNG in the reports bucket."""
@@ -220,11 +220,3 @@ class EvaluationActivities(Services):
             return self.put_report(
                 report_key(request.prefix, "png"), render_accuracy_plot(request.summary)
             )
-
-    def tools_activities(self) -> list[Callable[[Any], Any]]:
-        """What a tools worker registers."""
-        return [self.load_eval_windows, self.read_visible_windows, self.score_evaluation]
-
-    def charts_activities(self) -> list[Callable[[Any], Any]]:
-        """What a charts worker registers."""
-        return [self.render_evaluation_plot]

@@ -7,15 +7,18 @@ validation uses pandas; the window it returns is small enough to travel inline.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field
-from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.group import activity_on
 from shared.errors import InvalidInput
 from shared.market.bars import Bar, Timeframe, validate_bars
 from shared.market.sources import open_source
+from shared.queues import TOOLS_QUEUE
 from shared.ta.patterns import PatternMatch, detect_patterns
 
 # ~120 bytes a bar in JSON: 2,000 bars stay far below Temporal's payload limits.
@@ -59,7 +62,7 @@ def _given_window(request: LoadBarsRequest, bars: list[Bar]) -> list[Bar]:
     return kept[-request.lookback :]
 
 
-@activity.defn(name="load_bars")
+@activity_on(TOOLS_QUEUE, "load_bars")
 def load_bars(request: LoadBarsRequest) -> LoadedBars:
     """The last ``lookback`` bars up to ``as_of``, validated, with enough bars for the analysis."""
     with as_temporal_failures():
@@ -87,7 +90,7 @@ class PatternScan(BaseModel):
     matches: list[PatternMatch]
 
 
-@activity.defn(name="detect_chart_patterns")
+@activity_on(TOOLS_QUEUE, "detect_chart_patterns")
 def detect_chart_patterns(request: PatternScanRequest) -> PatternScan:
     """Run the 16 detectors on exactly the bars of the pattern chart."""
     with as_temporal_failures():
@@ -102,4 +105,4 @@ def detect_chart_patterns(request: PatternScanRequest) -> PatternScan:
         )
 
 
-MARKET_ACTIVITIES = [load_bars, detect_chart_patterns]
+MARKET_ACTIVITIES: list[Callable[..., Any]] = [load_bars, detect_chart_patterns]

@@ -12,13 +12,11 @@ left.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from pydantic import AwareDatetime, BaseModel, Field, ValidationError
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.group import activity_on
 from activities.services import Services
 from shared.agents.portfolio.schemas import AllocationDecision
 from shared.agents.scan.schemas import ScanSummary, StockToInvestigate
@@ -35,6 +33,7 @@ from shared.portfolio.orders import Execution, OrderPlan, PlannedOrder
 from shared.portfolio.prioritize import LessonMatch, Prioritized, prioritize, situation_of
 from shared.portfolio.risk import RiskReport, measure_risk
 from shared.portfolio.valuation import Valuation, snapshot_of, value_book
+from shared.queues import TOOLS_QUEUE
 from shared.storage.objects import ObjectRef
 
 BENCHMARK = "^GSPC"
@@ -142,7 +141,7 @@ class PortfolioActivities(Services):
                 fix="Pass the summary key a Scan run stored.",
             ) from None
 
-    @activity.defn(name="load_portfolio")
+    @activity_on(TOOLS_QUEUE, "load_portfolio")
     def load_portfolio(self, request: LoadRequest) -> LoadedBook:
         """The book valued at the as-of closes; the Scan summary; quotes and sectors of all."""
         with as_temporal_failures():
@@ -163,7 +162,7 @@ class PortfolioActivities(Services):
                 costs=self.settings.paper_costs,
             )
 
-    @activity.defn(name="compute_risk")
+    @activity_on(TOOLS_QUEUE, "compute_risk")
     def compute_risk(self, request: RiskRequest) -> RiskReport:
         """The book's risk from daily closes up to its as-of date."""
         with as_temporal_failures():
@@ -179,7 +178,7 @@ class PortfolioActivities(Services):
                 benchmark_symbol=request.benchmark,
             )
 
-    @activity.defn(name="prioritize_candidates")
+    @activity_on(TOOLS_QUEUE, "prioritize_candidates")
     def prioritize_candidates(self, request: PrioritizeRequest) -> Prioritized:
         """The candidates scored, the memory gate fed by each ticker's closest PM lesson."""
         with as_temporal_failures():
@@ -206,7 +205,7 @@ class PortfolioActivities(Services):
                 request.stocks, request.valuation, request.sectors, request.limits, lessons
             )
 
-    @activity.defn(name="size_orders")
+    @activity_on(TOOLS_QUEUE, "size_orders")
     def size_orders(self, request: SizeRequest) -> OrderPlan:
         """The PM's orders scaled to the limits, each change explained."""
         with as_temporal_failures():
@@ -222,7 +221,7 @@ class PortfolioActivities(Services):
                 cash_reserve=decision.cash_reserve,
             )
 
-    @activity.defn(name="sweep_cash")
+    @activity_on(TOOLS_QUEUE, "sweep_cash")
     def sweep_cash(self, request: SweepRequest) -> OrderPlan:
         """The plan settled with the T-bill ETF."""
         with as_temporal_failures():
@@ -230,13 +229,13 @@ class PortfolioActivities(Services):
                 request.plan, request.valuation, request.quotes, request.sectors
             )
 
-    @activity.defn(name="record_decision")
+    @activity_on(TOOLS_QUEUE, "record_decision")
     def record_decision(self, request: DecisionRequest) -> DecisionRecord:
         """Keep the decision, its plan and its approval; the first one recorded stays."""
         with as_temporal_failures():
             return self.books.record_decision(request.portfolio, request.record)
 
-    @activity.defn(name="execute_orders")
+    @activity_on(TOOLS_QUEUE, "execute_orders")
     def execute_orders(self, request: ExecuteRequest) -> Execution:
         """Fill the orders on the paper broker at the as-of closes, each key once."""
         with as_temporal_failures():
@@ -251,7 +250,7 @@ class PortfolioActivities(Services):
                 on_order=lambda index: activity.heartbeat(index),
             )
 
-    @activity.defn(name="record_snapshot")
+    @activity_on(TOOLS_QUEUE, "record_snapshot")
     def record_snapshot(self, request: SnapshotRequest) -> Snapshot:
         """The book valued as of the run, stored once under the run's key."""
         with as_temporal_failures():
@@ -260,16 +259,3 @@ class PortfolioActivities(Services):
             return self.books.record_snapshot(
                 request.portfolio, snapshot_of(valuation, request.key)
             )
-
-    def activities(self) -> list[Callable[[Any], Any]]:
-        """What a tools worker registers."""
-        return [
-            self.load_portfolio,
-            self.compute_risk,
-            self.prioritize_candidates,
-            self.size_orders,
-            self.sweep_cash,
-            self.record_decision,
-            self.execute_orders,
-            self.record_snapshot,
-        ]

@@ -15,20 +15,19 @@ worker runs them in a thread pool.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field
-from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.group import activity_on
 from activities.services import Services
 from shared.agents.reflection import MarketOutcome
 from shared.data.contracts import DataKind
 from shared.errors import NoData
 from shared.market.bars import Bar, Timeframe
 from shared.memory import Lesson
+from shared.queues import TOOLS_QUEUE
 
 DEFAULT_HORIZON_BARS = 5
 MAX_HORIZON_BARS = 60
@@ -204,19 +203,15 @@ class ReflectionActivities(Services):
             f"bars after {start.time.date().isoformat()} as of {now.isoformat()}",
         )
 
-    @activity.defn(name="measure_outcome")
+    @activity_on(TOOLS_QUEUE, "measure_outcome")
     def measure_outcome(self, request: OutcomeRequest) -> MeasuredOutcome:
         """The stock's and benchmark's returns from the decision's bar to the horizon-th one."""
         with as_temporal_failures():
             return self.measure(request)
 
-    @activity.defn(name="record_lessons")
+    @activity_on(TOOLS_QUEUE, "record_lessons")
     def record_lessons(self, request: RecordLessonsRequest) -> RecordedLessons:
         """Store the lessons; a retried or rerun reflection inserts nothing twice."""
         with as_temporal_failures():
             inserted = sum(self.memory.record_lesson(lesson) for lesson in request.lessons)
             return RecordedLessons(inserted=inserted, already_known=len(request.lessons) - inserted)
-
-    def activities(self) -> list[Callable[..., Any]]:
-        """What a tools worker registers."""
-        return [self.measure_outcome, self.record_lessons]

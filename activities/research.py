@@ -11,19 +11,18 @@ settings and kept for the worker's life, as ``ChartActivities`` does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 from pydantic import BaseModel, Field
-from temporalio import activity
 
 from activities.failures import as_temporal_failures
+from activities.group import activity_on
 from activities.services import Services, StoredReport
 from shared.data.contracts import DataKind
 from shared.errors import InvalidInput, NoData, NotConfigured, ObjectNotFound, QuantdeskError
 from shared.market.bars import Timeframe
 from shared.memory import MemoryRole, render_recollections
+from shared.queues import TOOLS_QUEUE
 from shared.storage.objects import ObjectRef
 
 MARKDOWN = "text/markdown; charset=utf-8"
@@ -146,7 +145,7 @@ class ResearchActivities(Services):
             )
         return latest
 
-    @activity.defn(name="resolve_as_of")
+    @activity_on(TOOLS_QUEUE, "resolve_as_of")
     def resolve_as_of(self, request: ResolveAsOfRequest) -> ResolvedAsOf:
         """The given analysis time (checked against the data), or the latest daily bar's.
 
@@ -175,7 +174,7 @@ class ResearchActivities(Services):
                 )
             return ResolvedAsOf(symbol=symbol, as_of=as_of, latest_bar=bar)
 
-    @activity.defn(name="recall_memories")
+    @activity_on(TOOLS_QUEUE, "recall_memories")
     def recall_memories(self, request: RecallRequest) -> RecalledMemories:
         """Every role's closest lessons, rendered; one activity for all roles, one round trip."""
         with as_temporal_failures():
@@ -194,14 +193,14 @@ class ResearchActivities(Services):
                 found[role] = len(recalled)
             return RecalledMemories(memories=memories, found=found)
 
-    @activity.defn(name="store_report")
+    @activity_on(TOOLS_QUEUE, "store_report")
     def store_report(self, request: StoreReportRequest) -> StoredReport:
         """Store the Markdown at the workflow's key and hand back a link."""
         with as_temporal_failures():
             target = request.target.model_copy(update={"content_type": MARKDOWN})
             return self.put_report(target, request.markdown.encode())
 
-    @activity.defn(name="load_text")
+    @activity_on(TOOLS_QUEUE, "load_text")
     def load_text(self, request: LoadTextRequest) -> LoadedText:
         """The UTF-8 text stored at ``source``; a missing, binary or oversized object fails
         for good naming ``field``, since another attempt would read the same bytes."""
@@ -227,7 +226,3 @@ class ResearchActivities(Services):
                     fix="Point at the summary itself, not a whole report.",
                 )
             return LoadedText(text=text, source=request.source)
-
-    def activities(self) -> list[Callable[[Any], Any]]:
-        """What a tools worker registers."""
-        return [self.resolve_as_of, self.recall_memories, self.store_report, self.load_text]

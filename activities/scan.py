@@ -11,19 +11,21 @@ so the workflow decides whether to ask for a repair or take the correction.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field
-from temporalio import activity
 
 from activities import tools
 from activities.failures import as_temporal_failures
+from activities.group import activity_on
 from activities.services import StoredReport
 from shared.agents.scan.inputs import MAX_TICKERS
 from shared.agents.scan.schemas import ScanSummary
 from shared.agents.scan.shortlist import corrected_shortlist, shortlist_problems
 from shared.data.contracts import DataKind
 from shared.errors import NotConfigured
+from shared.queues import TOOLS_QUEUE
 from shared.storage.objects import ObjectRef
 
 JSON = "application/json"
@@ -55,7 +57,7 @@ class StoreJsonRequest(BaseModel):
     target: ObjectRef
 
 
-@activity.defn(name="check_shortlist")
+@activity_on(TOOLS_QUEUE, "check_shortlist")
 def check_shortlist(request: ShortlistCheck) -> ShortlistVerdict:
     """Every problem of the shortlist against the universe the data router serves as of the scan."""
     with as_temporal_failures():
@@ -86,7 +88,7 @@ def check_shortlist(request: ShortlistCheck) -> ShortlistVerdict:
         )
 
 
-@activity.defn(name="store_json")
+@activity_on(TOOLS_QUEUE, "store_json")
 def store_json(request: StoreJsonRequest) -> StoredReport:
     """Store the value as indented JSON at the workflow's key and hand back a link."""
     with as_temporal_failures():
@@ -98,5 +100,5 @@ def store_json(request: StoreJsonRequest) -> StoredReport:
         return StoredReport(report=ref, url=store.presigned_url(ref), size_bytes=len(data))
 
 
-SCAN_ACTIVITIES = [check_shortlist, store_json]
+SCAN_ACTIVITIES: list[Callable[..., Any]] = [check_shortlist, store_json]
 """What a tools worker registers for the Scan."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from activities.group import ActivityGroup
 from shared.config import Settings, load_settings
 from shared.data.router import DataRouter
 from shared.storage.objects import ObjectRef, ObjectStore
@@ -29,8 +30,9 @@ class StoredReport(BaseModel):
     size_bytes: int
 
 
-class Services:
-    """Settings, data router, object store, memory and portfolio stores, each on first use."""
+class Services(ActivityGroup):
+    """Settings, data router, object store, memory and portfolio stores, each on first use, for
+    the activities of a group."""
 
     def __init__(
         self,

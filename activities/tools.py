@@ -7,21 +7,21 @@ them and kept for the worker's life, so a worker whose calls need neither
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 
-from temporalio import activity
-
 from activities.failures import as_temporal_failures
+from activities.group import activity_on
 from activities.heartbeat import heartbeating
 from shared.config import load_settings
 from shared.llm.contracts import ToolRequest, ToolResult
+from shared.queues import TOOLS_QUEUE
 from shared.storage.objects import ObjectStore
 from shared.tools import catalog  # noqa: F401  (registers the product's tools)
 from shared.tools.registry import ToolServices, run_tool
 
 
-@cache
-def tool_services() -> ToolServices:
+def _services_from_settings() -> ToolServices:
     """The worker's data router and object store, from its own settings."""
     # Imported here: building vendors pulls in their packages and files only when data is read.
     from shared.data.factory import build_router
@@ -30,7 +30,12 @@ def tool_services() -> ToolServices:
     return ToolServices(router=build_router(settings), store=ObjectStore.from_settings(settings))
 
 
-@activity.defn(name="run_tool")
+tool_services: Callable[[], ToolServices] = cache(_services_from_settings)
+"""Where ``run_tool`` gets its services: built once per worker; tests and benches put their
+own S3 and data here."""
+
+
+@activity_on(TOOLS_QUEUE, "run_tool")
 @heartbeating
 def run_tool_activity(request: ToolRequest) -> ToolResult:
     """Run one tool call; bad arguments and missing data come back as results for the model.

@@ -61,14 +61,14 @@ def _plans(settings: Settings) -> list[WorkerPlan]:
         WorkerPlan(queue=QUEUE, workflows=[EvaluateWorkflow, QuantAgentWorkflow]),
         WorkerPlan(
             queue=TOOLS_QUEUE,
-            activities=[run_tool_activity, *MARKET_ACTIVITIES, *evaluation.tools_activities()],
+            activities=[run_tool_activity, *MARKET_ACTIVITIES, *evaluation.activities(TOOLS_QUEUE)],
             threads=True,
         ),
         WorkerPlan(
             queue=CHARTS_QUEUE,
             activities=[
                 *ChartActivities(settings=settings).activities(),
-                *evaluation.charts_activities(),
+                *evaluation.activities(CHARTS_QUEUE),
             ],
             threads=True,
         ),

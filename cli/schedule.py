@@ -23,6 +23,7 @@ from rich.table import Table
 from temporalio.client import (
     Client,
     Schedule,
+    ScheduleActionExecutionStartWorkflow,
     ScheduleActionStartWorkflow,
     ScheduleOverlapPolicy,
     SchedulePolicy,
@@ -236,6 +237,7 @@ def describe(name: str = typer.Argument(...)) -> None:
         lines += [
             f"recent: {a.scheduled_at.isoformat()} → {a.action.workflow_id}"
             for a in info.recent_actions
+            if isinstance(a.action, ScheduleActionExecutionStartWorkflow)
         ]
         lines += [f"next: {t.isoformat()}" for t in info.next_action_times[:3]]
         console.print("\n".join(lines), highlight=False)

@@ -7,24 +7,21 @@ Temporal server without depending on any product flow.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.failures import as_temporal_failures
     from shared.agents.schemas import AnalystNote
     from shared.llm.contracts import ChatMessage, ChatRequest, LlmChoice, UsageReport
-    from shared.llm.providers import provider_spec
     from shared.tools.registry import tool_specs
     from tests.probe_tools import TEST_TOOLS_QUEUE
-    from workflows.inputs import parse_input
+    from workflows.inputs import RunInput
     from workflows.llm_calls import run_tool_loop
+    from workflows.provider_check import check_provider
     from workflows.resume import Resumable
 
 
-class ProbeInput(BaseModel):
+class ProbeInput(RunInput):
     """Input of the probe workflow."""
 
     symbol: str = Field(min_length=1)
@@ -60,12 +57,10 @@ class ToolLoopProbe(Resumable):
         return self.waiting_steps()
 
     @workflow.run
-    async def run(self, raw: Any = None) -> ProbeResult:
-        """Validate, then run the tool loop."""
+    async def run(self, args: ProbeInput) -> ProbeResult:
+        """Run the tool loop (a bad input failed the run already, see ``workflows.inputs``)."""
         self.open_gate()
-        args = parse_input(ProbeInput, raw)
-        with as_temporal_failures():
-            provider_spec(args.llm.provider)
+        check_provider(args.llm)
         request = ChatRequest(
             agent="probe_analyst",
             provider=args.llm.provider,

@@ -410,7 +410,8 @@ def test_benchmark_layout_loads_each_file_as_one_window(tmp_path: Path) -> None:
     assert [w.window_id for w in windows] == ["EURUSD_1h_1", "GOOG_1d_1", "GOOG_1d_2", "GOOG_1d_10"]
     assert windows[1].asset == "GOOG" and windows[1].timeframe is Timeframe.D1
     assert windows[0].timeframe is Timeframe.H1
-    assert windows[3].bars == goog[1000:1100]
+    last = windows[3]
+    assert isinstance(last, Window) and last.bars == goog[1000:1100]
 
 
 def _missing_volume(path: Path, bars: list[Bar]) -> None:

@@ -1,13 +1,11 @@
 """Bad input names the field and echoes the value given: every workflow input model, the CLI.
 
-The models are found the way the workflows use them (the model each workflow's
-``run`` passes to ``parse_input``), so a new workflow without a case here fails
-the first test.
+The models are found the way the workflows take them (the ``RunInput`` each workflow's
+``run`` is typed with), so a new workflow without a case here fails the first test.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 import subprocess
@@ -25,7 +23,7 @@ from workflows.backtest import BacktestInput
 from workflows.catalog import WORKFLOWS
 from workflows.debates import DebateInput, RiskInput
 from workflows.evaluate import EvaluateInput
-from workflows.inputs import parse_input
+from workflows.inputs import parse_input, run_input_model
 from workflows.pipeline import PipelineInput
 from workflows.portfolio import PortfolioInput
 from workflows.quantagent import QuantAgentInput
@@ -82,12 +80,12 @@ BAD_INPUTS: dict[type[BaseModel], tuple[dict[str, Any], str, str]] = {
 
 
 def parse_input_models() -> set[type[BaseModel]]:
-    """The models the workflows validate their input with, read from their ``run`` methods."""
-    found = set()
+    """The models the workflows take their input as, read from their ``run`` methods."""
+    found: set[type[BaseModel]] = set()
     for workflow_class in WORKFLOWS:
-        module = sys.modules[workflow_class.__module__]
-        for name in re.findall(r"parse_input\((\w+),", inspect.getsource(workflow_class)):
-            found.add(getattr(module, name))
+        model = run_input_model(workflow_class.run)
+        assert model is not None, f"{workflow_class.__name__}.run takes no RunInput"
+        found.add(model)
     return found
 
 
@@ -166,3 +164,17 @@ def test_the_cli_echoes_a_bad_option_before_starting_anything(tmp_path: Path) ->
     assert done.returncode == 1
     assert "invalid input `timeframe`: '7x' is not one of '1m', '5m'" in done.stderr
     assert "started" not in done.stdout
+
+
+def test_a_rule_across_fields_fails_like_a_bad_field() -> None:
+    payload = {
+        "symbol": "GOOG",
+        "macro_context": "x",
+        "macro_context_key": {"bucket": "b", "key": "k"},
+    }
+
+    with pytest.raises(ApplicationError) as caught:
+        parse_input(PipelineInput, payload)
+
+    assert caught.value.type == "InvalidInput" and caught.value.non_retryable
+    assert "`(input)` give macro_context or macro_context_key, not both" in caught.value.message

@@ -290,7 +290,7 @@ async def workers(
             activities=[
                 run_tool_activity,
                 *MARKET_ACTIVITIES,
-                *evaluation.tools_activities(),
+                *evaluation.activities(TOOLS_QUEUE),
             ],
             threads=True,
         ),
@@ -299,7 +299,7 @@ async def workers(
             activities=[
                 charts.render_pattern_chart,
                 charts.render_trend_chart,
-                *evaluation.charts_activities(),
+                *evaluation.activities(CHARTS_QUEUE),
             ],
             threads=True,
         ),

@@ -25,7 +25,9 @@ import activities.tools
 from workflows import retries
 
 WORKFLOWS = Path(__file__).resolve().parent.parent / "workflows"
-ACTIVITY_CALLS = {"execute_activity", "start_activity", "execute_activity_method"}
+ACTIVITY_CALLS = {"execute_activity", "start_activity", "execute_activity_method", "run_activity"}
+FORWARDERS = {"activity_calls.py"}
+"""Modules whose activity call passes its caller's options on (the callers are checked)."""
 OWNED_OPTIONS = {
     "retry_policy",
     "start_to_close_timeout",
@@ -49,28 +51,41 @@ def _string_constants(tree: ast.Module) -> Iterator[tuple[str, object]]:
 
 
 def _activity_calls() -> list[tuple[str, ast.Call, str | None]]:
-    """(where, call, activity name when written as a string or a module constant) for every
-    activity call in workflow code."""
+    """(where, call, activity name when written as a string or a module constant, or the
+    function's name when called by reference) for every activity call in workflow code."""
     calls = []
     for path in sorted(WORKFLOWS.glob("*.py")):
+        if path.name in FORWARDERS:
+            continue
         tree = ast.parse(path.read_text())
         constants = dict(_string_constants(tree))
+        imported = {
+            alias.asname or alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        }
         for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ACTIVITY_CALLS
-            ):
+            if isinstance(node, ast.Call) and _called_name(node) in ACTIVITY_CALLS:
                 first = node.args[0] if node.args else None
                 name = (
                     first.value
                     if isinstance(first, ast.Constant)
-                    else constants.get(first.id)
+                    else constants.get(first.id, first.id if first.id in imported else None)
                     if isinstance(first, ast.Name)
+                    else first.attr
+                    if isinstance(first, ast.Attribute)
                     else None
                 )
                 calls.append((f"{path.name}:{node.lineno}", node, name))
     return calls
+
+
+def _called_name(call: ast.Call) -> str | None:
+    """``f`` of ``f(...)`` or ``x.f(...)``."""
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return call.func.id if isinstance(call.func, ast.Name) else None
 
 
 def _durable_call(call: ast.Call) -> ast.Call | None:
@@ -88,7 +103,7 @@ def _durable_call(call: ast.Call) -> ast.Call | None:
 
 
 def _activity_definitions() -> dict[str, object]:
-    """Every activity quantdesk registers, by its Temporal name."""
+    """Every activity quantdesk registers, by its Temporal name and by its function's name."""
     modules = (
         activities.autorun,
         activities.backtest,
@@ -112,6 +127,7 @@ def _activity_definitions() -> dict[str, object]:
                 definition = _Definition.from_callable(fn) if callable(fn) else None
                 if definition is not None and definition.name:
                     found[definition.name] = fn
+                    found[getattr(fn, "__name__", definition.name)] = fn
     return found
 
 

@@ -40,9 +40,10 @@ async def workers(ts_env: WorkflowEnvironment) -> AsyncIterator[None]:
 
 
 async def _run(env: WorkflowEnvironment, payload: object) -> ProbeResult:
+    """Run the probe; a ``None`` payload starts it without any input."""
     return await env.client.execute_workflow(
         "ToolLoopProbe",
-        payload,
+        args=[] if payload is None else [payload],
         id=f"probe-{uuid.uuid4()}",
         task_queue=QUEUE,
         result_type=ProbeResult,
@@ -95,6 +96,7 @@ async def test_a_failing_tool_reaches_the_model_as_an_error_message(
         ({"symbol": "", "closes": [1, 2]}, "symbol"),
         ({"symbol": "X", "closes": "not a list"}, "closes"),
         ("just a string", "(input)"),
+        (None, "symbol"),
         ({"symbol": "X", "closes": [1, 2], "llm": {"provider": "nope"}}, "llm.provider"),
     ],
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -19,6 +20,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.group import ActivityGroup, activities_on
 from activities.llm import LlmActivities
 from activities.market import MARKET_ACTIVITIES
 from activities.tools import run_tool_activity
@@ -28,6 +30,7 @@ from shared.llm.providers import providers_on_queue
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from workers.roles import WorkerRole
 from workflows.catalog import WORKFLOWS
+from workflows.inputs import NoInputIsEmpty
 from workflows.retries import set_retry_budget
 
 # Sync activities (tools, charts) run in threads; a few per core is plenty.
@@ -62,46 +65,43 @@ def _plan_workflows(settings: Settings) -> WorkerPlan:
     return WorkerPlan(queue=settings.queues.workflows, workflows=list(WORKFLOWS))
 
 
-def _plan_tools(settings: Settings) -> WorkerPlan:
+def activity_groups(settings: Settings) -> list[ActivityGroup | Callable[..., Any]]:
+    """Every activity but ``chat``, as groups and functions; each declares its queue."""
     from activities.autorun import AutoRunActivities
     from activities.backtest import BacktestActivities
+    from activities.charts import ChartActivities
     from activities.evaluation import EvaluationActivities
     from activities.portfolio import PortfolioActivities
     from activities.reflection import ReflectionActivities
     from activities.research import ResearchActivities
     from activities.scan import SCAN_ACTIVITIES
 
+    return [
+        run_tool_activity,
+        *MARKET_ACTIVITIES,
+        *SCAN_ACTIVITIES,
+        ChartActivities(settings),
+        ResearchActivities(settings),
+        ReflectionActivities(settings),
+        BacktestActivities(settings),
+        EvaluationActivities(settings),
+        AutoRunActivities(settings),
+        PortfolioActivities(settings),
+    ]
+
+
+def _plan_tools(settings: Settings) -> WorkerPlan:
     return WorkerPlan(
         queue=TOOLS_QUEUE,
-        activities=[
-            run_tool_activity,
-            *MARKET_ACTIVITIES,
-            *ResearchActivities(settings).activities(),
-            *ReflectionActivities(settings).activities(),
-            *BacktestActivities(settings).tools_activities(),
-            *EvaluationActivities(settings).tools_activities(),
-            *SCAN_ACTIVITIES,
-            *AutoRunActivities(settings).tools_activities(),
-            *PortfolioActivities(settings).activities(),
-        ],
+        activities=activities_on(TOOLS_QUEUE, activity_groups(settings)),
         threads=True,
     )
 
 
 def _plan_charts(settings: Settings) -> WorkerPlan:
-    from activities.autorun import AutoRunActivities
-    from activities.backtest import BacktestActivities
-    from activities.charts import ChartActivities
-    from activities.evaluation import EvaluationActivities
-
     return WorkerPlan(
         queue=CHARTS_QUEUE,
-        activities=[
-            *ChartActivities(settings).activities(),
-            *AutoRunActivities(settings).charts_activities(),
-            *BacktestActivities(settings).chart_activities(),
-            *EvaluationActivities(settings).charts_activities(),
-        ],
+        activities=activities_on(CHARTS_QUEUE, activity_groups(settings)),
         threads=True,
     )
 
@@ -140,6 +140,7 @@ def build_worker(client: Client, plan: WorkerPlan) -> Worker:
         # A domain error raised in workflow code fails the run instead of the workflow
         # task, which Temporal would retry forever while the run looks alive.
         workflow_failure_exception_types=[QuantdeskError],
+        interceptors=[NoInputIsEmpty()] if plan.workflows else [],
         **options,
     )
 

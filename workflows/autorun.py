@@ -18,33 +18,47 @@ from __future__ import annotations
 
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, Field, field_validator
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
+from temporalio.types import MethodAsyncSingleParam
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.autorun import OpenBookRequest, OpenedBook, RunReportFiles, RunReportRequest
+    from activities.autorun import (
+        AutoRunActivities,
+        OpenBookRequest,
+        OpenedBook,
+        RunReportFiles,
+        RunReportRequest,
+    )
     from shared.agents.pipeline.schemas import AnalystKind
     from shared.agents.portfolio.inputs import TickerDecision
     from shared.agents.scan.schemas import Conviction
     from shared.llm.contracts import LlmChoice, Usage, UsageReport
     from shared.portfolio.limits import CASH_EQUIVALENTS
     from shared.portfolio.models import NAME_PATTERN
-    from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
     from shared.reports.autorun import AutoRunReport, TickerFailure
+    from workflows.activity_calls import run_activity
+    from workflows.children import flow_of
     from workflows.concurrency import root_message, run_bounded
-    from workflows.debates import MAX_ROUNDS, check_provider, run_key_prefix
-    from workflows.inputs import parse_input, scheduled_time
-    from workflows.pipeline import PipelineInput, PipelineResult
-    from workflows.portfolio import Approval, PortfolioInput, PortfolioResult
+    from workflows.debates import MAX_ROUNDS
+    from workflows.inputs import RunInput, scheduled_time
+    from workflows.pipeline import PipelineInput, PipelineResult, PipelineWorkflow
+    from workflows.portfolio import Approval, PortfolioInput, PortfolioResult, PortfolioWorkflow
     from workflows.progress import RunProgress, StepState, track
+    from workflows.provider_check import check_provider
+    from workflows.reflect import ReflectWorkflow
     from workflows.resume import BAD_REPLY, Resumable
     from workflows.retries import HEARTBEAT, durable
-    from workflows.scan import MAX_TICKERS, ScanInput, ScanResult
+    from workflows.run_keys import run_key_prefix
+    from workflows.scan import MAX_TICKERS, ScanInput, ScanResult, ScanWorkflow
     from workflows.visibility import tag_run
+
+Arg = TypeVar("Arg")
+Result = TypeVar("Result")
 
 STEP_START_TO_CLOSE = timedelta(minutes=2)
 PIPELINE_CHILD = "pipeline"
@@ -61,7 +75,7 @@ def pipeline_step(symbol: str) -> str:
     return f"pipeline {symbol}"
 
 
-class AutoRunInput(BaseModel):
+class AutoRunInput(RunInput):
     """Every field is optional: ``{}`` runs the desk offline on the latest data."""
 
     portfolio: str = Field("desk", pattern=NAME_PATTERN, description="created if missing")
@@ -171,7 +185,13 @@ class AutoRunWorkflow(Resumable):
             self.usage.add(agent, spent)
         self.by_part[part] = self.by_part.get(part, Usage()) + usage.total
 
-    async def _child(self, step: str, flow: str, child_id: str, arg: Any, result_type: type) -> Any:
+    async def _child(
+        self,
+        step: str,
+        run: MethodAsyncSingleParam[Any, Arg, Result],
+        child_id: str,
+        arg: Arg,
+    ) -> Result:
         """A child run shown as ``step``; ``resume`` reaches it while it runs."""
         self.child_started(child_id)
         try:
@@ -179,21 +199,19 @@ class AutoRunWorkflow(Resumable):
                 self.steps,
                 step,
                 workflow.execute_child_workflow(
-                    flow,
+                    run,
                     arg,
                     id=child_id,
-                    result_type=result_type,
-                    static_summary=f"{flow} for AutoRun {workflow.info().workflow_id}",
+                    static_summary=f"{flow_of(run)} for AutoRun {workflow.info().workflow_id}",
                 ),
             )
         finally:
             self.child_finished(child_id)
 
     @workflow.run
-    async def run(self, raw: Any = None) -> AutoRunResult:
+    async def run(self, args: AutoRunInput) -> AutoRunResult:
         """Open the book, scan, analyse each candidate, decide, report, reflect."""
         self.open_gate()
-        args = parse_input(AutoRunInput, raw)
         check_provider(args.llm)
         wf_id = workflow.info().workflow_id
         self.steps = {name: StepState.PENDING for name in (OPEN_BOOK, SCAN)}
@@ -203,11 +221,9 @@ class AutoRunWorkflow(Resumable):
         book: OpenedBook = await track(
             self.steps,
             OPEN_BOOK,
-            workflow.execute_activity(
-                "open_book",
+            run_activity(
+                AutoRunActivities.open_book,
                 OpenBookRequest(portfolio=args.portfolio, initial_cash=args.initial_cash),
-                result_type=OpenedBook,
-                task_queue=TOOLS_QUEUE,
                 **durable(STEP_START_TO_CLOSE),
             ),
         )
@@ -215,7 +231,7 @@ class AutoRunWorkflow(Resumable):
         self._phase(SCAN, f"scanning the market for up to {args.max_tickers} stocks")
         scan: ScanResult = await self._child(
             SCAN,
-            "Scan",
+            ScanWorkflow.run,
             f"{wf_id}-scan",
             ScanInput(
                 as_of=args.as_of,
@@ -223,7 +239,6 @@ class AutoRunWorkflow(Resumable):
                 max_tickers=args.max_tickers,
                 llm=args.llm,
             ),
-            ScanResult,
         )
         self._count(SCAN, scan.usage)
         as_of = scan.as_of
@@ -245,7 +260,7 @@ class AutoRunWorkflow(Resumable):
             try:
                 result: PipelineResult = await self._child(
                     pipeline_step(symbol),
-                    "Pipeline",
+                    PipelineWorkflow.run,
                     child_id,
                     PipelineInput(
                         symbol=symbol,
@@ -257,7 +272,6 @@ class AutoRunWorkflow(Resumable):
                         macro_context_key=scan.summary_markdown.report,
                         position=position.model_dump() if position else None,
                     ),
-                    PipelineResult,
                 )
             except ChildWorkflowError as error:
                 reason = self.given_up_reason(child_id) or root_message(error)
@@ -273,7 +287,7 @@ class AutoRunWorkflow(Resumable):
         self._phase(PORTFOLIO, f"deciding on {len(decisions)} decision(s) for {args.portfolio}")
         outcome: PortfolioResult = await self._child(
             PORTFOLIO,
-            "Portfolio",
+            PortfolioWorkflow.run,
             f"{wf_id}-portfolio",
             PortfolioInput(
                 portfolio=args.portfolio,
@@ -283,7 +297,6 @@ class AutoRunWorkflow(Resumable):
                 llm=args.llm,
                 approval=args.approval,
             ),
-            PortfolioResult,
         )
         self._count(PORTFOLIO, outcome.usage)
 
@@ -291,8 +304,8 @@ class AutoRunWorkflow(Resumable):
         report: RunReportFiles = await track(
             self.steps,
             REPORT,
-            workflow.execute_activity(
-                "store_run_report",
+            run_activity(
+                AutoRunActivities.store_run_report,
                 RunReportRequest(
                     report=AutoRunReport(
                         workflow_id=wf_id,
@@ -309,8 +322,6 @@ class AutoRunWorkflow(Resumable):
                     ),
                     prefix=run_key_prefix("autorun"),
                 ),
-                result_type=RunReportFiles,
-                task_queue=CHARTS_QUEUE,
                 **durable(STEP_START_TO_CLOSE, heartbeat=HEARTBEAT),
             ),
         )
@@ -347,7 +358,7 @@ class AutoRunWorkflow(Resumable):
         for symbol, result in self.results.items():
             child_id = f"{workflow.info().workflow_id}-reflect-{symbol}"
             await workflow.start_child_workflow(
-                "Reflect",
+                ReflectWorkflow.run,
                 result.reflect_input(horizon_bars=args.reflect_horizon_bars, llm=args.llm),
                 id=child_id,
                 parent_close_policy=ParentClosePolicy.ABANDON,

@@ -27,13 +27,15 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, Field, ValidationInfo, field_validator
 from temporalio import workflow
+from temporalio.types import MethodAsyncSingleParam
 
 with workflow.unsafe.imports_passed_through():
     from activities.backtest import (
+        BacktestActivities,
         BacktestPlan,
         BacktestScore,
         EquityChartRequest,
@@ -49,19 +51,26 @@ with workflow.unsafe.imports_passed_through():
     from shared.market.bars import Timeframe
     from shared.memory import SourceRun
     from shared.memory.render import NOTHING
-    from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
     from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
+    from workflows.activity_calls import run_activity
+    from workflows.children import Counted, flow_of
     from workflows.concurrency import gather_all
-    from workflows.debates import MAX_ROUNDS, check_provider, run_key_prefix
-    from workflows.inputs import parse_input
-    from workflows.pipeline import PipelineInput, PipelineResult
+    from workflows.debates import MAX_ROUNDS
+    from workflows.inputs import RunInput
+    from workflows.pipeline import PipelineInput, PipelineResult, PipelineWorkflow
     from workflows.progress import RunProgress, StepState, track
-    from workflows.quantagent import QuantAgentInput, QuantAgentResult
-    from workflows.reflect import ReflectResult
+    from workflows.provider_check import check_provider
+    from workflows.quantagent import QuantAgentInput, QuantAgentResult, QuantAgentWorkflow
+    from workflows.reflect import ReflectResult, ReflectWorkflow
     from workflows.resume import Resumable
     from workflows.retries import HEARTBEAT, durable
+    from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
+
+
+Arg = TypeVar("Arg")
+Child = TypeVar("Child", bound=Counted)
 
 PLAN_START_TO_CLOSE = timedelta(minutes=2)
 SCORE_START_TO_CLOSE = timedelta(minutes=2)
@@ -85,7 +94,7 @@ class BacktestCarry(BaseModel):
     started_at: AwareDatetime = Field(description="when the walk's first run started")
 
 
-class BacktestInput(BaseModel):
+class BacktestInput(RunInput):
     """What to walk forward. ``{"symbol": "GOOG", "start": ..., "end": ...}`` is enough."""
 
     flow: Flow = Flow.PIPELINE
@@ -223,11 +232,10 @@ class BacktestWorkflow(Resumable):
         )
 
     @workflow.run
-    async def run(self, raw: Any = None) -> BacktestResult:
-        """Validate, plan (first run only), walk the steps in order, continuing as new every
+    async def run(self, args: BacktestInput) -> BacktestResult:
+        """Plan (first run only), walk the steps in order, continuing as new every
         ``steps_per_run`` steps, then score and chart."""
         self.open_gate()
-        args = parse_input(BacktestInput, raw)
         check_provider(args.llm)
         tag_run("Backtest", symbol=args.symbol)
         self.started_at = args.carry.started_at if args.carry else workflow.info().start_time
@@ -286,11 +294,9 @@ class BacktestWorkflow(Resumable):
         return await track(
             self.steps,
             PLAN,
-            workflow.execute_activity(
-                PLAN,
+            run_activity(
+                BacktestActivities.plan_backtest,
                 PlanRequest(symbol=args.symbol, start=args.start, end=args.end, every=args.every),
-                result_type=BacktestPlan,
-                task_queue=TOOLS_QUEUE,
                 **durable(PLAN_START_TO_CLOSE, heartbeat=HEARTBEAT),
             ),
         )
@@ -318,9 +324,9 @@ class BacktestWorkflow(Resumable):
             return position_for(signal, previous, allow_short=args.allow_short)
 
     async def _child(
-        self, k: int, kind: str, flow: str, child_input: Any, result_type: type
-    ) -> Any:
-        """Step ``k``'s ``flow`` child (``kind`` names it in ids and the progress view);
+        self, k: int, kind: str, run: MethodAsyncSingleParam[Any, Arg, Child], child_input: Arg
+    ) -> Child:
+        """Step ``k``'s child run (``kind`` names it in ids and the progress view);
         ``resume`` reaches it while it runs."""
         assert self.book is not None
         as_of = self.book.schedule.step_times[k]
@@ -331,11 +337,10 @@ class BacktestWorkflow(Resumable):
                 self.steps,
                 step_name(k, as_of, kind),
                 workflow.execute_child_workflow(
-                    flow,
+                    run,
                     child_input,
                     id=child_id,
-                    result_type=result_type,
-                    static_summary=f"{flow} {self.book.symbol} as of {as_of.date()} "
+                    static_summary=f"{flow_of(run)} {self.book.symbol} as of {as_of.date()} "
                     f"(backtest step {k + 1})",
                 ),
             )
@@ -355,7 +360,7 @@ class BacktestWorkflow(Resumable):
             llm=args.llm,
         )
         result: PipelineResult = await self._child(
-            k, Flow.PIPELINE.value, "Pipeline", pipeline, PipelineResult
+            k, Flow.PIPELINE.value, PipelineWorkflow.run, pipeline
         )
         signal = result.decision.signal.value
         record = StepRecord(
@@ -373,9 +378,7 @@ class BacktestWorkflow(Resumable):
                 # The horizon is in the past: waiting could only mean the data stopped.
                 update={"source": lesson_source(args, as_of), "max_waits": 0}
             )
-            reflected: ReflectResult = await self._child(
-                k, "reflect", "Reflect", lessons, ReflectResult
-            )
+            reflected: ReflectResult = await self._child(k, "reflect", ReflectWorkflow.run, lessons)
             record.lessons_recorded = reflected.inserted
         return record
 
@@ -384,9 +387,8 @@ class BacktestWorkflow(Resumable):
         result: QuantAgentResult = await self._child(
             k,
             Flow.QUANTAGENT.value,
-            "QuantAgent",
+            QuantAgentWorkflow.run,
             QuantAgentInput(symbol=args.symbol, timeframe=Timeframe.D1, as_of=as_of, llm=args.llm),
-            QuantAgentResult,
         )
         signal = result.decision.decision.value
         return StepRecord(
@@ -406,19 +408,15 @@ class BacktestWorkflow(Resumable):
         return ObjectRef(bucket=REPORTS_BUCKET, key=f"{run_key_prefix('backtest')}/{name}")
 
     async def _score(self, book: Book) -> BacktestScore:
-        return await workflow.execute_activity(
-            SCORE,
+        return await run_activity(
+            BacktestActivities.score_backtest,
             ScoreRequest(book=book, report=self._ref("report.md"), csv=self._ref("equity.csv")),
-            result_type=BacktestScore,
-            task_queue=TOOLS_QUEUE,
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
 
     async def _chart(self, book: Book) -> StoredReport:
-        return await workflow.execute_activity(
-            CHART,
+        return await run_activity(
+            BacktestActivities.render_equity_chart,
             EquityChartRequest(book=book, target=self._ref("equity.png")),
-            result_type=StoredReport,
-            task_queue=CHARTS_QUEUE,
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )

@@ -10,16 +10,34 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
+A = TypeVar("A")
+B = TypeVar("B")
+C = TypeVar("C")
 
 
-async def gather_all(*branches: Awaitable[Any]) -> list[Any]:
-    """The results of every branch, or the first failure after the others are cancelled."""
+@overload
+async def gather_all(first: Awaitable[A], second: Awaitable[B], /) -> tuple[A, B]: ...
+
+
+@overload
+async def gather_all(
+    first: Awaitable[A], second: Awaitable[B], third: Awaitable[C], /
+) -> tuple[A, B, C]: ...
+
+
+@overload
+async def gather_all(*branches: Awaitable[T]) -> tuple[T, ...]: ...
+
+
+async def gather_all(*branches: Awaitable[Any]) -> tuple[Any, ...]:
+    """The results of every branch, in order, or the first failure after the others are
+    cancelled."""
     tasks = [asyncio.ensure_future(branch) for branch in branches]
     try:
-        return list(await asyncio.gather(*tasks))
+        return tuple(await asyncio.gather(*tasks))
     except BaseException:
         for task in tasks:
             task.cancel()

@@ -15,7 +15,8 @@ repair turns parks the call until ``resume`` (``workflows.resume``), with the re
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, Field, ValidationError
 from temporalio import workflow
@@ -40,13 +41,16 @@ with workflow.unsafe.imports_passed_through():
         TraderProposal,
     )
     from shared.llm.contracts import ChatRequest, LlmChoice, UsageReport
-    from shared.llm.providers import provider_spec
     from shared.memory import MemoryRole
-    from workflows.inputs import parse_input
+    from workflows.inputs import RunInput
     from workflows.llm_calls import chat, request_for
     from workflows.progress import RunProgress, StepState, track
+    from workflows.provider_check import check_provider
     from workflows.resume import Resumable
+    from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
+
+T = TypeVar("T")
 
 MAX_ROUNDS = 5
 """Each round adds 2 (research) or 3 (risk) calls and their transcript to every later prompt."""
@@ -58,7 +62,7 @@ class DebateProgress(RunProgress):
     transcript: list[DebateTurn]
 
 
-class DebateInput(BaseModel):
+class DebateInput(RunInput):
     """What the bull/bear debate argues over; a Pipeline's ``state`` holds all of it."""
 
     symbol: str = Field(min_length=1, max_length=32)
@@ -120,12 +124,6 @@ def agent_request(
     return request_for(llm, agent, AGENTS[agent], f"{prefix}/{name}.raw.txt", **fields)
 
 
-def run_key_prefix(flow: str) -> str:
-    """``{flow}/{workflow_id}/{run_id}``: the object keys of this run."""
-    info = workflow.info()
-    return f"{flow}/{info.workflow_id}/{info.run_id}"
-
-
 class Floor:
     """One debate's state and its turn loop, shared by ``Debate`` and ``Risk``."""
 
@@ -144,7 +142,7 @@ class Floor:
         """Show every turn (and the steps ``after`` them) as pending from the start."""
         self.steps = {step: StepState.PENDING for step in [*_turn_steps(order), *after]}
 
-    async def step(self, name: str, work: Any) -> Any:
+    async def step(self, name: str, work: Awaitable[T]) -> T:
         """Await ``work`` while ``name`` shows running, then done or failed."""
         return await track(self.steps, name, work)
 
@@ -193,15 +191,8 @@ def _turn(structured: dict[str, Any] | None, speaker: Speaker, round_: int) -> D
         ) from None
 
 
-def check_provider(llm: LlmChoice) -> None:
-    """An unknown provider fails the run naming ``llm.provider``."""
-    with as_temporal_failures():
-        provider_spec(llm.provider)
-
-
-@workflow.defn(name="Debate")
-class DebateWorkflow(Resumable):
-    """The bull/bear debate over the analysts' reports, then the research manager's plan."""
+class DebateRun(Resumable):
+    """What ``Debate`` and ``Risk`` share: the floor, its progress query, and the opening."""
 
     def __init__(self) -> None:
         self.floor = Floor()
@@ -211,16 +202,32 @@ class DebateWorkflow(Resumable):
         """Each turn's state, the transcript so far and the tokens spent."""
         return self.floor.progress(self.waiting_steps())
 
-    @workflow.run
-    async def run(self, raw: Any = None) -> DebateResult:
-        """Validate, debate ``rounds`` rounds, then let the research manager decide."""
+    async def argue(
+        self,
+        flow: str,
+        args: DebateInput,
+        debate: Debate,
+        proposal: TraderProposal | None = None,
+        *after: str,
+    ) -> list[DebateTurn]:
+        """Open the run (its gate, tags and provider check), then debate ``rounds`` rounds of
+        ``debate``; the steps ``after`` the turns show as pending from the start."""
         self.open_gate()
-        args = parse_input(DebateInput, raw)
-        tag_run("Debate", symbol=args.symbol, as_of=args.as_of)
+        tag_run(flow, symbol=args.symbol, as_of=args.as_of)
         check_provider(args.llm)
-        order = speaking_order(Debate.RESEARCH, args.rounds)
-        self.floor.plan(order, RESEARCH_MANAGER)
-        transcript = await self.floor.debate(args, order, None)
+        order = speaking_order(debate, args.rounds)
+        self.floor.plan(order, *after)
+        return await self.floor.debate(args, order, proposal)
+
+
+@workflow.defn(name="Debate")
+class DebateWorkflow(DebateRun):
+    """The bull/bear debate over the analysts' reports, then the research manager's plan."""
+
+    @workflow.run
+    async def run(self, args: DebateInput) -> DebateResult:
+        """Debate ``rounds`` rounds, then let the research manager decide."""
+        transcript = await self.argue("Debate", args, Debate.RESEARCH, None, RESEARCH_MANAGER)
         inputs = ManagerInputs(
             symbol=args.symbol,
             reports=args.reports,
@@ -247,25 +254,11 @@ class DebateWorkflow(Resumable):
 
 
 @workflow.defn(name="Risk")
-class RiskWorkflow(Resumable):
+class RiskWorkflow(DebateRun):
     """The risk debate over the trader's proposal; the Pipeline's portfolio manager judges it."""
 
-    def __init__(self) -> None:
-        self.floor = Floor()
-
-    @workflow.query(name="progress")
-    def progress(self) -> DebateProgress:
-        """Each turn's state, the transcript so far and the tokens spent."""
-        return self.floor.progress(self.waiting_steps())
-
     @workflow.run
-    async def run(self, raw: Any = None) -> RiskResult:
-        """Validate, then debate ``rounds`` rounds of aggressive, conservative, neutral."""
-        self.open_gate()
-        args = parse_input(RiskInput, raw)
-        tag_run("Risk", symbol=args.symbol, as_of=args.as_of)
-        check_provider(args.llm)
-        order = speaking_order(Debate.RISK, args.rounds)
-        self.floor.plan(order)
-        transcript = await self.floor.debate(args, order, args.proposal)
+    async def run(self, args: RiskInput) -> RiskResult:
+        """Debate ``rounds`` rounds of aggressive, conservative, neutral."""
+        transcript = await self.argue("Risk", args, Debate.RISK, args.proposal)
         return RiskResult(transcript=transcript, usage=self.floor.usage)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
@@ -30,6 +29,7 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from activities.evaluation import (
+        EvaluationActivities,
         LoadWindowsRequest,
         PlotRequest,
         ScoredEvaluation,
@@ -43,14 +43,15 @@ with workflow.unsafe.imports_passed_through():
     from shared.evaluation.scoring import AgentCall, EvaluationSummary
     from shared.evaluation.sources import WindowSpec
     from shared.llm.contracts import LlmChoice, UsageReport
-    from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+    from workflows.activity_calls import run_activity
     from workflows.concurrency import root_message, run_bounded
-    from workflows.debates import check_provider, run_key_prefix
-    from workflows.inputs import parse_input
+    from workflows.inputs import RunInput
     from workflows.progress import RunProgress
-    from workflows.quantagent import QuantAgentInput, QuantAgentResult
+    from workflows.provider_check import check_provider
+    from workflows.quantagent import QuantAgentInput, QuantAgentWorkflow
     from workflows.resume import BAD_REPLY, Resumable
     from workflows.retries import HEARTBEAT, durable
+    from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
 
 LOAD_START_TO_CLOSE = timedelta(minutes=5)
@@ -79,7 +80,7 @@ class EvaluateCarry(BaseModel):
     usage: UsageReport = Field(default_factory=UsageReport)
 
 
-class EvaluateInput(BaseModel):
+class EvaluateInput(RunInput):
     """Which windows, which LLM, how many analyses at once."""
 
     windows: WindowSpec
@@ -154,10 +155,9 @@ class EvaluateWorkflow(Resumable):
         )
 
     @workflow.run
-    async def run(self, raw: Any = None) -> EvaluateResult:
+    async def run(self, args: EvaluateInput) -> EvaluateResult:
         """Load (first run only), analyse the next windows, then continue as new or score."""
         self.open_gate()
-        args = parse_input(EvaluateInput, raw)
         tag_run("Evaluate")
         check_provider(args.llm)
         carry = args.carry or await self._load(args)
@@ -176,11 +176,9 @@ class EvaluateWorkflow(Resumable):
 
     async def _load(self, args: EvaluateInput) -> EvaluateCarry:
         prefix = run_key_prefix("evaluate")
-        manifest: WindowManifest = await workflow.execute_activity(
-            "load_eval_windows",
+        manifest: WindowManifest = await run_activity(
+            EvaluationActivities.load_eval_windows,
             LoadWindowsRequest(windows=args.windows, prefix=prefix),
-            result_type=WindowManifest,
-            task_queue=TOOLS_QUEUE,
             **durable(LOAD_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
         return EvaluateCarry(prefix=prefix, manifest=manifest)
@@ -189,11 +187,9 @@ class EvaluateWorkflow(Resumable):
         """The page's visible bars, fetched once per run however many lanes ask."""
         if page not in self._pages:
             self._pages[page] = asyncio.ensure_future(
-                workflow.execute_activity(
-                    "read_visible_windows",
+                run_activity(
+                    EvaluationActivities.read_visible_windows,
                     carry.manifest.pages[page],
-                    result_type=VisiblePage,
-                    task_queue=TOOLS_QUEUE,
                     **durable(PAGE_START_TO_CLOSE),
                     summary=f"read_visible_windows page {page}",
                 )
@@ -218,8 +214,8 @@ class EvaluateWorkflow(Resumable):
         self.running += 1
         self.child_started(child_id(window.window_id))
         try:
-            result: QuantAgentResult = await workflow.execute_child_workflow(
-                "QuantAgent",
+            result = await workflow.execute_child_workflow(
+                QuantAgentWorkflow.run,
                 QuantAgentInput(
                     symbol=window.asset,
                     timeframe=window.timeframe,
@@ -228,7 +224,6 @@ class EvaluateWorkflow(Resumable):
                     llm=args.llm,
                 ),
                 id=child_id(window.window_id),
-                result_type=QuantAgentResult,
                 static_summary=f"QuantAgent on window {window.window_id}",
             )
         except ChildWorkflowError as error:
@@ -273,8 +268,8 @@ class EvaluateWorkflow(Resumable):
         label = " ".join(
             part for part in ("QuantAgent,", args.llm.provider, args.llm.model) if part
         )
-        scored: ScoredEvaluation = await workflow.execute_activity(
-            "score_evaluation",
+        scored: ScoredEvaluation = await run_activity(
+            EvaluationActivities.score_evaluation,
             ScoreRequest(
                 pages=carry.manifest.pages,
                 calls=carry.calls,
@@ -282,15 +277,11 @@ class EvaluateWorkflow(Resumable):
                 label=label,
                 prefix=carry.prefix,
             ),
-            result_type=ScoredEvaluation,
-            task_queue=TOOLS_QUEUE,
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
-        plot: StoredReport = await workflow.execute_activity(
-            "render_evaluation_plot",
+        plot: StoredReport = await run_activity(
+            EvaluationActivities.render_evaluation_plot,
             PlotRequest(summary=scored.summary, prefix=carry.prefix),
-            result_type=StoredReport,
-            task_queue=CHARTS_QUEUE,
             **durable(PLOT_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
         self.phase = DONE

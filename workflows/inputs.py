@@ -1,45 +1,129 @@
-"""Workflow input validation that fails the run, never the workflow task.
+"""Workflow input that fails the run, never the workflow task.
 
-Workflows take their input as plain JSON (``Any``) and validate it here. If the
-SDK decoded straight into the pydantic model, a bad field would fail the
-*workflow task*, which Temporal retries forever while the run looks alive.
-Raised from the workflow body, the same problem fails the run at once with a
-non-retryable error that names the field.
+Every workflow's ``run`` takes one typed input model (``async def run(self, args:
+PipelineInput)``), a ``RunInput``. The SDK decodes the start payload into it before
+the run begins, and a decoding error would fail the *workflow task*, which
+Temporal retries forever while the run looks alive. So a ``RunInput`` decoded from
+JSON (a start payload: ``temporal workflow start --input``, a parent, a schedule)
+raises a non-retryable ``ApplicationError`` of type ``InvalidInput`` instead, whose
+message names each bad field and the value given; the SDK lets a failure of that
+kind through decoding and fails the run with it. Built in code (``PipelineInput(
+symbol=...)``), a model raises pydantic's ``ValidationError`` as usual.
+
+A start without any input (``temporal workflow start --type Scan``) counts as
+``{}``: ``NoInputIsEmpty`` hands ``run`` its model validated from nothing, so a
+model with defaults for everything runs and one with required fields fails the run
+naming them.
 """
 
 from __future__ import annotations
 
+import typing
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    GetCoreSchemaHandler,
+    ValidationError,
+    ValidationInfo,
+)
+from pydantic_core import core_schema, to_json
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
+from temporalio.worker import (
+    ExecuteWorkflowInput,
+    Interceptor,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+)
 
 from shared.validation_errors import describe_validation_error
 
-M = TypeVar("M", bound=BaseModel)
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
 """Set by the server on every run a Schedule starts."""
 
 
-def parse_input(model: type[M], raw: Any) -> M:
-    """``raw`` validated as ``model``; a missing input counts as ``{}``.
+def invalid_run_input(model: type[BaseModel], error: ValidationError) -> ApplicationError:
+    """The failure of a run whose input is not a valid ``model``: every bad field with the
+    value given, e.g. ``timeframe '7x' is not one of '1m', '5m', ...``."""
+    return ApplicationError(
+        f"invalid input for {model.__name__}: {describe_validation_error(error)}.",
+        type="InvalidInput",
+        non_retryable=True,
+    )
 
-    The error names each bad field with the value given, e.g. ``timeframe '7x' is
-    not one of '1m', '5m', ...`` (see ``shared.validation_errors``).
-    """
-    if isinstance(raw, model):
-        return raw
-    try:
-        return model.model_validate({} if raw is None else raw)
-    except ValidationError as error:
-        raise ApplicationError(
-            f"invalid input for {model.__name__}: {describe_validation_error(error)}.",
-            type="InvalidInput",
-            non_retryable=True,
-        ) from None
+
+class RunInput(BaseModel):
+    """The base of every workflow's input model: decoded from a start payload, a bad field
+    fails the run with ``invalid_run_input`` (see the module docstring)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: type[BaseModel], handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        # Around the whole model schema, its own validators included: a model validator
+        # (mode "wrap") would run inside a subclass's "after" validators and miss their errors.
+        def fail_the_run(
+            data: Any, validate: core_schema.ValidatorFunctionWrapHandler, info: ValidationInfo
+        ) -> Any:
+            if info.mode != "json":
+                return validate(data)
+            try:
+                return validate({} if data is None else data)
+            except ValidationError as error:
+                raise invalid_run_input(source, error) from None
+
+        return core_schema.with_info_wrap_validator_function(fail_the_run, handler(source))
+
+
+M = TypeVar("M", bound=RunInput)
+
+
+def _has_timezone(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("give a timezone, e.g. 2012-06-01T00:00:00Z")
+    return value
+
+
+ZonedTime = Annotated[datetime, AfterValidator(_has_timezone)]
+"""A time an input must give with its zone: a naive time would be read as the workers'
+local time, a different moment on each machine."""
+
+
+def parse_input(model: type[M], raw: Any) -> M:
+    """``raw`` (a JSON value; None: no input) decoded as ``model`` the way the SDK decodes a
+    start payload: a bad field raises ``invalid_run_input``'s failure."""
+    return model.model_validate_json(to_json(raw))
+
+
+def run_input_model(run: Callable[..., Any]) -> type[RunInput] | None:
+    """The ``RunInput`` a workflow's ``run`` takes, if it takes one."""
+    hints = typing.get_type_hints(run)
+    hints.pop("return", None)
+    model = next(iter(hints.values()), None)
+    return model if isinstance(model, type) and issubclass(model, RunInput) else None
+
+
+class _NoInputIsEmptyInbound(WorkflowInboundInterceptor):
+    async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
+        model = run_input_model(input.run_fn)
+        if not input.args and model is not None:
+            input.args = [parse_input(model, None)]
+        return await super().execute_workflow(input)
+
+
+class NoInputIsEmpty(Interceptor):
+    """A run started without input gets its model validated from ``{}`` (every worker that
+    runs workflows has this interceptor)."""
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor]:
+        return _NoInputIsEmptyInbound
 
 
 def scheduled_time() -> datetime | None:

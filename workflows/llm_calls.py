@@ -23,6 +23,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.tools import run_tool_activity
     from shared.agents.missing import MissingStep
     from shared.llm.contracts import (
         ChatMessage,
@@ -125,9 +126,8 @@ async def run_tool(
     """One tool call; a failure after all retries comes back as an error result."""
     try:
         return await workflow.execute_activity(
-            "run_tool",
+            run_tool_activity,
             ToolRequest(call=call, context=context),
-            result_type=ToolResult,
             task_queue=queue,
             **durable(TOOL_START_TO_CLOSE, heartbeat=HEARTBEAT),
             summary=f"{agent}: {call.name}",

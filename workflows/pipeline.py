@@ -22,24 +22,25 @@ stays invalid parks the call until ``resume`` (``workflows.resume``).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, computed_field, field_validator, model_validator
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
+from temporalio.types import MethodAsyncSingleParam
 
 with workflow.unsafe.imports_passed_through():
     from activities.failures import as_temporal_failures
+    from activities.group import declared
     from activities.reflection import DEFAULT_HORIZON_BARS
     from activities.research import (
-        LoadedText,
         LoadTextRequest,
-        RecalledMemories,
         RecallRequest,
+        ResearchActivities,
         ResolveAsOfRequest,
-        ResolvedAsOf,
         StoredReport,
         StoreReportRequest,
     )
@@ -83,24 +84,29 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
     from shared.tools.registry import tool_specs
+    from workflows.activity_calls import GroupActivity, Request, Result, run_labelled
+    from workflows.children import Counted, flow_of
     from workflows.concurrency import gather_all
     from workflows.debates import (
         MAX_ROUNDS,
         DebateInput,
-        DebateResult,
+        DebateWorkflow,
         RiskInput,
-        RiskResult,
+        RiskWorkflow,
         agent_request,
-        check_provider,
-        run_key_prefix,
     )
-    from workflows.inputs import parse_input, scheduled_time
+    from workflows.inputs import RunInput, ZonedTime, scheduled_time
     from workflows.llm_calls import chat, tool_loop_or_missing
     from workflows.progress import RunProgress, StepState, mark_missing, track
+    from workflows.provider_check import check_provider
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
     from workflows.resume import Resumable
-    from workflows.retries import durable
+    from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
+
+T = TypeVar("T")
+Arg = TypeVar("Arg", bound=DebateInput)
+Child = TypeVar("Child", bound=Counted)
 
 RESEARCH_START_TO_CLOSE = timedelta(minutes=1)
 MACRO_CONTEXT_MAX = 20_000
@@ -114,11 +120,11 @@ RISK = "risk"
 REPORT = "report"
 
 
-class PipelineInput(BaseModel):
+class PipelineInput(RunInput):
     """What to analyse. ``{"symbol": "GOOG"}`` alone is enough."""
 
     symbol: str = Field(min_length=1, max_length=32)
-    as_of: datetime | None = Field(None, description="analysis time (UTC); default: latest bar")
+    as_of: ZonedTime | None = Field(None, description="analysis time (UTC); default: latest bar")
     analysts: list[AnalystKind] = Field(
         default_factory=lambda: list(AnalystKind), min_length=1, description="which analysts run"
     )
@@ -133,13 +139,6 @@ class PipelineInput(BaseModel):
         description="where a Scan stored its summary (Markdown or JSON); read once at the start",
     )
     position: dict[str, Any] | None = Field(None, description="the portfolio's current holding")
-
-    @field_validator("as_of")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            raise ValueError("give a timezone, e.g. 2012-06-01T00:00:00Z")
-        return value
 
     @model_validator(mode="after")
     def _one_macro_source(self) -> PipelineInput:
@@ -350,7 +349,7 @@ class PipelineWorkflow(Resumable):
         """Everything produced so far; None before the input was read."""
         return self.saved
 
-    async def _step(self, name: str, work: Any) -> Any:
+    async def _step(self, name: str, work: Awaitable[T]) -> T:
         """Await ``work`` while ``name`` shows running, then done or failed."""
         return await track(self.steps, name, work)
 
@@ -361,26 +360,19 @@ class PipelineWorkflow(Resumable):
         self.gate.show(f"**{phase}** {symbol}".strip())
 
     def _research(
-        self, activity: str, request: BaseModel, result_type: type, step: str | None = None
-    ) -> Any:
-        """One research activity on the tools queue, shown as ``step`` (default: its name)."""
-        return self._step(
-            step or activity,
-            workflow.execute_activity(
-                activity,
-                request,
-                result_type=result_type,
-                task_queue=TOOLS_QUEUE,
-                **durable(RESEARCH_START_TO_CLOSE),
-                summary=activity,
-            ),
-        )
+        self,
+        activity: GroupActivity[Request, Result],
+        request: Request,
+        step: str | None = None,
+    ) -> Awaitable[Result]:
+        """One research activity, shown as ``step`` (default: its name)."""
+        work = run_labelled(activity, request, RESEARCH_START_TO_CLOSE)
+        return self._step(step or declared(activity).name, work)
 
     @workflow.run
-    async def run(self, raw: Any = None) -> PipelineResult:
-        """Validate, then walk the graph; a critical abort skips from the analysts to the PM."""
+    async def run(self, args: PipelineInput) -> PipelineResult:
+        """Walk the graph; a critical abort skips from the analysts to the PM."""
         self.open_gate()
-        args = parse_input(PipelineInput, raw)
         check_provider(args.llm)
         info = workflow.info()
         analysts = [ANALYST_AGENTS[kind] for kind in args.analysts]
@@ -398,23 +390,21 @@ class PipelineWorkflow(Resumable):
             usage=self.usage,
         )
         self._enter(RESOLVE_AS_OF)
-        resolved: ResolvedAsOf = await self._research(
-            RESOLVE_AS_OF,
+        resolved = await self._research(
+            ResearchActivities.resolve_as_of,
             ResolveAsOfRequest(symbol=args.symbol, as_of=args.as_of, not_after=scheduled_time()),
-            ResolvedAsOf,
         )
         state.as_of = resolved.as_of
         tag_run("Pipeline", symbol=state.symbol, as_of=state.as_of)
         if args.macro_context_key is not None:
             self._enter(LOAD_MACRO_CONTEXT)
-            loaded: LoadedText = await self._research(
-                "load_text",
+            loaded = await self._research(
+                ResearchActivities.load_text,
                 LoadTextRequest(
                     source=args.macro_context_key,
                     field="macro_context_key",
                     max_chars=MACRO_CONTEXT_MAX,
                 ),
-                LoadedText,
                 LOAD_MACRO_CONTEXT,
             )
             state.macro_context = loaded.text
@@ -444,14 +434,13 @@ class PipelineWorkflow(Resumable):
         )
         self._enter(REPORT)
         state.report = await self._research(
-            "store_report",
+            ResearchActivities.store_report,
             StoreReportRequest(
                 markdown=render_run_report(state),
                 target=ObjectRef(
                     bucket=REPORTS_BUCKET, key=f"{run_key_prefix('pipeline')}/report.md"
                 ),
             ),
-            StoredReport,
             REPORT,
         )
         self._enter("done")
@@ -555,34 +544,18 @@ class PipelineWorkflow(Resumable):
         assert state.as_of is not None
         self._enter(RECALL_MEMORIES)
         situation = situation_of(state.reports)
-        recalled: RecalledMemories = await self._research(
-            RECALL_MEMORIES,
+        recalled = await self._research(
+            ResearchActivities.recall_memories,
             RecallRequest(
                 roles=list(MemoryRole), situation=situation, symbol=state.symbol, as_of=state.as_of
             ),
-            RecalledMemories,
         )
         state.memories = recalled.memories
 
     async def _debate_and_trade(self, args: PipelineInput, state: PipelineState) -> None:
         """Bull/bear debate and plan → trader → risk debate, filling ``state``."""
         assert state.as_of is not None
-        wf_id = workflow.info().workflow_id
-
-        self._enter(DEBATE)
-        self.child_started(f"{wf_id}-debate")
-        debate: DebateResult = await self._step(
-            DEBATE,
-            workflow.execute_child_workflow(
-                "Debate",
-                state.debate_input(),
-                id=f"{wf_id}-debate",
-                result_type=DebateResult,
-                static_summary=f"Debate {state.symbol}, {args.debate_rounds} round(s)",
-            ),
-        )
-        self.child_finished(f"{wf_id}-debate")
-        self._count(debate.usage)
+        debate = await self._debate(DEBATE, DebateWorkflow.run, state.debate_input())
         state.research_transcript = debate.transcript
         state.research_plan = debate.research_plan
 
@@ -601,21 +574,25 @@ class PipelineWorkflow(Resumable):
             await self._chat(args, TRADER, trader_messages, trader)
         )
 
-        self._enter(RISK)
-        self.child_started(f"{wf_id}-risk")
-        risk: RiskResult = await self._step(
-            RISK,
-            workflow.execute_child_workflow(
-                "Risk",
-                state.risk_input(),
-                id=f"{wf_id}-risk",
-                result_type=RiskResult,
-                static_summary=f"Risk {state.symbol}, {args.risk_rounds} round(s)",
-            ),
-        )
-        self.child_finished(f"{wf_id}-risk")
-        self._count(risk.usage)
+        risk = await self._debate(RISK, RiskWorkflow.run, state.risk_input())
         state.risk_transcript = risk.transcript
+
+    async def _debate(
+        self, step: str, run: MethodAsyncSingleParam[Any, Arg, Child], arg: Arg
+    ) -> Child:
+        """The ``step`` debate child (id ``{workflow_id}-{step}``), which ``resume`` reaches
+        while it runs; its usage counts as this run's."""
+        child_id = f"{workflow.info().workflow_id}-{step}"
+        summary = f"{flow_of(run)} {arg.symbol}, {arg.rounds} round(s)"
+        self._enter(step)
+        self.child_started(child_id)
+        result = await self._step(
+            step,
+            workflow.execute_child_workflow(run, arg, id=child_id, static_summary=summary),
+        )
+        self.child_finished(child_id)
+        self._count(result.usage)
+        return result
 
     def _count(self, child: UsageReport) -> None:
         """A child's usage, per agent, into this run's."""

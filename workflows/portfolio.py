@@ -16,9 +16,10 @@ execution, or running the same workflow id again, books nothing twice.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, Field, field_validator
 from temporalio import workflow
@@ -26,18 +27,20 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.failures import as_temporal_failures
+    from activities.group import declared
     from activities.portfolio import (
         DecisionRequest,
         ExecuteRequest,
         LoadedBook,
         LoadRequest,
+        PortfolioActivities,
         PrioritizeRequest,
         RiskRequest,
         SizeRequest,
         SnapshotRequest,
         SweepRequest,
     )
-    from activities.research import StoreReportRequest
+    from activities.research import ResearchActivities, StoreReportRequest
     from activities.services import StoredReport
     from shared.agents.portfolio.inputs import (
         BookFacts,
@@ -71,17 +74,26 @@ with workflow.unsafe.imports_passed_through():
     from shared.portfolio.orders import Execution, OrderPlan
     from shared.portfolio.prioritize import Prioritized
     from shared.portfolio.risk import RiskReport
-    from shared.queues import TOOLS_QUEUE
     from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
+    from workflows.activity_calls import (
+        GroupActivity,
+        Request,
+        Result,
+        run_activity,
+        run_labelled,
+    )
     from workflows.concurrency import gather_all
-    from workflows.debates import check_provider, run_key_prefix
-    from workflows.inputs import parse_input
+    from workflows.inputs import RunInput
     from workflows.llm_calls import chat, request_for
     from workflows.progress import RunProgress, StepState, track
+    from workflows.provider_check import check_provider
     from workflows.resume import Resumable
     from workflows.retries import durable
+    from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
+
+T = TypeVar("T")
 
 BOOK_START_TO_CLOSE = timedelta(minutes=2)
 """A data read may build the simulated market first (seconds); SQL and S3 are quick."""
@@ -120,7 +132,7 @@ class Approval(StrEnum):
     REQUIRED = "required"
 
 
-class PortfolioInput(BaseModel):
+class PortfolioInput(RunInput):
     """One decision for one book. ``{"portfolio": "demo", "as_of": "2012-06-01T00:00:00Z"}``
     manages the holdings alone; a Scan summary and Pipeline decisions add candidates."""
 
@@ -263,25 +275,18 @@ class PortfolioWorkflow(Resumable):
         else:
             workflow.logger.warning("%s signal ignored: not waiting for an approval", status)
 
-    async def _step(self, name: str, work: Any) -> Any:
+    async def _step(self, name: str, work: Awaitable[T]) -> T:
         return await track(self.steps, name, work)
 
     def _book(
-        self, activity: str, request: BaseModel, result_type: type, step: str | None = None
-    ) -> Any:
-        """One of the book's activities on the tools queue, shown as ``step`` (default: its name)."""
-        self.phase = step or activity
-        return self._step(
-            step or activity,
-            workflow.execute_activity(
-                activity,
-                request,
-                result_type=result_type,
-                task_queue=TOOLS_QUEUE,
-                **durable(BOOK_START_TO_CLOSE),
-                summary=activity,
-            ),
-        )
+        self,
+        activity: GroupActivity[Request, Result],
+        request: Request,
+        step: str | None = None,
+    ) -> Awaitable[Result]:
+        """One of the book's activities, shown as ``step`` (default: its name)."""
+        self.phase = step or declared(activity).name
+        return self._step(self.phase, run_labelled(activity, request, BOOK_START_TO_CLOSE))
 
     async def _ask(self, args: PortfolioInput, agent: str, build: Any, inputs: BaseModel) -> Any:
         """One agent's call: its messages from its typed inputs, which are also its context."""
@@ -307,25 +312,25 @@ class PortfolioWorkflow(Resumable):
         return row.schema.model_validate(response.structured)
 
     @workflow.run
-    async def run(self, raw: Any = None) -> PortfolioResult:
-        """Validate, then walk the graph; without approval nothing is traded."""
+    async def run(self, args: PortfolioInput) -> PortfolioResult:
+        """Walk the graph; without approval nothing is traded."""
         self.open_gate()
-        args = parse_input(PortfolioInput, raw)
         check_provider(args.llm)
         tag_run("Portfolio", portfolio=args.portfolio, as_of=args.as_of)
         wf_id = workflow.info().workflow_id
         loaded: LoadedBook = await self._book(
-            LOAD,
+            PortfolioActivities.load_portfolio,
             LoadRequest(
                 portfolio=args.portfolio,
                 as_of=args.as_of,
                 scan_summary=args.scan_summary,
                 symbols=[d.symbol for d in args.decisions],
             ),
-            LoadedBook,
         )
         valuation = loaded.valuation
-        risk: RiskReport = await self._book(RISK, RiskRequest(valuation=valuation), RiskReport)
+        risk: RiskReport = await self._book(
+            PortfolioActivities.compute_risk, RiskRequest(valuation=valuation)
+        )
         decisions = {d.symbol: d for d in args.decisions}
         holdings = holding_views(valuation, decisions)
         book = BookFacts.of(valuation, args.limits)
@@ -372,7 +377,8 @@ class PortfolioWorkflow(Resumable):
             created_at=workflow.now(),
         )
         recorded: DecisionRecord = await self._book(
-            RECORD, DecisionRequest(portfolio=args.portfolio, record=record), DecisionRecord
+            PortfolioActivities.record_decision,
+            DecisionRequest(portfolio=args.portfolio, record=record),
         )
         if recorded.created_at != record.created_at:
             # An earlier run of this workflow id decided first; its orders own the trade keys.
@@ -390,9 +396,8 @@ class PortfolioWorkflow(Resumable):
         else:
             self.steps[EXECUTE] = StepState.SKIPPED
         snapshot: Snapshot = await self._book(
-            SNAPSHOT,
+            PortfolioActivities.record_snapshot,
             SnapshotRequest(portfolio=args.portfolio, as_of=args.as_of, key=wf_id),
-            Snapshot,
         )
         outcome = PortfolioOutcome(
             workflow_id=wf_id,
@@ -415,14 +420,13 @@ class PortfolioWorkflow(Resumable):
         )
         self.phase = REPORT
         stored: StoredReport = await self._book(
-            "store_report",
+            ResearchActivities.store_report,
             StoreReportRequest(
                 markdown=render_portfolio_report(outcome),
                 target=ObjectRef(
                     bucket=REPORTS_BUCKET, key=f"{run_key_prefix('portfolio')}/report.md"
                 ),
             ),
-            StoredReport,
             REPORT,
         )
         self.phase = "done"
@@ -451,7 +455,7 @@ class PortfolioWorkflow(Resumable):
             sectors=loaded.sectors,
             limits=args.limits,
         )
-        ranked: Prioritized = await self._book(PRIORITIZE, request, Prioritized)
+        ranked: Prioritized = await self._book(PortfolioActivities.prioritize_candidates, request)
         return ranked
 
     async def _plan(
@@ -459,7 +463,7 @@ class PortfolioWorkflow(Resumable):
     ) -> OrderPlan:
         """The decision sized to the limits, then settled with the T-bill ETF."""
         sized: OrderPlan = await self._book(
-            SIZE,
+            PortfolioActivities.size_orders,
             SizeRequest(
                 valuation=loaded.valuation,
                 decision=decision,
@@ -468,14 +472,12 @@ class PortfolioWorkflow(Resumable):
                 limits=args.limits,
                 costs=args.costs or loaded.costs,
             ),
-            OrderPlan,
         )
         plan: OrderPlan = await self._book(
-            SWEEP,
+            PortfolioActivities.sweep_cash,
             SweepRequest(
                 plan=sized, valuation=loaded.valuation, quotes=loaded.quotes, sectors=loaded.sectors
             ),
-            OrderPlan,
         )
         self.pending = PendingPlan(
             portfolio=args.portfolio, decision=decision, plan=plan, awaiting_approval=False
@@ -528,11 +530,9 @@ class PortfolioWorkflow(Resumable):
         )
         done: Execution = await self._step(
             EXECUTE,
-            workflow.execute_activity(
-                EXECUTE,
+            run_activity(
+                PortfolioActivities.execute_orders,
                 request,
-                result_type=Execution,
-                task_queue=TOOLS_QUEUE,
                 **durable(EXECUTE_START_TO_CLOSE, heartbeat=EXECUTE_HEARTBEAT),
                 summary=f"{EXECUTE}: {len(plan.orders)} orders",
             ),

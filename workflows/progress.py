@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping, MutableMapping
 from enum import StrEnum
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
@@ -19,6 +19,8 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from shared.agents.missing import MissingStep
     from shared.llm.contracts import UsageReport
+
+T = TypeVar("T")
 
 
 class StepState(StrEnum):
@@ -85,7 +87,7 @@ class RunProgress(BaseModel):
         )
 
 
-async def track(steps: MutableMapping[str, StepState], name: str, work: Awaitable[Any]) -> Any:
+async def track(steps: MutableMapping[str, StepState], name: str, work: Awaitable[T]) -> T:
     """Await ``work`` while ``steps[name]`` shows running, then done or failed."""
     steps[name] = StepState.RUNNING
     try:

@@ -16,40 +16,46 @@ numbers. Either way the run issues the same commands; only the messages differ.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.charts import ChartRequest, ChartResult
-    from activities.failures import as_temporal_failures
+    from activities.charts import ChartActivities, ChartRequest, ChartResult
     from activities.market import (
         MAX_LOOKBACK,
         LoadBarsRequest,
         LoadedBars,
-        PatternScan,
         PatternScanRequest,
+        detect_chart_patterns,
+        load_bars,
     )
     from shared.agents import quantagent as qa
     from shared.llm.contracts import ChatRequest, LlmChoice, UsageReport
-    from shared.llm.providers import LlmRole, ProviderSpec, provider_spec
+    from shared.llm.providers import LlmRole, ProviderSpec
     from shared.market.bars import Bar, Timeframe
-    from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+    from shared.queues import TOOLS_QUEUE
     from shared.storage.buckets import CHARTS_BUCKET, PAYLOADS_BUCKET
     from shared.storage.objects import ObjectRef
     from shared.ta.patterns import PatternMatch
     from shared.ta.trend_summary import TrendLines
     from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
     from shared.tools.registry import tool_specs
+    from workflows.activity_calls import GroupActivity, run_activity
     from workflows.concurrency import gather_all
-    from workflows.inputs import parse_input, scheduled_time
+    from workflows.inputs import RunInput, ZonedTime, scheduled_time
     from workflows.llm_calls import chat, run_tool_loop
     from workflows.progress import RunProgress, StepState, track
+    from workflows.provider_check import check_provider
     from workflows.resume import Resumable
     from workflows.retries import HEARTBEAT, durable
+    from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
+
+T = TypeVar("T")
 
 DATA_START_TO_CLOSE = timedelta(minutes=1)
 CHART_START_TO_CLOSE = timedelta(minutes=2)
@@ -59,24 +65,17 @@ DEFAULT_LOOKBACK = 100
 ChartInput = Literal["image", "text"]
 
 
-class QuantAgentInput(BaseModel):
+class QuantAgentInput(RunInput):
     """What to analyse. ``{"symbol": "GOOG", "timeframe": "1d"}`` alone is enough."""
 
     symbol: str = Field(min_length=1, max_length=32)
     timeframe: Timeframe
-    as_of: datetime | None = Field(None, description="analysis time (UTC); default: latest bar")
+    as_of: ZonedTime | None = Field(None, description="analysis time (UTC); default: latest bar")
     bars: list[Bar] | None = Field(None, description="bars to analyse; no source is read")
     lookback: int = Field(DEFAULT_LOOKBACK, ge=MIN_BARS, le=MAX_LOOKBACK)
     llm: LlmChoice = LlmChoice()
     source: Literal["bundled", "csv", "yfinance"] = "bundled"
     csv_path: str | None = None
-
-    @field_validator("as_of")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            raise ValueError("give a timezone, e.g. 2012-06-01T00:00:00Z")
-        return value
 
 
 class ChartReader(BaseModel):
@@ -149,13 +148,12 @@ class QuantAgentWorkflow(Resumable):
         """Each step's state and the tokens spent so far."""
         return QuantAgentProgress.of(self.steps, self.usage, waiting=self.waiting_steps())
 
-    async def _step(self, name: str, work: Any) -> Any:
+    async def _step(self, name: str, work: Awaitable[T]) -> T:
         """Await ``work`` while the progress query shows ``name`` running, then done or failed."""
         return await track(self.steps, name, work)
 
     def _key(self, step: str, suffix: str) -> str:
-        info = workflow.info()
-        return f"quantagent/{info.workflow_id}/{info.run_id}/{step}.{suffix}"
+        return f"{run_key_prefix('quantagent')}/{step}.{suffix}"
 
     def _request(
         self, args: QuantAgentInput, agent: str, role: LlmRole, **fields: Any
@@ -170,17 +168,15 @@ class QuantAgentWorkflow(Resumable):
         )
 
     @workflow.run
-    async def run(self, raw: Any = None) -> QuantAgentResult:
-        """Validate, load the window, run the three branches, then decide."""
+    async def run(self, args: QuantAgentInput) -> QuantAgentResult:
+        """Load the window, run the three branches, then decide."""
         self.open_gate()
-        args = parse_input(QuantAgentInput, raw)
-        with as_temporal_failures():
-            spec = provider_spec(args.llm.provider)
+        spec = check_provider(args.llm)
         reader = ChartReader.of(spec, args.llm)
-        loaded: LoadedBars = await self._step(
+        loaded = await self._step(
             "load_bars",
-            workflow.execute_activity(
-                "load_bars",
+            run_activity(
+                load_bars,
                 LoadBarsRequest(
                     symbol=args.symbol,
                     timeframe=args.timeframe,
@@ -191,8 +187,6 @@ class QuantAgentWorkflow(Resumable):
                     source=args.source,
                     csv_path=args.csv_path,
                 ),
-                result_type=LoadedBars,
-                task_queue=TOOLS_QUEUE,
                 **durable(DATA_START_TO_CLOSE),
             ),
         )
@@ -282,11 +276,18 @@ class QuantAgentWorkflow(Resumable):
                 payloads.append(json.loads(result.content))
         return loop.text, payloads
 
-    def _chart(self, step: str, activity: str, args: QuantAgentInput, bars: list[Bar]) -> Any:
+    def _chart(
+        self,
+        step: str,
+        render: GroupActivity[ChartRequest, ChartResult],
+        args: QuantAgentInput,
+        bars: list[Bar],
+    ) -> Awaitable[ChartResult]:
+        """Render ``bars`` with ``render`` and store the chart under this run's ``step`` key."""
         return self._step(
             step,
-            workflow.execute_activity(
-                activity,
+            run_activity(
+                render,
                 ChartRequest(
                     symbol=args.symbol.upper(),
                     timeframe=args.timeframe.value,
@@ -295,8 +296,6 @@ class QuantAgentWorkflow(Resumable):
                         bucket=CHARTS_BUCKET, key=self._key(step, "png"), content_type="image/png"
                     ),
                 ),
-                result_type=ChartResult,
-                task_queue=CHARTS_QUEUE,
                 **durable(CHART_START_TO_CLOSE, heartbeat=HEARTBEAT),
                 summary=step,
             ),
@@ -308,14 +307,12 @@ class QuantAgentWorkflow(Resumable):
         """Pattern chart ∥ pattern scan on the same 40 bars, then the pattern agent."""
         window = loaded.bars[-qa.PATTERN_WINDOW :]
         chart, scan = await gather_all(
-            self._chart("pattern_chart", "render_pattern_chart", args, window),
+            self._chart("pattern_chart", ChartActivities.render_pattern_chart, args, window),
             self._step(
                 "pattern_scan",
-                workflow.execute_activity(
-                    "detect_chart_patterns",
+                run_activity(
+                    detect_chart_patterns,
                     PatternScanRequest(bars=window),
-                    result_type=PatternScan,
-                    task_queue=TOOLS_QUEUE,
                     **durable(DATA_START_TO_CLOSE),
                 ),
             ),
@@ -346,7 +343,7 @@ class QuantAgentWorkflow(Resumable):
     ) -> tuple[qa.TrendReport, ChartResult]:
         """Trend chart (with its fitted lines), then the trend agent."""
         window = loaded.bars[-qa.TREND_WINDOW :]
-        chart = await self._chart("trend_chart", "render_trend_chart", args, window)
+        chart = await self._chart("trend_chart", ChartActivities.render_trend_chart, args, window)
         assert chart.trendlines is not None
         symbol, timeframe = loaded.symbol, args.timeframe.value
         if reader.input == "image":

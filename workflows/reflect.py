@@ -12,8 +12,9 @@ writes nothing twice.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, Field, field_validator
 from temporalio import workflow
@@ -29,21 +30,24 @@ with workflow.unsafe.imports_passed_through():
         OutcomeRequest,
         RecordedLessons,
         RecordLessonsRequest,
+        ReflectionActivities,
     )
     from shared.agents import reflection as rf
     from shared.errors import InvalidInput
     from shared.llm.contracts import ChatRequest, LlmChoice, UsageReport
     from shared.llm.providers import LlmRole
     from shared.memory import Lesson, MemoryRole, Outcome, SourceRun
-    from shared.queues import TOOLS_QUEUE
     from shared.storage.buckets import PAYLOADS_BUCKET
     from shared.storage.objects import ObjectRef
-    from workflows.inputs import parse_input
+    from workflows.activity_calls import run_activity
+    from workflows.inputs import RunInput
     from workflows.llm_calls import chat
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
     from workflows.retries import durable
     from workflows.visibility import tag_run
+
+T = TypeVar("T")
 
 DATA_START_TO_CLOSE = timedelta(minutes=1)
 # Memory writes are idempotent, so retrying through a database restart is safe.
@@ -66,7 +70,7 @@ class RoleDecision(BaseModel):
     )
 
 
-class ReflectInput(BaseModel):
+class ReflectInput(RunInput):
     """The decision to grade: which pipeline run made it, what each role decided."""
 
     source: SourceRun = Field(description="the pipeline run whose decision this is")
@@ -142,15 +146,14 @@ class ReflectWorkflow(Resumable):
             reason=self.reason,
         )
 
-    async def _step(self, name: str, work: Any) -> Any:
+    async def _step(self, name: str, work: Awaitable[T]) -> T:
         """Await ``work`` while the progress query shows ``name`` running, then done or failed."""
         return await track(self.steps, name, work)
 
     @workflow.run
-    async def run(self, raw: Any = None) -> ReflectResult:
-        """Validate, wait for the outcome, reflect per role, record the lessons."""
+    async def run(self, args: ReflectInput) -> ReflectResult:
+        """Wait for the outcome, reflect per role, record the lessons."""
         self.open_gate()
-        args = parse_input(ReflectInput, raw)
         tag_run("Reflect", symbol=args.symbol, as_of=args.as_of)
         stances = self._stances(args)
         for role in args.decisions:
@@ -180,11 +183,9 @@ class ReflectWorkflow(Resumable):
         ]
         recorded: RecordedLessons = await self._step(
             "record_lessons",
-            workflow.execute_activity(
-                "record_lessons",
+            run_activity(
+                ReflectionActivities.record_lessons,
                 RecordLessonsRequest(lessons=lessons),
-                result_type=RecordedLessons,
-                task_queue=TOOLS_QUEUE,
                 **durable(MEMORY_START_TO_CLOSE),
             ),
         )
@@ -221,8 +222,8 @@ class ReflectWorkflow(Resumable):
         while True:
             measured: MeasuredOutcome = await self._step(
                 "measure_outcome",
-                workflow.execute_activity(
-                    "measure_outcome",
+                run_activity(
+                    ReflectionActivities.measure_outcome,
                     OutcomeRequest(
                         symbol=args.symbol,
                         as_of=args.as_of,
@@ -230,8 +231,6 @@ class ReflectWorkflow(Resumable):
                         benchmark=args.benchmark,
                         now=workflow.now(),
                     ),
-                    result_type=MeasuredOutcome,
-                    task_queue=TOOLS_QUEUE,
                     **durable(DATA_START_TO_CLOSE),
                     summary=f"measure_outcome {args.symbol} (try {self.waits + 1})",
                 ),

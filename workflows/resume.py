@@ -137,10 +137,14 @@ class ResumeGate:
             await self.tell_parent(
                 ChildWait(path=step, reason=failure.message, failure=failure.type)
             )
-            await workflow.wait_condition(lambda seen=seen: self.resumes > seen)
+            await workflow.wait_condition(self._resumed_since(seen))
             self.waiting.pop(step, None)
             self._show()
             await self.tell_parent(ChildWait(path=step, reason=None))
+
+    def _resumed_since(self, seen: int) -> Callable[[], bool]:
+        """A condition that holds once a ``resume`` has come after the first ``seen``."""
+        return lambda: self.resumes > seen
 
     def child_waits(self, report: ChildWait) -> None:
         """Record (or, with no reason, clear) a wait below this run."""

@@ -17,7 +17,7 @@ that translation fails at once instead of burning the budget on a bug.
 Call sites keep their own attempt timeout (how long one try of *that* step may
 take, and whether it heartbeats) and take everything else from here:
 
-    workflow.execute_activity("load_bars", request, ..., **durable(DATA_START_TO_CLOSE))
+    run_activity(load_bars, request, **durable(DATA_START_TO_CLOSE))
 
 Import this module under ``workflow.unsafe.imports_passed_through()`` like the other
 workflow helpers, so the budget the worker configured is the one workflows read.
@@ -69,7 +69,7 @@ _budget: timedelta = DEFAULT_RETRY_BUDGET
 
 
 class StepOptions(TypedDict):
-    """The keyword arguments of ``workflow.execute_activity`` this module decides."""
+    """The keyword arguments of an activity call (``run_activity``) this module decides."""
 
     start_to_close_timeout: timedelta
     schedule_to_close_timeout: timedelta

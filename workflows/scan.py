@@ -25,10 +25,10 @@ be done without: a reply of its that stays invalid parks the call until ``resume
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, Field, ValidationError
 from temporalio import workflow
@@ -37,12 +37,19 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from activities.failures import as_temporal_failures
     from activities.research import (
+        ResearchActivities,
         ResolveAsOfRequest,
         ResolvedAsOf,
         StoredReport,
         StoreReportRequest,
     )
-    from activities.scan import ShortlistCheck, ShortlistVerdict, StoreJsonRequest
+    from activities.scan import (
+        ShortlistCheck,
+        ShortlistVerdict,
+        StoreJsonRequest,
+        check_shortlist,
+        store_json,
+    )
     from shared.agents.missing import MissingStep
     from shared.agents.scan.facts import (
         Candidate,
@@ -91,9 +98,9 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
     from shared.tools.registry import tool_specs
+    from workflows.activity_calls import run_activity
     from workflows.concurrency import gather_all
-    from workflows.debates import check_provider, run_key_prefix
-    from workflows.inputs import parse_input, scheduled_time
+    from workflows.inputs import RunInput, scheduled_time
     from workflows.llm_calls import (
         ToolLoopResult,
         chat,
@@ -103,9 +110,13 @@ with workflow.unsafe.imports_passed_through():
         tool_loop_or_missing,
     )
     from workflows.progress import RunProgress, StepState, mark_missing, track
+    from workflows.provider_check import check_provider
     from workflows.resume import Resumable
     from workflows.retries import durable
+    from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
+
+T = TypeVar("T")
 
 SCAN_START_TO_CLOSE = timedelta(minutes=1)
 
@@ -120,7 +131,7 @@ STORE_SUMMARY = "store_summary"
 FLOW = "scan"
 
 
-class ScanInput(BaseModel):
+class ScanInput(RunInput):
     """What to scan. ``{}`` is enough: the latest data, ten stocks, offline."""
 
     as_of: AwareDatetime | None = Field(
@@ -222,26 +233,14 @@ class ScanWorkflow(Resumable):
             self.steps, self.usage, phase=self.phase, waiting=self.waiting_steps()
         )
 
-    async def _step(self, name: str, work: Any) -> Any:
+    async def _step(self, name: str, work: Awaitable[T]) -> T:
         """Await ``work`` while ``name`` shows running, then done or failed."""
         return await track(self.steps, name, work)
 
-    async def _tools(self, activity: str, request: BaseModel, result_type: type) -> Any:
-        """One deterministic activity on the tools queue."""
-        return await workflow.execute_activity(
-            activity,
-            request,
-            result_type=result_type,
-            task_queue=TOOLS_QUEUE,
-            **durable(SCAN_START_TO_CLOSE),
-            summary=activity,
-        )
-
     @workflow.run
-    async def run(self, raw: Any = None) -> ScanResult:
-        """Validate, scan in two phases, dig in once, synthesise, check, store."""
+    async def run(self, args: ScanInput) -> ScanResult:
+        """Scan in two phases, dig in once, synthesise, check, store."""
         self.open_gate()
-        args = parse_input(ScanInput, raw)
         check_provider(args.llm)
         self.steps = {
             name: StepState.PENDING
@@ -250,14 +249,15 @@ class ScanWorkflow(Resumable):
         self.phase = RESOLVE_AS_OF
         resolved: ResolvedAsOf = await self._step(
             RESOLVE_AS_OF,
-            self._tools(
-                RESOLVE_AS_OF,
+            run_activity(
+                ResearchActivities.resolve_as_of,
                 ResolveAsOfRequest(
                     symbol=CLOCK_SYMBOL,
                     as_of=args.as_of,
                     not_after=args.not_after or scheduled_time(),
                 ),
-                ResolvedAsOf,
+                **durable(SCAN_START_TO_CLOSE),
+                summary=RESOLVE_AS_OF,
             ),
         )
         as_of = resolved.as_of
@@ -374,15 +374,16 @@ class ScanWorkflow(Resumable):
             )
             mark_missing(self.steps, missing)
             return Scanned(agent, None, answers, missing=missing)
-        stored: StoredReport = await self._tools(
-            "store_report",
+        stored = await run_activity(
+            ResearchActivities.store_report,
             StoreReportRequest(
                 markdown=report.report_markdown,
                 target=ObjectRef(
                     bucket=REPORTS_BUCKET, key=f"{run_key_prefix(FLOW)}/reports/{agent}.md"
                 ),
             ),
-            StoredReport,
+            **durable(SCAN_START_TO_CLOSE),
+            summary="store_report",
         )
         return Scanned(agent, report, answers, stored)
 
@@ -451,15 +452,16 @@ class ScanWorkflow(Resumable):
     ) -> ShortlistVerdict:
         verdict: ShortlistVerdict = await self._step(
             CHECK_SHORTLIST,
-            self._tools(
-                CHECK_SHORTLIST,
+            run_activity(
+                check_shortlist,
                 ShortlistCheck(
                     as_of=inputs.as_of,
                     summary=summary,
                     max_tickers=inputs.max_tickers,
                     flagged=smart,
                 ),
-                ShortlistVerdict,
+                **durable(SCAN_START_TO_CLOSE),
+                summary=CHECK_SHORTLIST,
             ),
         )
         return verdict
@@ -518,21 +520,23 @@ class ScanWorkflow(Resumable):
         prefix = run_key_prefix(FLOW)
         markdown = render_summary(summary, as_of, workflow.info().workflow_id, missing, corrections)
         stored = await gather_all(
-            self._tools(
-                "store_json",
+            run_activity(
+                store_json,
                 StoreJsonRequest(
                     value=summary.model_dump(mode="json"),
                     target=ObjectRef(bucket=REPORTS_BUCKET, key=f"{prefix}/summary.json"),
                 ),
-                StoredReport,
+                **durable(SCAN_START_TO_CLOSE),
+                summary="store_json",
             ),
-            self._tools(
-                "store_report",
+            run_activity(
+                ResearchActivities.store_report,
                 StoreReportRequest(
                     markdown=markdown,
                     target=ObjectRef(bucket=REPORTS_BUCKET, key=f"{prefix}/summary.md"),
                 ),
-                StoredReport,
+                **durable(SCAN_START_TO_CLOSE),
+                summary="store_report",
             ),
         )
         return stored[0], stored[1]

@@ -1,0 +1,15 @@
+"""Where a run keeps its objects: keys chosen from the workflow id and run id.
+
+A retried activity writes to the same key (an overwrite, never a second copy), and
+two runs of one workflow id never share one.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+
+def run_key_prefix(flow: str) -> str:
+    """``{flow}/{workflow_id}/{run_id}``: the object keys of this run."""
+    info = workflow.info()
+    return f"{flow}/{info.workflow_id}/{info.run_id}"
