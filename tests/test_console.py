@@ -31,7 +31,7 @@ import httpx
 import pytest
 import pytest_asyncio
 import uvicorn
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from cli.schedule import ScheduleRequest, create_schedule
@@ -412,6 +412,21 @@ async def test_runs_are_filtered_through_the_search_attributes(
         malformed = await http.get("/runs", params={"limit": "lots"})
         assert malformed.status_code == 422 and "limit" in shown(malformed)
         assert "Traceback" not in shown(malformed)
+
+
+async def test_a_failed_run_shows_its_innermost_cause(stack: ConsoleStack) -> None:
+    handle = await stack.client.start_workflow(
+        "QuantAgent",
+        {"symbol": "GOOG", "timeframe": "7x"},
+        id=f"quantagent-bad-{uuid.uuid4().hex[:6]}",
+        task_queue=QUEUE,
+    )
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+    async with stack.http() as http:
+        page = shown(await http.get(f"/runs/{handle.id}"))
+    assert 'id="status">failed' in page
+    assert 'id="failure"' in page and "`timeframe` '7x' is not one of" in page
 
 
 async def test_an_unknown_run_or_object_is_a_404_with_a_message(stack: ConsoleStack) -> None:
