@@ -126,6 +126,7 @@ def _variables(data_dir: Path, base: int) -> dict[str, str]:
         "TEMPORAL__ADDRESS": f"127.0.0.1:{base}",
         "TEMPORAL__UI_PORT": str(base + 1),
         "S3__ENDPOINT": f"127.0.0.1:{base + 20}",
+        "CONSOLE__PORT": str(base + 2),
         "DEFAULT_PROVIDER": "offline",
     }
     return {f"{ENV_PREFIX}{key}": value for key, value in values.items()}
@@ -138,6 +139,7 @@ def _settings(data_dir: Path, base: int) -> Settings:
         data_dir=data_dir,
         temporal={"address": f"127.0.0.1:{base}", "ui_port": base + 1},
         s3={"endpoint": f"127.0.0.1:{base + 20}"},
+        console={"port": base + 2},
     )
 
 
@@ -145,7 +147,7 @@ def _claimed_ports(data_dir: Path, base: int) -> list[int]:
     """Every port the two servers bind with ``base`` (see ``ServerLaunch.ports``)."""
     settings = _settings(data_dir, base)
     launches = [temporal_dev_server(settings, {}), s3_server(settings, "k", "s")]
-    return [claim.port for launch in launches for claim in launch.ports]
+    return [claim.port for launch in launches for claim in launch.ports] + [settings.console.port]
 
 
 def _alive(pid: int) -> bool:

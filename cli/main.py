@@ -79,5 +79,15 @@ def local_llm() -> None:
     finish(0)
 
 
+@app.command("console")
+def console() -> None:
+    """Serve the web console (QUANTDESK_CONSOLE__PORT, default 8400) until SIGTERM (`up` runs it)."""
+    from console.server import serve
+
+    with fail_on_quantdesk_errors():
+        serve(load_settings(), say=lambda line: print(line, flush=True))
+    finish(0)
+
+
 if __name__ == "__main__":
     app()

@@ -71,12 +71,17 @@ def titled(title: str) -> Callable[[RunProgress], Table]:
     return lambda progress: progress_table(title, progress)
 
 
-def print_failure(error: WorkflowFailureError) -> None:
-    """Print the innermost cause of a failed run (the one that names the field)."""
+def innermost_cause(error: WorkflowFailureError) -> str:
+    """The innermost cause of a failed run (the one that names the field)."""
     cause: BaseException = error
     while isinstance(cause, WorkflowFailureError | FailureError) and cause.cause is not None:
         cause = cause.cause
-    console.print(f"[bold red]run failed:[/] {cause or error}", highlight=False)
+    return str(cause or error)
+
+
+def print_failure(error: WorkflowFailureError) -> None:
+    """Print the innermost cause of a failed run."""
+    console.print(f"[bold red]run failed:[/] {innermost_cause(error)}", highlight=False)
 
 
 def print_links(*links: tuple[str, str]) -> None:

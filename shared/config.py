@@ -167,6 +167,18 @@ class TemporalSettings(BaseModel):
         return int(self.address.rpartition(":")[2])
 
 
+class ConsoleSettings(BaseModel):
+    """The web console (`quantdesk console`, a component of `quantdesk up`)."""
+
+    host: str = Field(
+        "127.0.0.1", description="address to bind; beyond loopback a token is required"
+    )
+    port: int = Field(8400, ge=1, le=65535)
+    token: SecretStr | None = Field(
+        None, description="asked of every request (header, cookie or ?token=) when set"
+    )
+
+
 class Settings(_ProviderBlocks):
     """Everything a quantdesk process can be configured with: the fields below, and one
     ``ProviderSettings`` block per provider row (``settings.provider(name)``)."""
@@ -181,6 +193,7 @@ class Settings(_ProviderBlocks):
     data_dir: Path = Field(Path(".quantdesk"), description="pid, log, database and S3 files")
     database_url: str | None = Field(None, description="SQLAlchemy URL; default SQLite in data_dir")
     temporal: TemporalSettings = TemporalSettings()
+    console: ConsoleSettings = ConsoleSettings()
     s3: S3Settings = S3Settings()
     queues: TaskQueues = TaskQueues()
     default_provider: str = "offline"

@@ -12,6 +12,7 @@ import subprocess
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
@@ -54,12 +55,17 @@ def running(launch: ServerLaunch, log: Path) -> Iterator[subprocess.Popen[bytes]
     try:
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
+
+
+def stop(process: subprocess.Popen[Any], patience: float = 15) -> None:
+    """SIGTERM, then SIGKILL if ``process`` is still there after ``patience`` seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=patience)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 @contextmanager

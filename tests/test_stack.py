@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from cli.stack import supervisor
+from cli.stack.console import console_server
 from cli.stack.servers import (
     S3_COMPANION_OFFSETS,
     UNIX_SOCKET_PATH_MAX,
@@ -41,7 +42,7 @@ from tests.servers import free_port_base
 from workers.roles import ROLE_NAMES, WorkerRole
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVERS = ("temporal", "s3")
+SERVERS = ("temporal", "s3", "console")
 WORKERS = tuple(f"worker-{role}" for role in ROLE_NAMES)
 COMPONENTS = (*SERVERS, *WORKERS)
 RESTARTED = "worker-llm-offline"
@@ -89,20 +90,26 @@ def _settings_for(data_dir: Path, base: int) -> tuple[dict[str, str], Settings]:
         "TEMPORAL__ADDRESS": f"127.0.0.1:{base}",
         "TEMPORAL__UI_PORT": str(base + 1),
         "S3__ENDPOINT": f"127.0.0.1:{base + 20}",
+        "CONSOLE__PORT": str(base + 2),
     }
     settings = Settings(
         _env_file=None,
         data_dir=data_dir,
         temporal={"address": values["TEMPORAL__ADDRESS"], "ui_port": base + 1},
         s3={"endpoint": values["S3__ENDPOINT"]},
+        console={"port": base + 2},
     )
     return {f"{ENV_PREFIX}{key}": value for key, value in values.items()}, settings
 
 
 def _claimed_ports(data_dir: Path, base: int) -> list[int]:
-    """Every port the two servers would bind with ``base`` (see ServerLaunch.ports)."""
+    """Every port the servers would bind with ``base`` (see ServerLaunch.ports)."""
     settings = _settings_for(data_dir, base)[1]
-    launches = [temporal_dev_server(settings, {}), s3_server(settings, "k", "s")]
+    launches = [
+        temporal_dev_server(settings, {}),
+        s3_server(settings, "k", "s"),
+        console_server(settings),
+    ]
     return [claim.port for launch in launches for claim in launch.ports]
 
 

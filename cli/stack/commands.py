@@ -21,6 +21,7 @@ from rich.text import Text
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.stack import supervisor
 from cli.stack.components import ui_url
+from cli.stack.console import console_url
 from cli.stack.supervisor import ALL_ROLES, ComponentReport, ComponentState
 from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
@@ -83,6 +84,7 @@ def _show(reports: list[ComponentReport]) -> None:
 
 def _show_endpoints(settings: Settings) -> None:
     """Where a user points a browser or a client once the stack is up."""
+    console.print(f"Console          {console_url(settings)}", highlight=False)
     if settings.temporal.embedded:
         console.print(f"Temporal Web UI  {ui_url(settings)}", highlight=False)
     console.print(

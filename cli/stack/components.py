@@ -8,7 +8,8 @@ poller on its task queue whose identity names the worker's pid: a poller of a
 killed predecessor lingers in the list for minutes and must not count. The S3
 server is healthy only when a probe object round-trips in every bucket
 (``cli.stack.storage_probe``). The local model server (``cli.stack.local_llm``)
-is part of the plan only when a model is configured.
+is part of the plan only when a model is configured; the web console
+(``cli.stack.console``) always is.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import asyncio
 import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TypeVar
 
@@ -27,6 +28,8 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, Describe
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from cli.stack.console import CONSOLE, console_server, console_url
+from cli.stack.console import health_problem as console_problem
 from cli.stack.local_llm import (
     LOCAL_LLM,
     LOCAL_LLM_HEALTH_TIMEOUT,
@@ -246,6 +249,17 @@ def _local_llm(settings: Settings) -> Component:
     )
 
 
+def _console(settings: Settings) -> Component:
+    """The web console, told the stack's data dir, cluster and queues like a worker."""
+
+    def launch() -> ServerLaunch:
+        spec = console_server(settings)
+        return replace(spec, env={**worker_env(settings), **spec.env})
+
+    address = console_url(settings).removeprefix("http://")
+    return Component(CONSOLE, address, lambda _pid: console_problem(settings), launch)
+
+
 def _worker(settings: Settings, role: WorkerRole, probe: TemporalProbe) -> Component:
     queue = queue_of(role, settings)
     return Component(
@@ -263,4 +277,5 @@ def plan(settings: Settings, roles: Sequence[WorkerRole], probe: TemporalProbe) 
     servers = [_temporal(settings, probe), _s3(settings)]
     if settings.local_llm.model is not None:
         servers.append(_local_llm(settings))
+    servers.append(_console(settings))
     return servers + [_worker(settings, role, probe) for role in roles]

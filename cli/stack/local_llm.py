@@ -12,7 +12,6 @@ through the same launch spec.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -23,7 +22,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from cli.stack.servers import LOOPBACK, PortClaim, ServerLaunch, port_is_free, section_env
+from cli.stack.servers import (
+    LOOPBACK,
+    NoJson,
+    PortClaim,
+    ServerLaunch,
+    json_at,
+    port_is_free,
+    section_env,
+)
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
 from shared.llm.providers import LOCAL_MODEL
@@ -107,15 +114,10 @@ def health_problem(settings: Settings) -> str | None:
     """Whether llama.cpp answers ``/health`` with ``{"status": "ok"}`` (503 while loading)."""
     url = f"http://{LOOPBACK}:{settings.local_llm.port}/health"
     try:
-        with urllib.request.urlopen(url, timeout=2.0) as response:
-            body = json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        loading = " (still loading the model)" if error.code == 503 else ""
-        return f"{url} answers HTTP {error.code}{loading}"
-    except (urllib.error.URLError, OSError):
-        return f"{url} does not answer"
-    except ValueError:
-        return f"{url} answers something that is not JSON"
+        body = json_at(url)
+    except NoJson as problem:
+        loading = " (still loading the model)" if problem.status == 503 else ""
+        return f"{problem}{loading}"
     status = body.get("status") if isinstance(body, dict) else body
     return None if status == "ok" else f"{url} answers status {status!r}"
 

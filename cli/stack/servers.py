@@ -8,6 +8,7 @@ test suite uses the same launch specs, so tests run what users run.
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import sys
@@ -18,6 +19,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
@@ -210,6 +212,27 @@ def http_answers(url: str, timeout: float = 1.0) -> bool:
         return True
     except (urllib.error.URLError, OSError):
         return False
+
+
+class NoJson(Exception):
+    """Why an HTTP endpoint gave no JSON; ``status`` is set when it answered an HTTP error."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def json_at(url: str, timeout: float = 2.0) -> Any:
+    """The JSON ``url`` answers (a health endpoint, say), or ``NoJson`` saying why not."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        raise NoJson(f"{url} answers HTTP {error.code}", error.code) from None
+    except (urllib.error.URLError, OSError):
+        raise NoJson(f"{url} does not answer") from None
+    except ValueError:
+        raise NoJson(f"{url} answers something that is not JSON") from None
 
 
 def wait_until(check: Callable[[], bool], *, timeout: float, interval: float = 0.2) -> bool:

@@ -1,0 +1,54 @@
+"""The console as a component of `quantdesk up`: its launch spec and its health.
+
+`up` runs `quantdesk console` (``console.server``) with the stack's settings, on
+``QUANTDESK_CONSOLE__PORT`` (8400); it is healthy once ``/health`` answers ``ok``.
+A console bound beyond loopback without a token fails `up` before anything starts.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from cli.stack.servers import LOOPBACK, NoJson, PortClaim, ServerLaunch, json_at
+from shared.config import ENV_PREFIX, Settings
+from shared.errors import ConfigError
+
+CONSOLE = "console"
+EXTRA = "pip install 'quantdesk[console]'"
+WILDCARDS = frozenset({"0.0.0.0", "::"})
+
+
+def console_url(settings: Settings) -> str:
+    """Where a browser on this machine opens the console."""
+    host = settings.console.host
+    return f"http://{LOOPBACK if host in WILDCARDS else host}:{settings.console.port}"
+
+
+def console_server(settings: Settings) -> ServerLaunch:
+    """`quantdesk console` on the configured host and port, checked before it starts."""
+    from console.security import check_bind
+
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            CONSOLE, "the console's packages are not installed", fix=f"Install them with `{EXTRA}`."
+        ) from None
+    check_bind(settings)
+    env = {
+        f"{ENV_PREFIX}CONSOLE__HOST": settings.console.host,
+        f"{ENV_PREFIX}CONSOLE__PORT": str(settings.console.port),
+    }
+    ports = [PortClaim(settings.console.port, f"{ENV_PREFIX}CONSOLE__PORT", "web console")]
+    return ServerLaunch(CONSOLE, [sys.executable, "-m", "cli.main", CONSOLE], ports, env=env)
+
+
+def health_problem(settings: Settings) -> str | None:
+    """Whether the console answers ``/health`` with ``{"status": "ok"}``."""
+    url = f"{console_url(settings)}/health"
+    try:
+        body = json_at(url)
+    except NoJson as problem:
+        return str(problem)
+    return None if body == {"status": "ok"} else f"{url} answers {body!r}"

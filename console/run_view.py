@@ -1,0 +1,247 @@
+"""One run as the Run page shows it: what Temporal says of it, its progress, what its flow made.
+
+Every flow answers the common ``progress`` query (``RunProgress``), so the steps, waits,
+tokens, cost and times read the same for all. What a flow produced comes from its
+result once it completed, and while it runs from what it offers live: a Pipeline's
+``state`` query and its debate child's transcript so far, an AutoRun's finished
+Pipeline children and its Portfolio child's approval, a Portfolio run's ``plan``.
+Results and state are read as JSON, so a page shows whatever a flow's contract holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+
+from cli.report import report_refs
+from cli.views import innermost_cause, web_ui_url
+from console.desk import Desk
+from shared.reports.autorun import chart_name
+from shared.storage.buckets import CHARTS_BUCKET, REPORTS_BUCKET
+from workflows.progress import RunProgress, StepState
+from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
+
+LIVE_STATES = frozenset({StepState.RUNNING, StepState.WAITING})
+PIPELINE_STEP = "pipeline "
+"""An AutoRun shows each ticker's Pipeline as the step ``pipeline <TICKER>``."""
+
+
+@dataclass
+class RunPage:
+    """Everything the Run page shows of one run."""
+
+    workflow_id: str
+    run_id: str
+    flow: str
+    status: WorkflowExecutionStatus | None
+    started: datetime
+    closed: datetime | None
+    symbol: str | None
+    portfolio: str | None
+    as_of: datetime | None
+    summary: str | None
+    web_ui: str
+    handle: WorkflowHandle[Any, Any]
+    progress: RunProgress | None = None
+    progress_extra: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] | None = None
+    failure: str | None = None
+    parts: dict[str, Any] = field(default_factory=dict)
+    report: dict[str, str] | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the run is still going (the page keeps refreshing)."""
+        return self.status == WorkflowExecutionStatus.RUNNING
+
+    @property
+    def status_name(self) -> str:
+        """``running``, ``completed``, ``failed``..."""
+        return self.status.name.lower() if self.status else "unknown"
+
+    def step_state(self, step: str) -> StepState | None:
+        """A step's state in the progress, None when not (yet) known."""
+        return self.progress.steps.get(step) if self.progress else None
+
+
+def object_url(ref: dict[str, Any] | None) -> str | None:
+    """The console's address of a stored chart or report (``/objects/<bucket>/<key>``)."""
+    if not ref or ref.get("bucket") not in (CHARTS_BUCKET, REPORTS_BUCKET):
+        return None
+    return f"/objects/{ref['bucket']}/{ref['key']}"
+
+
+async def load_run(desk: Desk, workflow_id: str) -> RunPage:
+    """The run as it is now; ``NotFound`` for an unknown id."""
+    _, described = await desk.described(workflow_id)
+    attributes = described.typed_search_attributes
+    page = RunPage(
+        workflow_id=described.id,
+        run_id=described.run_id,
+        flow=attributes.get(FLOW) or described.workflow_type,
+        status=described.status,
+        started=described.start_time,
+        closed=described.close_time,
+        symbol=attributes.get(SYMBOL),
+        portfolio=attributes.get(PORTFOLIO),
+        as_of=attributes.get(AS_OF),
+        summary=await described.static_summary(),
+        web_ui=web_ui_url(desk.settings, described.id, described.run_id),
+        handle=(await desk.client()).get_workflow_handle(described.id, run_id=described.run_id),
+    )
+    raw = await desk.query(page.handle, "progress", settled=not page.running)
+    if raw is not None:
+        page.progress = RunProgress.model_validate(raw)
+        page.progress_extra = {k: v for k, v in raw.items() if k not in RunProgress.model_fields}
+    if page.status == WorkflowExecutionStatus.COMPLETED:
+        page.result = await desk.result(page.workflow_id, page.run_id)
+        page.report = await _report(desk, page)
+    elif not page.running:
+        page.failure = await _failure(page)
+    loader = FLOW_PARTS.get(described.workflow_type)
+    if loader is not None:
+        page.parts = await loader(desk, page)
+    return page
+
+
+async def _failure(page: RunPage) -> str:
+    """Why a closed run did not complete, in the words of its innermost cause."""
+    try:
+        await page.handle.result()
+    except WorkflowFailureError as error:
+        return innermost_cause(error)
+    return f"the run ended {page.status_name}"
+
+
+async def _report(desk: Desk, page: RunPage) -> dict[str, str] | None:
+    """The run's own report: an HTML page shown in a frame, or Markdown shown as HTML."""
+    refs = report_refs(page.result)
+    own = [ref for ref in refs if f"/{page.workflow_id}/" in ref.key] or refs
+    pages = [ref for ref in own if ref.key.endswith((".html", ".md"))]
+    if not pages:
+        return None
+    ref = pages[0]
+    if ref.key.endswith(".html"):
+        return {"html_url": f"/objects/{ref.bucket}/{ref.key}"}
+    text = await asyncio.to_thread(desk.book_io.store.get_bytes, ref)
+    return {"markdown": text.decode("utf-8", errors="replace"), "source": ref.key}
+
+
+# --- what each flow produced ----------------------------------------------------------------
+
+
+async def _pipeline(desk: Desk, page: RunPage) -> dict[str, Any]:
+    """Analyst reports, both debates turn by turn (live from the debate child), plans, decision."""
+    state = page.result or await desk.query(page.handle, "state") or {}
+    research = state.get("research_transcript") or []
+    risk = state.get("risk_transcript") or []
+    if not research and page.step_state("debate") in LIVE_STATES:
+        research = await _transcript_so_far(desk, f"{page.workflow_id}-debate")
+    if not risk and page.step_state("risk") in LIVE_STATES:
+        risk = await _transcript_so_far(desk, f"{page.workflow_id}-risk")
+    reports = state.get("reports") or {}
+    return {
+        "state": state,
+        "reports": {
+            kind: report
+            for kind, report in reports.items()
+            if isinstance(report, dict) and report.get("report_markdown")
+        },
+        "missing": reports.get("missing") or {},
+        "research": research,
+        "risk": risk,
+    }
+
+
+async def _transcript_so_far(desk: Desk, child_id: str) -> list[dict[str, Any]]:
+    progress = await desk.child_query(child_id, "progress")
+    return list((progress or {}).get("transcript") or [])
+
+
+async def _quantagent(desk: Desk, page: RunPage) -> dict[str, Any]:
+    """The decision, the three reports and the two charts."""
+    result = page.result or {}
+    return {
+        "result": result,
+        "charts": {
+            name: object_url((result.get(f"{name}_chart") or {}).get("chart"))
+            for name in ("pattern", "trend")
+            if result.get(f"{name}_chart")
+        },
+    }
+
+
+async def _autorun(desk: Desk, page: RunPage) -> dict[str, Any]:
+    """Each ticker with its Pipeline's state, decision and (once reported) chart, and the
+    Portfolio's outcome (or the approval it waits for)."""
+    result = page.result or {}
+    charts = (result.get("report") or {}).get("charts") or {}
+    decisions = {d["symbol"]: d for d in result.get("decisions") or []}
+    failures = {f["symbol"]: f["reason"] for f in result.get("failures") or []}
+    steps = page.progress.steps if page.progress else {}
+    tickers = [s.removeprefix(PIPELINE_STEP) for s in steps if s.startswith(PIPELINE_STEP)]
+    rows = []
+    for ticker in tickers or result.get("candidates") or []:
+        child_id = f"{page.workflow_id}-pipeline-{ticker}"
+        state = steps.get(PIPELINE_STEP + ticker)
+        decision = decisions.get(ticker)
+        if decision is None and state == StepState.DONE:
+            decision = (await desk.result(child_id, "")).get("decision")
+        rows.append(
+            {
+                "ticker": ticker,
+                "child": child_id,
+                "state": state.value if state else "done",
+                "decision": decision,
+                "failure": failures.get(ticker),
+                "chart": object_url(charts.get(chart_name(ticker))),
+            }
+        )
+    portfolio_id = f"{page.workflow_id}-portfolio"
+    outcome = None
+    approval = None
+    if result or steps.get("portfolio") == StepState.DONE:
+        outcome = await desk.result(portfolio_id, "")
+    elif steps.get("portfolio") in LIVE_STATES:
+        progress = await desk.child_query(portfolio_id, "progress") or {}
+        if progress.get("awaiting_approval"):
+            approval = {"workflow_id": portfolio_id}
+    return {"tickers": rows, "outcome": outcome, "approval": approval, "portfolio_id": portfolio_id}
+
+
+async def _portfolio(desk: Desk, page: RunPage) -> dict[str, Any]:
+    """The plan (and whether it waits for a person), or the outcome."""
+    return {
+        "plan": None if page.result else await desk.query(page.handle, "plan"),
+        "awaiting": bool(page.progress_extra.get("awaiting_approval")),
+        "outcome": page.result,
+    }
+
+
+async def _scan(desk: Desk, page: RunPage) -> dict[str, Any]:
+    """The summary and its shortlist."""
+    return {"summary": (page.result or {}).get("summary")}
+
+
+async def _study(desk: Desk, page: RunPage) -> dict[str, Any]:
+    """An evaluation's or a backtest's plot (the table is in its report)."""
+    result = page.result or {}
+    plot = (result.get("reports") or {}).get("plot") or result.get("chart") or {}
+    return {"plot": object_url(plot.get("report")), "result": result}
+
+
+FLOW_PARTS: dict[str, Callable[[Desk, RunPage], Awaitable[dict[str, Any]]]] = {
+    "Pipeline": _pipeline,
+    "QuantAgent": _quantagent,
+    "AutoRun": _autorun,
+    "Portfolio": _portfolio,
+    "Scan": _scan,
+    "Evaluate": _study,
+    "Backtest": _study,
+}
+"""Workflow type → what its Run page shows beyond the steps (templates/flows/<type>.html)."""

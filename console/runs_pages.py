@@ -1,0 +1,140 @@
+"""The Runs list, the Run page (and its live part), and the ``resume`` button."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import quote
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from temporalio.service import RPCError
+
+from cli.runs import visibility_query
+from cli.views import web_ui_url
+from console.desk import rpc_problem
+from console.errors import PageError
+from console.run_view import load_run
+from console.web import desk_of, page
+from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
+
+router = APIRouter()
+
+FLOWS = (
+    "AutoRun",
+    "Pipeline",
+    "QuantAgent",
+    "Scan",
+    "Portfolio",
+    "Debate",
+    "Risk",
+    "Reflect",
+    "Evaluate",
+    "Backtest",
+)
+STATUS_FILTERS = {
+    "running": "Running",
+    "completed": "Completed",
+    "failed": "Failed",
+    "canceled": "Canceled",
+    "terminated": "Terminated",
+    "timed_out": "TimedOut",
+}
+"""The status choices of the filter → their names in a visibility query."""
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One line of the Runs list."""
+
+    workflow_id: str
+    flow: str
+    symbol: str
+    portfolio: str
+    as_of: datetime | None
+    status: str
+    started: datetime
+    web_ui: str
+
+
+def runs_query(flow: str, symbol: str, portfolio: str, status: str) -> str:
+    """The visibility query of the filters (quoted like the CLI's `quantdesk runs`)."""
+    if status and status not in STATUS_FILTERS:
+        raise PageError(f"status {status!r} is not one of: {', '.join(STATUS_FILTERS)}")
+    query = visibility_query(flow or None, symbol or None, portfolio or None, running=False)
+    if status:
+        clause = f"ExecutionStatus = '{STATUS_FILTERS[status]}'"
+        query = f"{query} AND {clause}" if query else clause
+    return query
+
+
+@router.get("/", include_in_schema=False)
+async def home() -> RedirectResponse:
+    """The console opens on the runs."""
+    return RedirectResponse("/runs", 303)
+
+
+@router.get("/runs", response_class=HTMLResponse)
+async def runs(
+    request: Request,
+    flow: str = "",
+    symbol: str = "",
+    portfolio: str = "",
+    status: str = "",
+    limit: int = Query(50, ge=1, le=500),
+) -> HTMLResponse:
+    """Recent runs of every flow, newest first, filtered through the search attributes."""
+    desk = desk_of(request)
+    query = runs_query(flow, symbol, portfolio, status)
+    client = await desk.client()
+    rows = []
+    try:
+        async for run in client.list_workflows(query or None, limit=limit):
+            attributes = run.typed_search_attributes
+            rows.append(
+                RunRow(
+                    workflow_id=run.id,
+                    flow=attributes.get(FLOW) or run.workflow_type,
+                    symbol=attributes.get(SYMBOL) or "",
+                    portfolio=attributes.get(PORTFOLIO) or "",
+                    as_of=attributes.get(AS_OF),
+                    status=run.status.name.lower() if run.status else "unknown",
+                    started=run.start_time,
+                    web_ui=web_ui_url(desk.settings, run.id, run.run_id),
+                )
+            )
+    except RPCError as error:
+        raise rpc_problem(error, "no such runs") from None
+    return page(
+        request,
+        "runs.html",
+        rows=rows,
+        query=query,
+        flows=FLOWS,
+        statuses=STATUS_FILTERS,
+        chosen={"flow": flow, "symbol": symbol, "portfolio": portfolio, "status": status},
+    )
+
+
+@router.get("/runs/{workflow_id}", response_class=HTMLResponse)
+async def run(request: Request, workflow_id: str) -> HTMLResponse:
+    """One run: its steps live, and what its flow produced."""
+    return page(request, "run.html", run=await load_run(desk_of(request), workflow_id))
+
+
+@router.get("/runs/{workflow_id}/live", response_class=HTMLResponse)
+async def run_live(request: Request, workflow_id: str) -> HTMLResponse:
+    """The part of the Run page that changes while the run goes on."""
+    return page(request, "run_live.html", run=await load_run(desk_of(request), workflow_id))
+
+
+@router.post("/runs/{workflow_id}/resume")
+async def resume(request: Request, workflow_id: str) -> RedirectResponse:
+    """Send ``resume``: the run (and its children) try again the calls that wait for a fix."""
+    handle = await desk_of(request).running(workflow_id, "nothing to resume")
+    try:
+        await handle.signal("resume")
+    except RPCError as error:
+        raise rpc_problem(error, f"no run with id {workflow_id!r}") from None
+    said = quote(f"resume sent to {workflow_id}")
+    return RedirectResponse(f"/runs/{quote(workflow_id)}?said={said}", 303)

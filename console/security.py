@@ -1,0 +1,95 @@
+"""Who may use the console: anyone on this machine, or, bound beyond loopback, token holders.
+
+On loopback (the default) the console is as open as the Temporal Web UI next to it.
+Bound to any other address it refuses to start without ``QUANTDESK_CONSOLE__TOKEN``,
+and then asks every request for it: an ``Authorization: Bearer`` header, the cookie a
+first visit with ``?token=...`` sets, or that query parameter itself. Either way a POST
+(approve, reject, resume, start) is taken only from the console's own pages.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
+
+from fastapi import Request, Response
+from fastapi.responses import RedirectResponse
+
+from shared.config import ENV_PREFIX, Settings
+from shared.errors import ConfigError
+
+TOKEN_SETTING = f"{ENV_PREFIX}CONSOLE__TOKEN"
+COOKIE = "quantdesk_console_token"
+OPEN_PATHS = frozenset({"/health"})
+"""Answered without a token: `quantdesk up` checks the console's health."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(settings: Settings) -> None:
+    """Refuse to serve beyond loopback without a token, naming the setting to set."""
+    host = settings.console.host
+    if not is_loopback(host) and settings.console.token is None:
+        raise ConfigError(
+            TOKEN_SETTING,
+            f"the console would listen on {host}, beyond this machine, without a token",
+            fix=f"Set {TOKEN_SETTING} to a long random string (people then open "
+            f"http://HOST:{settings.console.port}/?token=...), or bind {ENV_PREFIX}CONSOLE__HOST "
+            "to 127.0.0.1.",
+        )
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+async def same_origin(request: Request, call_next: Handler) -> Response:
+    """Refuse a POST sent by a page of another site (a form on any web page can post to
+    127.0.0.1): browsers name the page's origin, which must be the console's own."""
+    origin = request.headers.get("origin")
+    foreign = origin is not None and urlsplit(origin).netloc != request.headers.get("host")
+    if request.method not in SAFE_METHODS and foreign:
+        # "null" (a sandboxed or file page) is foreign too.
+        return Response(
+            f"refused: a page of {origin} may not act on this console",
+            status_code=403,
+            media_type="text/plain",
+        )
+    return await call_next(request)
+
+
+def token_gate(token: str) -> Callable[[Request, Handler], Awaitable[Response]]:
+    """Middleware that lets through requests carrying ``token`` (and ``OPEN_PATHS``)."""
+
+    def carries(given: str | None) -> bool:
+        return given is not None and hmac.compare_digest(given.encode(), token.encode())
+
+    async def gate(request: Request, call_next: Handler) -> Response:
+        if request.url.path in OPEN_PATHS:
+            return await call_next(request)
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if carries(bearer or None) or carries(request.cookies.get(COOKIE)):
+            return await call_next(request)
+        if carries(request.query_params.get("token")):
+            # Once in the address bar, then a cookie: links inside the console stay clean.
+            url = request.url.remove_query_params("token")
+            answer = RedirectResponse(url.path + (f"?{url.query}" if url.query else ""), 303)
+            answer.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+            return answer
+        return Response(
+            f"This console asks for a token: open it with ?token=... ({TOKEN_SETTING}).",
+            status_code=401,
+            media_type="text/plain",
+        )
+
+    return gate

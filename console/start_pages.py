@@ -1,0 +1,160 @@
+"""The Start page: a form per flow, and the schedules with pause / unpause / trigger.
+
+A form is built from the flow's input model (``console.forms``); a filled one is checked
+by that model before anything starts, and a problem is shown next to its field with a
+422. The run starts on the configured workflow queue under an id like the CLI's, and the
+page moves to the new run's page. Schedules are Temporal's own (``quantdesk schedule``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from pydantic import BaseModel
+from temporalio.client import ScheduleActionStartWorkflow
+from temporalio.service import RPCError
+
+from cli.inputs import new_workflow_id
+from cli.schedule import SCHEDULABLE
+from console.desk import Desk, rpc_problem
+from console.errors import NotFound
+from console.forms import form_fields, payload_of, problems_of
+from console.web import desk_of, page
+from workflows.backtest import BacktestInput
+from workflows.portfolio import PortfolioInput
+
+router = APIRouter()
+
+STARTABLE: dict[str, tuple[str, type[BaseModel]]] = {
+    **SCHEDULABLE,
+    "portfolio": ("Portfolio", PortfolioInput),
+    "backtest": ("Backtest", BacktestInput),
+}
+"""Form name → (workflow type, input model): the schedulable flows, a Portfolio run and a
+backtest. An evaluation names its windows as structured data: `quantdesk eval` starts it."""
+SCHEDULE_VERBS = ("pause", "unpause", "trigger")
+ID_PARTS = ("symbol", "portfolio")
+"""Input fields that also name the run (``pipeline-GOOG-<stamp>``, ``autorun-desk-...``)."""
+
+
+@dataclass(frozen=True)
+class ScheduleRow:
+    """One schedule as the Start page lists it."""
+
+    name: str
+    flow: str
+    cron: str
+    paused: bool
+    next_run: str
+    runs: int
+
+
+def _flow(name: str) -> tuple[str, type[BaseModel]]:
+    if name not in STARTABLE:
+        raise NotFound(f"no flow {name!r} to start: use one of {', '.join(STARTABLE)}")
+    return STARTABLE[name]
+
+
+@router.get("/start", response_class=HTMLResponse)
+async def start(request: Request) -> HTMLResponse:
+    """Every flow's form, and the schedules."""
+    return page(
+        request,
+        "start.html",
+        flows=STARTABLE,
+        schedules=await _schedules(desk_of(request)),
+    )
+
+
+@router.get("/start/{flow}", response_class=HTMLResponse)
+async def start_form(request: Request, flow: str) -> HTMLResponse:
+    """One flow's form, blank (its defaults shown)."""
+    workflow_type, model = _flow(flow)
+    return page(
+        request,
+        "start_flow.html",
+        flow=flow,
+        workflow_type=workflow_type,
+        fields=form_fields(model),
+        given={},
+        problems={},
+    )
+
+
+@router.post("/start/{flow}", response_model=None)
+async def start_run(request: Request, flow: str) -> HTMLResponse | RedirectResponse:
+    """Check the filled form with the flow's model; start the run, or show what is wrong."""
+    workflow_type, model = _flow(flow)
+    fields = form_fields(model)
+    form = await request.form()
+    payload = payload_of(fields, form)
+    problems = problems_of(model, payload)
+    if problems:
+        given = {spec.name: form.getlist(spec.name) for spec in fields}
+        return page(
+            request,
+            "start_flow.html",
+            status=422,
+            flow=flow,
+            workflow_type=workflow_type,
+            fields=fields,
+            given=given,
+            problems=problems,
+        )
+    desk = desk_of(request)
+    workflow_id = new_workflow_id(flow, *(str(payload[p]) for p in ID_PARTS if p in payload))
+    try:
+        await (await desk.client()).start_workflow(
+            workflow_type,
+            payload,
+            id=workflow_id,
+            task_queue=desk.settings.queues.workflows,
+            static_summary=f"{workflow_type} from the console",
+        )
+    except RPCError as error:
+        raise rpc_problem(error, f"cannot start {workflow_type}") from None
+    return RedirectResponse(f"/runs/{quote(workflow_id)}", 303)
+
+
+async def _schedules(desk: Desk) -> list[ScheduleRow]:
+    client = await desk.client()
+    rows = []
+    try:
+        async for listed in await client.list_schedules():
+            described = await client.get_schedule_handle(listed.id).describe()
+            schedule = described.schedule
+            action = schedule.action
+            nexts = described.info.next_action_times
+            rows.append(
+                ScheduleRow(
+                    name=listed.id,
+                    flow=action.workflow
+                    if isinstance(action, ScheduleActionStartWorkflow)
+                    else "?",
+                    cron=str(await described.memo_value("cron", "?")),
+                    paused=schedule.state.paused,
+                    next_run=nexts[0].isoformat() if nexts else "",
+                    runs=described.info.num_actions,
+                )
+            )
+    except RPCError as error:
+        raise rpc_problem(error, "no schedules") from None
+    return rows
+
+
+@router.post("/schedules/{name}/{verb}")
+async def schedule_action(request: Request, name: str, verb: str) -> RedirectResponse:
+    """Pause, unpause or trigger a schedule."""
+    if verb not in SCHEDULE_VERBS:
+        raise NotFound(f"no schedule action {verb!r}: use {', '.join(SCHEDULE_VERBS)}")
+    handle = (await desk_of(request).client()).get_schedule_handle(name)
+    try:
+        act: Any = getattr(handle, verb)
+        await act()
+    except RPCError as error:
+        raise rpc_problem(error, f"no schedule called {name!r}") from None
+    return RedirectResponse(f"/start?said={quote(f'{verb}: {name}')}", 303)
