@@ -3,16 +3,20 @@
 It is the embedded default (no key, no network) and the baseline every LLM must
 beat. It answers a ``ChatRequest`` from the request's ``context`` and the tool
 results in the conversation: same input, same output; different data,
-different conclusions. Agents get a dedicated analyst from ``ANALYSTS`` by agent
-name; the rest get the generic one, which reads whatever numbers it is given.
+different conclusions. An agent with a spec (``shared.agents.spec``) is answered
+by its spec's offline rule, over its typed inputs; an agent registered here by
+name (``ANALYSTS``) by its analyst; the rest by the generic one, which reads
+whatever numbers it is given.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel
 
+from shared.agents.spec import AGENT_SPECS, AgentSpec
 from shared.errors import InvalidInput
 from shared.llm.contracts import ChatRequest, ChatResponse, Usage
 from shared.llm.offline.generic import analyse, render_note
@@ -54,6 +58,31 @@ def register_analyst(agent: str, analyst: OfflineAnalyst) -> None:
     ANALYSTS[agent] = analyst
 
 
+def spec_analyst(spec: AgentSpec[Any, Any]) -> OfflineAnalyst:
+    """``spec``'s offline rule as an offline analyst: it reads the request's inputs as the
+    spec's inputs model and writes only the spec's schema."""
+
+    def answer(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
+        if schema not in (None, spec.schema_name):
+            raise InvalidInput(
+                "response_schema",
+                f"the offline {spec.name} writes {spec.schema_name}, not {schema!r}",
+                fix=f"Ask {spec.name} for {spec.schema_name}.",
+            )
+        result = spec.answer_offline(offline.context, offline)
+        return OfflineAnswer(text=spec.as_text(result), structured=result)
+
+    return answer
+
+
+def analyst_for(agent: str) -> OfflineAnalyst:
+    """The offline analyst of ``agent``: its spec's rule, its registered one, or the generic."""
+    spec = AGENT_SPECS.get(agent)
+    if spec is not None:
+        return spec_analyst(spec)
+    return ANALYSTS.get(agent, generic_analyst)
+
+
 def _tokens(text: str) -> int:
     return max(1, len(text) // CHARS_PER_TOKEN)
 
@@ -78,7 +107,7 @@ def answer_offline(request: ChatRequest, model: str) -> ChatResponse:
                 usage=Usage(calls=1, input_tokens=prompt_tokens, output_tokens=10 * len(calls)),
             )
     offline = read_request(request)
-    answer = ANALYSTS.get(request.agent, generic_analyst)(offline, request.response_schema)
+    answer = analyst_for(request.agent)(offline, request.response_schema)
     structured = answer.structured if request.response_schema is not None else None
     text = structured.model_dump_json() if structured is not None else answer.text
     return ChatResponse(

@@ -28,7 +28,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from shared.agents.pipeline.evidence import banded
 from shared.agents.pipeline.facts import unwrap
+from shared.agents.pipeline.news_analyst import TONE_BANDS
 from shared.agents.scan.facts import (
     Candidate,
     Signal,
@@ -69,7 +71,6 @@ from shared.data.contracts import (
 )
 from shared.errors import InvalidInput
 from shared.llm.offline.engine import OfflineAnalyst, OfflineAnswer, register_analyst
-from shared.llm.offline.pipeline import TONE_BANDS, banded
 from shared.llm.offline.reading import OfflineInput
 
 INF = float("inf")
