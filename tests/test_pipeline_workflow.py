@@ -287,21 +287,21 @@ async def test_each_agent_reads_only_what_it_should(
     debate = await _chats(ts_env, _child(ts_env, handle, "debate"))
     firsts = {r.agent: r for _, r, _ in main if r.agent in ANALYST_AGENTS.values()}
     for request in firsts.values():
-        assert "reports" not in request.context and request.context["symbol"] == "GOOG"
-        assert request.context["as_of"].startswith("2012-06-01")
+        assert "reports" not in request.inputs and request.inputs["symbol"] == "GOOG"
+        assert request.inputs["as_of"].startswith("2012-06-01")
     # An analyst's tool loop carries only its own tool results.
     market = [r for _, r, _ in main if r.agent == ANALYST_AGENTS["market"]][-1]
     tools = {m.name for m in market.messages if m.role == "tool"}
     assert tools and tools <= {"get_ohlcv", "get_indicators"}
     bull = next(r for _, r, _ in debate if r.agent == BULL_RESEARCHER)
-    assert "proposal" not in bull.context or bull.context["proposal"] is None
-    assert LESSON in bull.context["memories"]
+    assert "proposal" not in bull.inputs or bull.inputs["proposal"] is None
+    assert LESSON in bull.inputs["memories"]
     assert LESSON not in (result.memories.get(MemoryRole.BEAR) or "")
     [trader] = [r for _, r, _ in main if r.agent == TRADER]
-    assert trader.context["last_price"] == result.price.last_close
-    assert trader.context["reports"]["market"]["analyst"] == "market"
+    assert trader.inputs["last_price"] == result.price.last_close
+    assert trader.inputs["reports"]["market"]["analyst"] == "market"
     [pm] = [r for _, r, _ in main if r.agent == PORTFOLIO_MANAGER]
-    assert {t["speaker"] for t in pm.context["transcript"]} == {
+    assert {t["speaker"] for t in pm.inputs["transcript"]} == {
         "aggressive",
         "conservative",
         "neutral",
@@ -324,7 +324,7 @@ async def test_a_critical_abort_skips_the_debates_the_trader_and_risk(
     assert progress.steps["recall_memories"] == "done"
     assert progress.phase == "done"
     [pm] = [r for _, r, _ in await _chats(ts_env, handle) if r.agent == PORTFOLIO_MANAGER]
-    assert ABORT_LESSON in pm.context["memories"]
+    assert ABORT_LESSON in pm.inputs["memories"]
     assert ABORT_LESSON in pm.messages[-1].content
 
 
@@ -346,7 +346,7 @@ async def test_a_stored_scan_summary_reaches_the_analysts_and_both_managers(
         RESEARCH_MANAGER,
         PORTFOLIO_MANAGER,
     }
-    assert all(r.context["macro_context"] == MACRO for r in readers)
+    assert all(r.inputs["macro_context"] == MACRO for r in readers)
     assert all(MACRO in r.messages[1].content for r in readers)
     assert result.macro_context == MACRO
     progress = await handle.query("progress", result_type=PipelineProgress)

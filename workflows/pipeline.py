@@ -7,7 +7,7 @@ straight to the portfolio manager → else the bull/bear ``Debate`` child (with 
 research manager's plan) → the trader → the ``Risk`` child → the portfolio
 manager → a Markdown report of the whole run in S3.
 
-Each analyst's conversation stays its own: its request context is its
+Each analyst's conversation stays its own: its request carries its
 ``AnalystInputs`` and its tool results feed only its report (and, for the
 market analyst, the trader's price facts). Later agents read reports by name
 through their typed inputs. The ``state`` query returns everything produced so
@@ -31,7 +31,6 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.failures import as_temporal_failures
     from activities.reflection import DEFAULT_HORIZON_BARS
     from activities.research import (
         LoadedText,
@@ -44,6 +43,8 @@ with workflow.unsafe.imports_passed_through():
         StoreReportRequest,
     )
     from shared.agents.missing import MissingStep
+    from shared.agents.pipeline import portfolio_manager
+    from shared.agents.pipeline import trader as trader_agent
     from shared.agents.pipeline.facts import PriceFacts, payloads_of_results, price_facts
     from shared.agents.pipeline.inputs import (
         AnalystInputs,
@@ -52,21 +53,16 @@ with workflow.unsafe.imports_passed_through():
         TraderInputs,
     )
     from shared.agents.pipeline.prompts import (
-        ANALYST_BRIEFS,
         REPORT_HEADINGS,
-        analyst_messages,
-        manager_messages,
         render_plan,
         render_proposal,
         report_or_absence,
-        trader_messages,
     )
     from shared.agents.pipeline.roles import (
-        AGENTS,
         ANALYST_AGENTS,
+        ANALYST_SPECS,
         PORTFOLIO_MANAGER,
         TRADER,
-        ManagerKind,
     )
     from shared.agents.pipeline.schemas import (
         AnalystKind,
@@ -82,7 +78,6 @@ with workflow.unsafe.imports_passed_through():
     from shared.queues import TOOLS_QUEUE
     from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
-    from shared.tools.registry import tool_specs
     from workflows.concurrency import gather_all
     from workflows.debates import (
         MAX_ROUNDS,
@@ -90,12 +85,11 @@ with workflow.unsafe.imports_passed_through():
         DebateResult,
         RiskInput,
         RiskResult,
-        agent_request,
         check_provider,
         run_key_prefix,
     )
     from workflows.inputs import parse_input, scheduled_time
-    from workflows.llm_calls import chat, tool_loop_or_missing
+    from workflows.llm_calls import ToolUse, call_agent, call_agent_tools
     from workflows.progress import RunProgress, StepState, mark_missing, track
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
     from workflows.resume import Resumable
@@ -439,8 +433,15 @@ class PipelineWorkflow(Resumable):
             last_price=_positive(state.price.last_close) if state.price else None,
             macro_context=state.macro_context,
         )
-        state.decision = PortfolioDecision.model_validate(
-            await self._chat(args, PORTFOLIO_MANAGER, manager_messages, inputs)
+        state.decision = await self._step(
+            PORTFOLIO_MANAGER,
+            call_agent(
+                portfolio_manager.SPEC,
+                inputs,
+                llm=args.llm,
+                raw_key=self._raw_key(PORTFOLIO_MANAGER),
+                usage=self.usage,
+            ),
         )
         self._enter(REPORT)
         state.report = await self._research(
@@ -457,23 +458,9 @@ class PipelineWorkflow(Resumable):
         self._enter("done")
         return PipelineResult.model_validate({**state.model_dump(), "run_id": info.run_id})
 
-    async def _chat(self, args: PipelineInput, agent: str, build: Any, inputs: BaseModel) -> Any:
-        """One single-shot agent: its messages from its typed inputs, which are also its context."""
-        with as_temporal_failures():
-            if agent == PORTFOLIO_MANAGER:
-                messages = build(ManagerKind.PORTFOLIO_MANAGER, inputs)
-            else:
-                messages = build(inputs)
-        request = agent_request(
-            args.llm,
-            agent,
-            run_key_prefix("pipeline"),
-            messages=messages,
-            context=inputs.model_dump(mode="json"),
-        )
-        response = await self._step(agent, chat(request))
-        self.usage.add(agent, response.usage)
-        return response.structured
+    def _raw_key(self, agent: str) -> str:
+        """Where ``agent``'s unusable reply is kept: under this run's keys, by agent."""
+        return f"{run_key_prefix('pipeline')}/{agent}.raw.txt"
 
     async def _analysts(self, args: PipelineInput, state: PipelineState) -> None:
         """Every chosen analyst's tool loop at once; reports land under their own names."""
@@ -507,42 +494,37 @@ class PipelineWorkflow(Resumable):
         ticker or anything after ``as_of`` whatever the model asks for. A reply that stays
         invalid makes the report missing, not the run failed; the step shows as missing.
         """
-        agent = ANALYST_AGENTS[kind]
+        spec = ANALYST_SPECS[kind]
         prefix = run_key_prefix("pipeline")
-        with as_temporal_failures():
-            messages = analyst_messages(kind, inputs)
-        request = agent_request(
-            args.llm,
-            agent,
-            prefix,
-            messages=messages,
-            tools=tool_specs(ANALYST_BRIEFS[kind].tools, fixed=["symbol"]),
-            context=inputs.model_dump(mode="json"),
+        tools = ToolUse(
+            queue=TOOLS_QUEUE,
+            context={
+                "as_of": inputs.as_of.isoformat(),
+                "symbol": inputs.symbol,
+                "result_key_prefix": f"{prefix}/{spec.name}",
+            },
+            hidden=("symbol",),
         )
-        loop = await self._step(
-            agent,
-            tool_loop_or_missing(
-                request,
-                tools_queue=TOOLS_QUEUE,
-                tool_context={
-                    "as_of": inputs.as_of.isoformat(),
-                    "symbol": inputs.symbol,
-                    "result_key_prefix": f"{prefix}/{agent}",
-                },
+        run = await self._step(
+            spec.name,
+            call_agent_tools(
+                spec,
+                inputs,
+                llm=args.llm,
+                raw_key=self._raw_key(spec.name),
                 usage=self.usage,
+                tools=tools,
+                optional=True,
+                # The step, not the model, knows which analyst spoke.
+                fixed={"analyst": kind.value},
             ),
         )
-        if isinstance(loop, MissingStep):
-            return self._missing(kind, loop)
-        if loop.response.structured is None:
-            reason = "it was still asking for tools when its rounds ran out, with no report"
-            return self._missing(kind, MissingStep(step=agent, reason=reason))
-        # The step, not the model, knows which analyst spoke.
-        structured = {**loop.response.structured, "analyst": kind.value}
-        report = AGENTS[agent].schema.model_validate(structured)
-        assert isinstance(report, AnalystReport)
-        facts = price_facts(payloads_of_results(loop.tool_results))
-        return AnalystOutcome(kind, report, facts=facts if kind is AnalystKind.MARKET else None)
+        if isinstance(run, MissingStep):
+            return self._missing(kind, run)
+        if run.output is None:
+            return self._missing(kind, MissingStep(step=spec.name, reason=run.problem or ""))
+        facts = price_facts(payloads_of_results(run.loop.tool_results))
+        return AnalystOutcome(kind, run.output, facts=facts if kind is AnalystKind.MARKET else None)
 
     def _missing(self, kind: AnalystKind, missing: MissingStep) -> AnalystOutcome:
         """Record an analyst's report as missing; the run goes on without it."""
@@ -597,8 +579,15 @@ class PipelineWorkflow(Resumable):
             atr=_positive(price.atr),
             volatility=price.volatility if price.volatility and price.volatility >= 0 else None,
         )
-        state.proposal = TraderProposal.model_validate(
-            await self._chat(args, TRADER, trader_messages, trader)
+        state.proposal = await self._step(
+            TRADER,
+            call_agent(
+                trader_agent.SPEC,
+                trader,
+                llm=args.llm,
+                raw_key=self._raw_key(TRADER),
+                usage=self.usage,
+            ),
         )
 
         self._enter(RISK)

@@ -215,7 +215,7 @@ class QuantAgentWorkflow(Resumable):
                         loaded.symbol, args.timeframe.value, report, pattern_report, trend_report
                     ),
                     response_schema="QuantDecision",
-                    context={
+                    inputs={
                         "indicator_outputs": indicator_outputs,
                         "pattern_report": pattern_report.model_dump(mode="json"),
                         "trend_report": trend_report.model_dump(mode="json"),
@@ -264,7 +264,7 @@ class QuantAgentWorkflow(Resumable):
                 loaded.bars[-1].time.isoformat(),
             ),
             tools=tool_specs(INDICATOR_TOOL_NAMES, fixed=["bars"]),
-            context={"symbol": loaded.symbol, "timeframe": args.timeframe.value},
+            inputs={"symbol": loaded.symbol, "timeframe": args.timeframe.value},
         )
         bars = [bar.model_dump(mode="json") for bar in loaded.bars]
         loop = await self._step(
@@ -334,7 +334,7 @@ class QuantAgentWorkflow(Resumable):
                     reader.role,
                     messages=messages,
                     response_schema="PatternReport",
-                    context={"patterns": [m.model_dump(mode="json") for m in scan.matches]},
+                    inputs={"patterns": [m.model_dump(mode="json") for m in scan.matches]},
                 )
             ),
         )
@@ -362,7 +362,7 @@ class QuantAgentWorkflow(Resumable):
                     reader.role,
                     messages=messages,
                     response_schema="TrendReport",
-                    context={"trendlines": chart.trendlines.model_dump(mode="json")},
+                    inputs={"trendlines": chart.trendlines.model_dump(mode="json")},
                 )
             ),
         )

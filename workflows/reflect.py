@@ -270,7 +270,7 @@ class ReflectWorkflow(Resumable):
             model=args.llm.model_for(LlmRole.QUICK),
             messages=rf.reflection_messages(role, args.situation, decision, market, stance),
             response_schema="Reflection",
-            context=rf.reflection_context(role, stance, decision, market),
+            inputs=rf.reflection_context(role, stance, decision, market),
             raw_reply_key=ObjectRef(bucket=PAYLOADS_BUCKET, key=key),
         )
         response = await self._step(

@@ -1,13 +1,13 @@
-"""What each kind of Pipeline agent is given: the data of its prompt and of its request's context.
+"""What each kind of Pipeline agent is given: the data of its prompt, which its request carries.
 
 One model per kind of agent. The workflow builds it, the prompt builder renders
-it, and ``model_dump(mode="json")`` is the ``ChatRequest.context`` the offline
+it, and ``model_dump(mode="json")`` is the ``ChatRequest.inputs`` the offline
 analyst validates back: prompt and offline analyst read the same data by
 construction. Reports travel by kind (``reports.get(AnalystKind.FUNDAMENTALS)`` holds
 only the fundamentals analyst's report), so nobody can be handed the news
 report as the fundamentals one, which is what TradingAgents' risk manager read.
 
-| agent kind (builder)            | inputs model     | context keys                                                   |
+| agent kind (builder)            | inputs model     | fields                                                         |
 |---------------------------------|------------------|----------------------------------------------------------------|
 | analysts (``analyst_messages``) | ``AnalystInputs``  | symbol, as_of, macro_context, position, names (+ tool results) |
 | researchers, risk debaters      | ``DebaterInputs``  | symbol, reports, transcript, memories, proposal (risk only)    |

@@ -88,3 +88,8 @@ def speaking_order(debate: Debate, rounds: int | None = None) -> list[Speaker]:
     if count < 1:
         raise ValueError(f"a debate needs at least one round, not {count}")
     return list(SPEAKERS[debate]) * count
+
+
+def all_analysts() -> str:
+    """Every registered analyst's kind, comma-separated: the CLI's default ``--analysts``."""
+    return ",".join(kind.value for kind in AnalystKind)

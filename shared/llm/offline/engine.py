@@ -69,7 +69,7 @@ def spec_analyst(spec: AgentSpec[Any, Any]) -> OfflineAnalyst:
                 f"the offline {spec.name} writes {spec.schema_name}, not {schema!r}",
                 fix=f"Ask {spec.name} for {spec.schema_name}.",
             )
-        result = spec.answer_offline(offline.context, offline)
+        result = spec.answer_offline(offline.inputs, offline)
         return OfflineAnswer(text=spec.as_text(result), structured=result)
 
     return answer
@@ -97,7 +97,7 @@ def answer_offline(request: ChatRequest, model: str) -> ChatResponse:
         )
     prompt_tokens = sum(_tokens(m.content) for m in request.messages)
     if request.tools and not tools_already_called(request):
-        calls = plan_tool_calls(request.tools, request.context)
+        calls = plan_tool_calls(request.tools, request.inputs)
         if calls:
             return ChatResponse(
                 tool_calls=calls,

@@ -369,7 +369,7 @@ def _analyst(agent: str) -> Callable[[OfflineInput, str | None], OfflineAnswer]:
                 f"the offline {agent} writes {expected}, not {schema!r}",
                 fix=f"Ask {agent} for {expected}.",
             )
-        result = decide(inputs.model_validate(offline.context))
+        result = decide(inputs.model_validate(offline.inputs))
         return OfflineAnswer(text=text(result), structured=result)
 
     return answer

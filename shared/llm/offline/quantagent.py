@@ -169,7 +169,7 @@ def indicator_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswe
 
 def pattern_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
     """The best detected pattern on the 40-bar window, or none if nothing is convincing."""
-    matches = [PatternMatch.model_validate(m) for m in offline.context.get("patterns", [])]
+    matches = [PatternMatch.model_validate(m) for m in offline.inputs.get("patterns", [])]
     best = max(matches, key=lambda m: m.confidence, default=None)
     if best is None or best.confidence < MIN_PATTERN_CONFIDENCE:
         seen = f" (best was {best.name.value} at {best.confidence:.2f})" if best else ""
@@ -239,7 +239,7 @@ def _read_trend(lines: TrendLines) -> TrendReport:
 
 def trend_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
     """Price against the four fitted lines of the 50-bar window."""
-    report = _read_trend(TrendLines.model_validate(offline.context["trendlines"]))
+    report = _read_trend(TrendLines.model_validate(offline.inputs["trendlines"]))
     return OfflineAnswer(text=report.analysis, structured=report)
 
 
@@ -277,7 +277,7 @@ def decide(momentum: float, pattern: PatternReport, trend: TrendReport) -> Quant
 
 def decision_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
     """The call from the three reports the workflow passed in ``context``."""
-    context = offline.context
+    context = offline.inputs
     momentum, _ = momentum_score(context.get("indicator_outputs", {}))
     decision = decide(
         momentum,

@@ -118,7 +118,7 @@ def reflect(context: dict[str, Any]) -> Reflection:
 
 def reflector(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
     """The ``reflector`` agent's offline analyst."""
-    reflection = reflect(offline.context)
+    reflection = reflect(offline.inputs)
     return OfflineAnswer(text=f"{reflection.why} {reflection.lesson}", structured=reflection)
 
 

@@ -153,7 +153,7 @@ def _risk_line(item: NewsItem) -> str:
 
 def geopolitical_report(offline: OfflineInput) -> ScannerReport:
     """The tone of geopolitical and world news, its worst headlines, and news-driven names."""
-    inputs = ScannerInputs.model_validate(offline.context)
+    inputs = ScannerInputs.model_validate(offline.inputs)
     answers = _answers(offline)
     topic = found(answers, "get_topic_news", NewsItem)
     world = found(answers, "get_global_news", NewsItem)
@@ -430,7 +430,7 @@ def _flag_line(candidate: Candidate) -> str:
 
 def smart_money_report(offline: OfflineInput) -> ScannerReport:
     """What each screen found, which flags agree, and which sit in leading sectors."""
-    inputs = ScannerInputs.model_validate(offline.context)
+    inputs = ScannerInputs.model_validate(offline.inputs)
     answers = _answers(offline)
     pool = candidates(answers)
     findings = []
@@ -498,7 +498,7 @@ def _relative(company: IndustryCompany, move: SectorPerformance) -> float | None
 
 def deep_dive_report(offline: OfflineInput) -> ScannerReport:
     """Each chosen sector's leading companies against their sector, and smart money in them."""
-    inputs = DeepDiveInputs.model_validate(offline.context)
+    inputs = DeepDiveInputs.model_validate(offline.inputs)
     companies = found(_answers(offline), "get_industry_top_companies", IndustryCompany)
     flagged = {c.ticker: c for c in inputs.smart_money}
     findings, tickers, risks = [], [], []
@@ -872,7 +872,7 @@ RISKS_PER_REPORT = 2
 
 def macro_summary(offline: OfflineInput) -> ScanSummary:
     """The synthesis: macro context from the series, themes, the scored shortlist, risks."""
-    inputs = SynthesisInputs.model_validate(offline.context)
+    inputs = SynthesisInputs.model_validate(offline.inputs)
     series = {s.series: s for s in found(_answers(offline), "get_macro_series", MacroSeries)}
     market = _index(inputs.indices, "^GSPC")
     stocks = shortlist(inputs)
