@@ -45,7 +45,12 @@ with workflow.unsafe.imports_passed_through():
     from shared.agents.missing import MissingStep
     from shared.agents.pipeline import portfolio_manager
     from shared.agents.pipeline import trader as trader_agent
-    from shared.agents.pipeline.facts import PriceFacts, payloads_of_results, price_facts
+    from shared.agents.pipeline.facts import (
+        PriceFacts,
+        payloads_of_results,
+        positive,
+        price_facts,
+    )
     from shared.agents.pipeline.inputs import (
         AnalystInputs,
         AnalystReports,
@@ -317,11 +322,6 @@ class AnalystOutcome:
     facts: PriceFacts | None = None
 
 
-def _positive(value: float | None) -> float | None:
-    """A price fact the trader may use: the typed inputs refuse zero and negatives."""
-    return value if value is not None and value > 0 else None
-
-
 @workflow.defn(name="Pipeline")
 class PipelineWorkflow(Resumable):
     """Analysts ∥ → debate → trader → risk → portfolio manager, for one ticker."""
@@ -430,7 +430,7 @@ class PipelineWorkflow(Resumable):
             memories=state.memories.get(MemoryRole.PORTFOLIO_MANAGER, ""),
             research_plan=state.research_plan,
             proposal=state.proposal,
-            last_price=_positive(state.price.last_close) if state.price else None,
+            last_price=positive(state.price.last_close) if state.price else None,
             macro_context=state.macro_context,
         )
         state.decision = await self._step(
@@ -569,15 +569,12 @@ class PipelineWorkflow(Resumable):
         state.research_plan = debate.research_plan
 
         self._enter(TRADER)
-        price = state.price or PriceFacts()
-        trader = TraderInputs(
-            symbol=state.symbol,
-            reports=state.reports,
-            research_plan=debate.research_plan,
-            memories=state.memories.get(MemoryRole.TRADER, ""),
-            last_price=_positive(price.last_close),
-            atr=_positive(price.atr),
-            volatility=price.volatility if price.volatility and price.volatility >= 0 else None,
+        trader = TraderInputs.of(
+            state.symbol,
+            state.reports,
+            debate.research_plan,
+            state.price,
+            state.memories.get(MemoryRole.TRADER, ""),
         )
         state.proposal = await self._step(
             TRADER,

@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from shared.agents.missing import MissingStep
+from shared.agents.pipeline.facts import PriceFacts, positive
 from shared.agents.pipeline.roles import ANALYST_SCHEMAS
 from shared.agents.pipeline.schemas import (
     DEBATE_OF,
@@ -177,6 +178,27 @@ class TraderInputs(BaseModel):
     last_price: float | None = Field(None, gt=0, description="the last close the market tools read")
     atr: float | None = Field(None, gt=0, description="average true range, in price units")
     volatility: float | None = Field(None, ge=0, description="stdev of daily close returns")
+
+    @classmethod
+    def of(
+        cls,
+        symbol: str,
+        reports: AnalystReports,
+        research_plan: ResearchPlan,
+        price: PriceFacts | None,
+        memories: str = "",
+    ) -> TraderInputs:
+        """The trader's inputs with the price facts it may use (zero and negatives dropped)."""
+        price = price or PriceFacts()
+        return cls(
+            symbol=symbol,
+            reports=reports,
+            research_plan=research_plan,
+            memories=memories,
+            last_price=positive(price.last_close),
+            atr=positive(price.atr),
+            volatility=price.volatility if price.volatility and price.volatility >= 0 else None,
+        )
 
 
 class ManagerInputs(BaseModel):
