@@ -21,7 +21,7 @@ import asyncio
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 from temporalio import workflow
@@ -30,7 +30,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from activities.failures import as_temporal_failures
     from shared.agents.missing import MissingStep
-    from shared.agents.spec import AgentSpec
+    from shared.agents.spec import AgentSpec, InputsT, OutputT
     from shared.llm.contracts import (
         ChatMessage,
         ChatRequest,
@@ -56,9 +56,6 @@ CHAT_START_TO_CLOSE = timedelta(minutes=30)
 CHAT_HEARTBEAT = timedelta(seconds=30)
 TOOL_START_TO_CLOSE = timedelta(minutes=2)
 MAX_TOOL_ROUNDS = 5
-
-InputsT = TypeVar("InputsT", bound=BaseModel)
-OutputT = TypeVar("OutputT", bound=BaseModel)
 
 
 class AgentRow(Protocol):

@@ -78,6 +78,7 @@ with workflow.unsafe.imports_passed_through():
         TraderProposal,
     )
     from shared.agents.reflection import stance_of
+    from shared.agents.spec import AgentSpec
     from shared.llm.contracts import LlmChoice, UsageReport
     from shared.memory import MemoryRole, SourceRun
     from shared.queues import TOOLS_QUEUE
@@ -94,7 +95,7 @@ with workflow.unsafe.imports_passed_through():
         run_key_prefix,
     )
     from workflows.inputs import parse_input, scheduled_time
-    from workflows.llm_calls import ToolUse, call_agent, call_agent_tools
+    from workflows.llm_calls import InputsT, OutputT, ToolUse, call_agent, call_agent_tools
     from workflows.progress import RunProgress, StepState, mark_missing, track
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
     from workflows.resume import Resumable
@@ -433,16 +434,7 @@ class PipelineWorkflow(Resumable):
             last_price=positive(state.price.last_close) if state.price else None,
             macro_context=state.macro_context,
         )
-        state.decision = await self._step(
-            PORTFOLIO_MANAGER,
-            call_agent(
-                portfolio_manager.SPEC,
-                inputs,
-                llm=args.llm,
-                raw_key=self._raw_key(PORTFOLIO_MANAGER),
-                usage=self.usage,
-            ),
-        )
+        state.decision = await self._ask(args, portfolio_manager.SPEC, inputs)
         self._enter(REPORT)
         state.report = await self._research(
             "store_report",
@@ -457,6 +449,16 @@ class PipelineWorkflow(Resumable):
         )
         self._enter("done")
         return PipelineResult.model_validate({**state.model_dump(), "run_id": info.run_id})
+
+    async def _ask(
+        self, args: PipelineInput, spec: AgentSpec[InputsT, OutputT], inputs: InputsT
+    ) -> OutputT:
+        """One single-turn agent of the Pipeline, shown as its own step."""
+        answer = call_agent(
+            spec, inputs, llm=args.llm, raw_key=self._raw_key(spec.name), usage=self.usage
+        )
+        output: OutputT = await self._step(spec.name, answer)
+        return output
 
     def _raw_key(self, agent: str) -> str:
         """Where ``agent``'s unusable reply is kept: under this run's keys, by agent."""
@@ -576,16 +578,7 @@ class PipelineWorkflow(Resumable):
             state.price,
             state.memories.get(MemoryRole.TRADER, ""),
         )
-        state.proposal = await self._step(
-            TRADER,
-            call_agent(
-                trader_agent.SPEC,
-                trader,
-                llm=args.llm,
-                raw_key=self._raw_key(TRADER),
-                usage=self.usage,
-            ),
-        )
+        state.proposal = await self._ask(args, trader_agent.SPEC, trader)
 
         self._enter(RISK)
         self.child_started(f"{wf_id}-risk")
