@@ -11,17 +11,28 @@ from pydantic import ValidationError
 
 from activities.services import StoredReport
 from shared.agents.pipeline.schemas import SIGNAL_OF_RATING, PortfolioDecision, Rating
+from shared.agents.portfolio import book_manager
+from shared.agents.portfolio.book_manager import allocate
+from shared.agents.portfolio.holdings_reviewer import review_holdings
 from shared.agents.portfolio.inputs import (
     SUMMARY_MAX,
     BookFacts,
     CandidateView,
     HoldingView,
     MacroInputs,
+    MicroInputs,
     PmInputs,
     ReviewInputs,
     TickerDecision,
 )
-from shared.agents.portfolio.prompts import pm_messages
+from shared.agents.portfolio.macro_summarizer import summarize_macro
+from shared.agents.portfolio.roles import AGENTS as PORTFOLIO_AGENTS
+from shared.agents.portfolio.roles import (
+    BOOK_MANAGER,
+    HOLDINGS_REVIEWER,
+    MACRO_SUMMARIZER,
+    MICRO_SUMMARIZER,
+)
 from shared.agents.portfolio.schemas import (
     AllocationDecision,
     HoldingAction,
@@ -39,8 +50,10 @@ from shared.agents.scan.schemas import (
     StockToInvestigate,
     ThesisAngle,
 )
+from shared.agents.schemas import RESPONSE_SCHEMAS
 from shared.data.contracts import Sector
-from shared.llm.offline.portfolio import allocate, review_holdings, summarize_macro
+from shared.llm.contracts import ChatRequest
+from shared.llm.offline.reading import read_request
 from shared.portfolio.limits import Limits
 from shared.portfolio.market import Quote, QuoteMissing
 from shared.portfolio.models import Holding, Portfolio
@@ -288,7 +301,7 @@ def test_the_pm_prompt_shows_every_close_the_risk_and_the_limits() -> None:
         summary="one exit",
     )
 
-    [system, user] = pm_messages(inputs)
+    [system, user] = book_manager.SPEC.messages(inputs)
 
     assert "never invent a price" in system.content
     text = user.content
@@ -299,3 +312,32 @@ def test_the_pm_prompt_shows_every_close_the_risk_and_the_limits() -> None:
     assert "- annualised volatility: 20.0%" in text
     assert "at most 15% of the total value in one position" in text
     assert "cash 50,000.00 (91.7%)" in text
+
+
+def _sample_inputs() -> dict[str, Any]:
+    """Each Portfolio agent's inputs, from one book: what the parity test feeds each spec."""
+    pm = _pm_inputs(MarketStance.NEUTRAL)
+    portfolio = pm.book.portfolio
+    return {
+        HOLDINGS_REVIEWER: ReviewInputs(book=pm.book, holdings=pm.holdings),
+        MACRO_SUMMARIZER: MacroInputs(
+            portfolio=portfolio, as_of=AS_OF, scan=_scan("expansion", "easing", ["tariffs"])
+        ),
+        MICRO_SUMMARIZER: MicroInputs(
+            portfolio=portfolio, holdings=pm.holdings, candidates=pm.candidates
+        ),
+        BOOK_MANAGER: pm,
+    }
+
+
+@pytest.mark.parametrize("name", list(PORTFOLIO_AGENTS))
+def test_every_portfolio_spec_makes_a_working_agent(name: str) -> None:
+    spec = PORTFOLIO_AGENTS[name]
+    inputs = _sample_inputs()[name]
+
+    [system, user] = spec.messages(inputs)
+    answer = spec.answer_offline(inputs, read_request(ChatRequest(agent=name, messages=[])))
+
+    assert spec.title in system.content and "## Task" in user.content
+    assert RESPONSE_SCHEMAS[spec.schema_name] is spec.output and isinstance(answer, spec.output)
+    assert spec.as_text(answer).strip()
