@@ -15,7 +15,7 @@ from functools import cache
 import pytest
 from pydantic import ValidationError
 
-from shared.agents.scan import facts, prompts, roles
+from shared.agents.scan import facts, industry_deep_dive, macro_synthesis, prompts, roles
 from shared.agents.scan.facts import Candidate, Signal, answers_of_results, candidates
 from shared.agents.scan.inputs import (
     DeepDiveInputs,
@@ -24,18 +24,19 @@ from shared.agents.scan.inputs import (
     SynthesisInputs,
     scanner_prefetch,
 )
+from shared.agents.scan.macro_synthesis import Scored, Weighted, fits_thesis
 from shared.agents.scan.roles import MACRO_SYNTHESIS, SECTOR_SCANNER, ScannerKind
 from shared.agents.scan.schemas import ScannerReport, ScanSummary
 from shared.agents.scan.shortlist import shortlist_problems
+from shared.agents.schemas import RESPONSE_SCHEMAS
 from shared.data.contracts import Listing, Sector, SectorPerformance
 from shared.data.router import DataRouter
 from shared.data.sim import SimVendor
 from shared.errors import InvalidInput
 from shared.llm.contracts import ChatMessage, ChatRequest, ToolCall, ToolRequest, ToolResult
 from shared.llm.offline import answer_offline
-from shared.llm.offline.scan import Scored, Weighted, fits_thesis
 from shared.llm.providers import OFFLINE_MODEL
-from shared.tools.registry import ToolServices, run_tool, tool_specs
+from shared.tools.registry import TOOLS, ToolServices, run_tool, tool_specs
 
 SIM = SimVendor()
 ROUTER = DataRouter({"sim": SIM}, {kind: ("sim",) for kind in SIM.kinds})
@@ -101,7 +102,7 @@ def _scan(as_of: datetime, max_tickers: int = 10) -> tuple[SynthesisInputs, Scan
         smart_money=[c for c in candidates(smart_answers) if c.smart_money],
     )
     text, dive_results = _agent(
-        roles.INDUSTRY_DEEP_DIVE, prompts.deep_dive_messages(dive), dive, dive.prefetch()
+        roles.INDUSTRY_DEEP_DIVE, industry_deep_dive.SPEC.messages(dive), dive, dive.prefetch()
     )
     inputs = SynthesisInputs(
         as_of=as_of,
@@ -119,7 +120,7 @@ def _scan(as_of: datetime, max_tickers: int = 10) -> tuple[SynthesisInputs, Scan
         candidates=candidates([*movers_answers, *smart_answers, *answers_of_results(dive_results)]),
     )
     summary, _ = _agent(
-        MACRO_SYNTHESIS, prompts.synthesis_messages(inputs), inputs, inputs.prefetch()
+        MACRO_SYNTHESIS, macro_synthesis.SPEC.messages(inputs), inputs, inputs.prefetch()
     )
     return inputs, ScanSummary.model_validate_json(summary)
 
@@ -263,7 +264,7 @@ def test_each_prompt_carries_the_data_its_agent_decides_from() -> None:
         ScannerKind.SMART_MONEY,
         ScannerInputs(as_of=SLUMP, sector_report=inputs.reports.sector, sectors=inputs.sectors),
     )
-    synthesis = prompts.synthesis_messages(inputs)[-1].content
+    synthesis = macro_synthesis.SPEC.messages(inputs)[-1].content
 
     assert "Sector scanner report" not in opening[-1].content
     assert inputs.reports.sector.headline in smart_money[-1].content  # type: ignore[union-attr]
@@ -384,7 +385,7 @@ def test_the_offline_synthesis_refuses_to_shortlist_from_nothing() -> None:
     empty = inputs.model_copy(update={"candidates": []})
     request = ChatRequest(
         agent=MACRO_SYNTHESIS,
-        messages=prompts.synthesis_messages(empty),
+        messages=macro_synthesis.SPEC.messages(empty),
         response_schema="ScanSummary",
         context=empty.model_dump(mode="json"),
     )
@@ -403,3 +404,13 @@ def test_an_offline_scanner_writes_only_its_own_schema() -> None:
 
     with pytest.raises(InvalidInput, match="writes ScannerReport"):
         answer_offline(request, OFFLINE_MODEL)
+
+
+def test_every_scan_spec_is_complete_and_answers_offline_in_its_schema() -> None:
+    inputs, summary = _scan(SLUMP)  # every agent of the Scan, each from its spec, offline
+
+    specs = list(roles.AGENTS.values())
+    assert len(specs) == 6 and set(roles.SCANNER_AGENTS.values()) < set(roles.AGENTS)
+    assert all(RESPONSE_SCHEMAS[spec.schema_name] is spec.output for spec in specs)
+    assert all(spec.tools and set(spec.tools) <= set(TOOLS) for spec in specs)
+    assert inputs.reports.given() and summary.stocks_to_investigate
