@@ -21,7 +21,7 @@ import asyncio
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Generic, Protocol
+from typing import Any, Generic
 
 from pydantic import BaseModel, Field, ValidationError
 from temporalio import workflow
@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
         Usage,
         UsageReport,
     )
-    from shared.llm.providers import PROVIDERS, LlmRole
+    from shared.llm.providers import PROVIDERS
     from shared.storage.buckets import PAYLOADS_BUCKET
     from shared.storage.objects import ObjectRef
     from shared.tools.registry import tool_specs
@@ -56,32 +56,6 @@ CHAT_START_TO_CLOSE = timedelta(minutes=30)
 CHAT_HEARTBEAT = timedelta(seconds=30)
 TOOL_START_TO_CLOSE = timedelta(minutes=2)
 MAX_TOOL_ROUNDS = 5
-
-
-class AgentRow(Protocol):
-    """What an agent table's row says about its calls (Pipeline's, Scan's, ...)."""
-
-    @property
-    def llm_role(self) -> LlmRole: ...
-
-    @property
-    def schema_name(self) -> str | None: ...
-
-
-def request_for(
-    llm: LlmChoice, agent: str, row: AgentRow, raw_key: str, **fields: Any
-) -> ChatRequest:
-    """A chat request for ``agent`` with its row's model role and schema; a reply that
-    will not validate is kept at ``raw_key`` in the payloads bucket (a retry overwrites it)."""
-    return ChatRequest(
-        agent=agent,
-        role=row.llm_role,
-        provider=llm.provider,
-        model=llm.model_for(row.llm_role),
-        response_schema=row.schema_name,
-        raw_reply_key=ObjectRef(bucket=PAYLOADS_BUCKET, key=raw_key),
-        **fields,
-    )
 
 
 async def chat(
