@@ -102,6 +102,18 @@ class AgentSpec(Generic[InputsT, OutputT]):
         return self.offline(self, self.read(inputs), seen)
 
 
+def from_inputs(
+    rule: Callable[[InputsT], OutputT],
+) -> Callable[[AgentSpec[InputsT, OutputT], InputsT, OfflineInput], OutputT]:
+    """``rule`` as an offline rule: for an agent without tools, whose answer follows from its
+    typed inputs alone."""
+
+    def offline(spec: AgentSpec[InputsT, OutputT], inputs: InputsT, seen: OfflineInput) -> OutputT:
+        return rule(inputs)
+
+    return offline
+
+
 AGENT_SPECS: dict[str, AgentSpec[Any, Any]] = {}
 """Every registered agent, by name, in registration order."""
 

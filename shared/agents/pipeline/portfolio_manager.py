@@ -19,9 +19,8 @@ from shared.agents.pipeline.schemas import (
     Speaker,
     TradeSignal,
 )
-from shared.agents.spec import AgentSpec
+from shared.agents.spec import AgentSpec, from_inputs
 from shared.errors import InvalidInput
-from shared.llm.offline.reading import OfflineInput
 from shared.llm.providers import LlmRole
 
 RATING_BANDS: Bands[Rating] = (
@@ -98,12 +97,6 @@ def portfolio_decision(inputs: ManagerInputs) -> PortfolioDecision:
     )
 
 
-def _decision(
-    spec: AgentSpec[ManagerInputs, PortfolioDecision], inputs: ManagerInputs, seen: OfflineInput
-) -> PortfolioDecision:
-    return portfolio_decision(inputs)
-
-
 def _decision_text(decision: PortfolioDecision) -> str:
     return f"{decision.executive_summary}\n\n{decision.investment_thesis}"
 
@@ -120,7 +113,7 @@ SPEC: AgentSpec[ManagerInputs, PortfolioDecision] = AgentSpec(
     "investment thesis, a price target and the time horizon; leave abort_reason null. Learn "
     "from the lessons of past decisions.",
     prompt=manager_prompt,
-    offline=_decision,
+    offline=from_inputs(portfolio_decision),
     as_text=_decision_text,
     needs=("research_plan", "proposal"),
 )

@@ -15,8 +15,7 @@ from shared.agents.pipeline.schemas import (
     AnalystKind,
     ResearchPlan,
 )
-from shared.agents.spec import AgentSpec
-from shared.llm.offline.reading import OfflineInput
+from shared.agents.spec import AgentSpec, from_inputs
 from shared.llm.providers import LlmRole
 
 PLAN_BANDS: Bands[Action] = ((-0.2, Action.SELL), (0.2, Action.HOLD), (INF, Action.BUY))
@@ -88,12 +87,6 @@ def research_plan(inputs: ManagerInputs) -> ResearchPlan:
     )
 
 
-def _plan(
-    spec: AgentSpec[ManagerInputs, ResearchPlan], inputs: ManagerInputs, seen: OfflineInput
-) -> ResearchPlan:
-    return research_plan(inputs)
-
-
 SPEC: AgentSpec[ManagerInputs, ResearchPlan] = AgentSpec(
     name=RESEARCH_MANAGER,
     group=MANAGER,
@@ -105,7 +98,7 @@ SPEC: AgentSpec[ManagerInputs, ResearchPlan] = AgentSpec(
     "evidence truly balances, never as a safe default. Give the rationale (the strongest "
     "points on each side and why one wins) and concrete strategic actions for the trader.",
     prompt=manager_prompt,
-    offline=_plan,
+    offline=from_inputs(research_plan),
     as_text=render_plan,
     refuses=("research_plan", "proposal"),
 )

@@ -12,8 +12,7 @@ from shared.agents.pipeline.schemas import (
     Action,
     TraderProposal,
 )
-from shared.agents.spec import AgentSpec
-from shared.llm.offline.reading import OfflineInput
+from shared.agents.spec import AgentSpec, from_inputs
 from shared.llm.providers import LlmRole
 
 STOP_RISK_MULTIPLE = 2.0
@@ -75,12 +74,6 @@ def trader_proposal(inputs: TraderInputs) -> TraderProposal:
     )
 
 
-def _proposal(
-    spec: AgentSpec[TraderInputs, TraderProposal], inputs: TraderInputs, seen: OfflineInput
-) -> TraderProposal:
-    return trader_proposal(inputs)
-
-
 SPEC: AgentSpec[TraderInputs, TraderProposal] = AgentSpec(
     name=TRADER,
     group=TRADING,
@@ -93,6 +86,6 @@ SPEC: AgentSpec[TraderInputs, TraderProposal] = AgentSpec(
     "(for a Buy stop < entry < take profit; for a Sell take profit < entry < stop), and a "
     "position size as a fraction of the portfolio. Explain the reasoning.",
     prompt=trader_prompt,
-    offline=_proposal,
+    offline=from_inputs(trader_proposal),
     as_text=render_proposal,
 )

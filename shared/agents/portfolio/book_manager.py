@@ -26,8 +26,7 @@ from shared.agents.portfolio.schemas import (
     MarketStance,
 )
 from shared.agents.scan.schemas import Conviction
-from shared.agents.spec import AgentSpec
-from shared.llm.offline.reading import OfflineInput
+from shared.agents.spec import AgentSpec, from_inputs
 from shared.llm.providers import LlmRole
 from shared.portfolio.market import Quote
 from shared.portfolio.orders import BuyOrder, SellOrder
@@ -169,12 +168,6 @@ def allocate(inputs: PmInputs) -> AllocationDecision:
     )
 
 
-def _allocation(
-    spec: AgentSpec[PmInputs, AllocationDecision], inputs: PmInputs, seen: OfflineInput
-) -> AllocationDecision:
-    return allocate(inputs)
-
-
 def _decision_text(decision: AllocationDecision) -> str:
     return f"{decision.portfolio_thesis}\n\n{decision.risk_summary}"
 
@@ -194,6 +187,6 @@ SPEC: AgentSpec[PmInputs, AllocationDecision] = AgentSpec(
     "portfolio thesis and a risk summary that cites the metrics above. Stay within the "
     "limits: what breaks them is scaled down.",
     prompt=pm_prompt,
-    offline=_allocation,
+    offline=from_inputs(allocate),
     as_text=_decision_text,
 )

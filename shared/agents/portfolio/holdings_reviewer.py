@@ -25,8 +25,7 @@ from shared.agents.portfolio.schemas import (
     HoldingsReview,
     HoldingVerdict,
 )
-from shared.agents.spec import AgentSpec
-from shared.llm.offline.reading import OfflineInput
+from shared.agents.spec import AgentSpec, from_inputs
 from shared.llm.providers import LlmRole
 
 STOP_OUT = -0.15
@@ -80,12 +79,6 @@ def review_holdings(inputs: ReviewInputs) -> HoldingsReview:
     return HoldingsReview(verdicts=verdicts, summary=summary)
 
 
-def _review(
-    spec: AgentSpec[ReviewInputs, HoldingsReview], inputs: ReviewInputs, seen: OfflineInput
-) -> HoldingsReview:
-    return review_holdings(inputs)
-
-
 SPEC: AgentSpec[ReviewInputs, HoldingsReview] = AgentSpec(
     name=HOLDINGS_REVIEWER,
     group=PORTFOLIO_GROUP,
@@ -98,6 +91,6 @@ SPEC: AgentSpec[ReviewInputs, HoldingsReview] = AgentSpec(
     "price target). Leave {cash_equivalent} to the cash sweep (keep). "
     "Finish with a one-paragraph summary.",
     prompt=review_prompt,
-    offline=_review,
+    offline=from_inputs(review_holdings),
     as_text=render_review,
 )

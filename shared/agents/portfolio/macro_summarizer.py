@@ -24,8 +24,7 @@ from shared.agents.portfolio.schemas import (
     MarketStance,
 )
 from shared.agents.scan.schemas import Conviction
-from shared.agents.spec import AgentSpec
-from shared.llm.offline.reading import OfflineInput
+from shared.agents.spec import AgentSpec, from_inputs
 from shared.llm.providers import LlmRole
 
 EASY = re.compile(r"\b(expansion|recovery|easing|cut(s|ting)?|accommodative|dovish|growth)\b", re.I)
@@ -69,12 +68,6 @@ def summarize_macro(inputs: MacroInputs) -> MacroSummary:
     )
 
 
-def _summary(
-    spec: AgentSpec[MacroInputs, MacroSummary], inputs: MacroInputs, seen: OfflineInput
-) -> MacroSummary:
-    return summarize_macro(inputs)
-
-
 SPEC: AgentSpec[MacroInputs, MacroSummary] = AgentSpec(
     name=MACRO_SUMMARIZER,
     group=PORTFOLIO_GROUP,
@@ -86,6 +79,6 @@ SPEC: AgentSpec[MacroInputs, MacroSummary] = AgentSpec(
     "stance (risk_on, neutral or risk_off), the regime in a phrase, the key points it rests "
     "on and a short summary. Without a Scan summary, say so and stay neutral.",
     prompt=macro_prompt,
-    offline=_summary,
+    offline=from_inputs(summarize_macro),
     as_text=render_macro,
 )

@@ -26,8 +26,7 @@ from shared.agents.portfolio.schemas import (
 )
 from shared.agents.scan.schemas import Conviction
 from shared.agents.schemas import Stance
-from shared.agents.spec import AgentSpec
-from shared.llm.offline.reading import OfflineInput
+from shared.agents.spec import AgentSpec, from_inputs
 from shared.llm.providers import LlmRole
 from shared.portfolio.market import Quote
 
@@ -83,12 +82,6 @@ def summarize_micro(inputs: MicroInputs) -> MicroSummary:
     return MicroSummary(views=views, summary=summary)
 
 
-def _summary(
-    spec: AgentSpec[MicroInputs, MicroSummary], inputs: MicroInputs, seen: OfflineInput
-) -> MicroSummary:
-    return summarize_micro(inputs)
-
-
 SPEC: AgentSpec[MicroInputs, MicroSummary] = AgentSpec(
     name=MICRO_SUMMARIZER,
     group=PORTFOLIO_GROUP,
@@ -100,6 +93,6 @@ SPEC: AgentSpec[MicroInputs, MicroSummary] = AgentSpec(
     "citing its Pipeline rating, its close against the price target and, for holdings, "
     "the P&L. Then summarise.",
     prompt=micro_prompt,
-    offline=_summary,
+    offline=from_inputs(summarize_micro),
     as_text=render_micro,
 )

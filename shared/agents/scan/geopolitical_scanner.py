@@ -12,14 +12,9 @@ from shared.agents.scan.facts import (
     found,
 )
 from shared.agents.scan.inputs import ScannerInputs
-from shared.agents.scan.prompts import (
-    report_json,
-    scanner_prompt,
-)
-from shared.agents.scan.reading import scanner_report, tool_answers
+from shared.agents.scan.reading import scanner_report, scanner_spec, tool_answers
 from shared.agents.scan.roles import (
     GEOPOLITICAL_SCANNER,
-    SCANNER,
     ScannerKind,
 )
 from shared.agents.scan.schemas import (
@@ -30,7 +25,6 @@ from shared.data.contracts import (
     NewsItem,
 )
 from shared.llm.offline.reading import OfflineInput
-from shared.llm.providers import LlmRole
 from shared.tools.catalog import (
     GEOPOLITICAL_TOOLS,
 )
@@ -108,20 +102,14 @@ def geopolitical_report(
     )
 
 
-SPEC: AgentSpec[ScannerInputs, ScannerReport] = AgentSpec(
-    name=GEOPOLITICAL_SCANNER,
-    group=SCANNER,
-    llm_role=LlmRole.QUICK,
-    inputs=ScannerInputs,
-    output=ScannerReport,
+SPEC = scanner_spec(
+    ScannerKind.GEOPOLITICAL,
+    GEOPOLITICAL_SCANNER,
     title="the geopolitical scanner",
-    brief="Read the geopolitical and world news of the last week (topics such as geopolitics, "
+    focus="Read the geopolitical and world news of the last week (topics such as geopolitics, "
     "energy, central-bank, macro): conflicts, sanctions, trade, elections, commodity "
     "shocks. Count the articles, quote the tone, and list the risks that could move "
     "markets, worst first.",
-    prompt=scanner_prompt,
-    offline=geopolitical_report,
-    as_text=report_json,
-    key=ScannerKind.GEOPOLITICAL.value,
     tools=GEOPOLITICAL_TOOLS,
+    rule=geopolitical_report,
 )

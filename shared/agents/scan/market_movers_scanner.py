@@ -13,14 +13,9 @@ from shared.agents.scan.facts import (
     index_levels,
 )
 from shared.agents.scan.inputs import ScannerInputs
-from shared.agents.scan.prompts import (
-    report_json,
-    scanner_prompt,
-)
-from shared.agents.scan.reading import INF, scanner_report, tool_answers
+from shared.agents.scan.reading import INF, scanner_report, scanner_spec, tool_answers
 from shared.agents.scan.roles import (
     MARKET_MOVERS_SCANNER,
-    SCANNER,
     ScannerKind,
 )
 from shared.agents.scan.schemas import (
@@ -31,7 +26,6 @@ from shared.data.contracts import (
     IndexLevel,
 )
 from shared.llm.offline.reading import OfflineInput
-from shared.llm.providers import LlmRole
 from shared.tools.catalog import (
     MOVERS_TOOLS,
 )
@@ -134,19 +128,13 @@ def market_movers_report(
     )
 
 
-SPEC: AgentSpec[ScannerInputs, ScannerReport] = AgentSpec(
-    name=MARKET_MOVERS_SCANNER,
-    group=SCANNER,
-    llm_role=LlmRole.QUICK,
-    inputs=ScannerInputs,
-    output=ScannerReport,
+SPEC = scanner_spec(
+    ScannerKind.MARKET_MOVERS,
+    MARKET_MOVERS_SCANNER,
     title="the market-movers scanner",
-    brief="Read the last session's top gainers, losers and most active stocks and the major "
+    focus="Read the last session's top gainers, losers and most active stocks and the major "
     "indices (S&P 500, Dow, NASDAQ, VIX, Russell 2000): breadth, leadership, volatility, "
     "and who moved on unusual volume.",
-    prompt=scanner_prompt,
-    offline=market_movers_report,
-    as_text=report_json,
-    key=ScannerKind.MARKET_MOVERS.value,
     tools=MOVERS_TOOLS,
+    rule=market_movers_report,
 )

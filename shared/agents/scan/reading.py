@@ -1,4 +1,4 @@
-"""What the Scan's offline agents share: their tool answers and gaps, and the report they write.
+"""What the Scan's agents share: tool answers and gaps, the report they write, the scanners' spec.
 
 Every sentence of an offline scanner carries the number it rests on; a missing
 answer is a gap the report names, never a value.
@@ -6,12 +6,17 @@ answer is a gap the report names, never a value.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from shared.agents.pipeline.facts import unwrap
+from shared.agents.scan.inputs import ScannerInputs
+from shared.agents.scan.prompts import report_json, scanner_prompt
+from shared.agents.scan.roles import SCANNER, ScannerKind
 from shared.agents.scan.schemas import ScannerReport
+from shared.agents.spec import AgentSpec
 from shared.llm.offline.reading import OfflineInput
+from shared.llm.providers import LlmRole
 
 INF = float("inf")
 MAX_LISTED = 6
@@ -68,4 +73,36 @@ def scanner_report(
         tickers=names,
         risks=risks,
         report_markdown="\n\n".join(parts),
+    )
+
+
+ScannerRule = Callable[
+    [AgentSpec[ScannerInputs, ScannerReport], ScannerInputs, OfflineInput], ScannerReport
+]
+
+
+def scanner_spec(
+    kind: ScannerKind,
+    name: str,
+    *,
+    title: str,
+    focus: str,
+    tools: tuple[str, ...],
+    rule: ScannerRule,
+) -> AgentSpec[ScannerInputs, ScannerReport]:
+    """The spec of ``kind``'s scanner: its title, focus, tools and offline rule; the rest
+    (inputs, schema, prompt builder, quick model) is every scanner's."""
+    return AgentSpec(
+        name=name,
+        group=SCANNER,
+        llm_role=LlmRole.QUICK,
+        inputs=ScannerInputs,
+        output=ScannerReport,
+        title=title,
+        brief=focus,
+        prompt=scanner_prompt,
+        offline=rule,
+        as_text=report_json,
+        key=kind.value,
+        tools=tools,
     )

@@ -13,12 +13,9 @@ from shared.agents.scan.facts import (
 from shared.agents.scan.inputs import ScannerInputs
 from shared.agents.scan.prompts import (
     render_sector_moves,
-    report_json,
-    scanner_prompt,
 )
-from shared.agents.scan.reading import pct, scanner_report, tool_answers
+from shared.agents.scan.reading import pct, scanner_report, scanner_spec, tool_answers
 from shared.agents.scan.roles import (
-    SCANNER,
     SECTOR_SCANNER,
     ScannerKind,
 )
@@ -31,7 +28,6 @@ from shared.data.contracts import (
     SectorPerformance,
 )
 from shared.llm.offline.reading import OfflineInput
-from shared.llm.providers import LlmRole
 from shared.tools.catalog import (
     SECTOR_TOOLS,
 )
@@ -125,19 +121,13 @@ def sector_report(
     )
 
 
-SPEC: AgentSpec[ScannerInputs, ScannerReport] = AgentSpec(
-    name=SECTOR_SCANNER,
-    group=SCANNER,
-    llm_role=LlmRole.QUICK,
-    inputs=ScannerInputs,
-    output=ScannerReport,
+SPEC = scanner_spec(
+    ScannerKind.SECTOR,
+    SECTOR_SCANNER,
     title="the sector-rotation scanner",
-    brief="Read the 11 SPDR sector ETFs' 1-day, 5-day, 21-day and year-to-date returns: which "
+    focus="Read the 11 SPDR sector ETFs' 1-day, 5-day, 21-day and year-to-date returns: which "
     "sectors lead and lag, and whether money rotates into defensives (utilities, staples, "
     "health care, real estate) or into cyclicals.",
-    prompt=scanner_prompt,
-    offline=sector_report,
-    as_text=report_json,
-    key=ScannerKind.SECTOR.value,
     tools=SECTOR_TOOLS,
+    rule=sector_report,
 )

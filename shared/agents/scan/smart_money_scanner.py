@@ -14,13 +14,8 @@ from shared.agents.scan.facts import (
 )
 from shared.agents.scan.inputs import ScannerInputs
 from shared.agents.scan.market_movers_scanner import with_signal
-from shared.agents.scan.prompts import (
-    report_json,
-    scanner_prompt,
-)
-from shared.agents.scan.reading import scanner_report, tool_answers
+from shared.agents.scan.reading import scanner_report, scanner_spec, tool_answers
 from shared.agents.scan.roles import (
-    SCANNER,
     SMART_MONEY_SCANNER,
     ScannerKind,
 )
@@ -32,7 +27,6 @@ from shared.data.contracts import (
     SectorPerformance,
 )
 from shared.llm.offline.reading import OfflineInput
-from shared.llm.providers import LlmRole
 from shared.tools.catalog import (
     SMART_MONEY_TOOLS,
 )
@@ -130,19 +124,13 @@ def smart_money_report(
     )
 
 
-SPEC: AgentSpec[ScannerInputs, ScannerReport] = AgentSpec(
-    name=SMART_MONEY_SCANNER,
-    group=SCANNER,
-    llm_role=LlmRole.QUICK,
-    inputs=ScannerInputs,
-    output=ScannerReport,
+SPEC = scanner_spec(
+    ScannerKind.SMART_MONEY,
+    SMART_MONEY_SCANNER,
     title="the smart-money scanner",
-    brief="Run the smart-money screens (unusual volume, insider buying, 52-week-high "
+    focus="Run the smart-money screens (unusual volume, insider buying, 52-week-high "
     "breakouts) and say which flagged stocks sit in the sectors the sector scanner found "
     "leading: there informed money agrees with the trend.",
-    prompt=scanner_prompt,
-    offline=smart_money_report,
-    as_text=report_json,
-    key=ScannerKind.SMART_MONEY.value,
     tools=SMART_MONEY_TOOLS,
+    rule=smart_money_report,
 )
