@@ -1,9 +1,12 @@
 """Every registered agent spec is complete: a spec alone must make a working agent.
 
-For each spec: its schema is registered under the name its requests send, its
-tools exist in the tool registry, an analyst has its report heading, its prompt
-builds from the inputs a run gives it (rehearsed on the sim market, all data
-present), and its offline rule answers a valid output for those inputs.
+For every spec: its schema is registered under the name its requests send, its
+tools exist in the tool registry, and the offline engine answers for it from its
+spec. For each Pipeline agent: its prompt builds from the inputs a run gives it
+(rehearsed on the sim market, all data present) and its offline rule answers a
+valid output for them; an analyst has its report heading. (The Scan's and the
+Portfolio's agents are run from their specs in test_scan_agents and
+test_portfolio_agents.)
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from shared.data.contracts import DataKind
 from shared.data.router import DataRouter
 from shared.data.sim import SimVendor
 from shared.llm.contracts import ChatRequest
+from shared.llm.offline.engine import analyst_for, generic_analyst
 from shared.llm.offline.reading import read_request
 from shared.tools.registry import TOOLS, ToolServices
 
@@ -41,6 +45,16 @@ def _answer(spec: AgentSpec[Any, Any], inputs: Any) -> Any:
     return spec.answer_offline(inputs, read_request(ChatRequest(agent=spec.name, messages=[])))
 
 
+@pytest.mark.parametrize("name", list(AGENT_SPECS))
+def test_the_spec_names_a_registered_schema_known_tools_and_its_offline_rule(name: str) -> None:
+    spec = AGENT_SPECS[name]
+
+    assert spec.output is not None and RESPONSE_SCHEMAS[spec.output.__name__] is spec.output
+    assert set(spec.tools) <= set(TOOLS)
+    assert spec.title.strip() and spec.brief.strip()
+    assert analyst_for(name) is not generic_analyst
+
+
 @pytest.mark.parametrize("name", list(AGENTS))
 def test_the_spec_makes_a_working_agent(name: str) -> None:
     spec = AGENT_SPECS[name]
@@ -49,8 +63,7 @@ def test_the_spec_makes_a_working_agent(name: str) -> None:
     messages = rehearsed.messages()
     answer = _answer(spec, rehearsed.inputs)
 
-    assert spec.output is not None and RESPONSE_SCHEMAS[spec.output.__name__] is spec.output
-    assert set(spec.tools) <= set(TOOLS)
+    assert spec.output is not None
     assert [m.role for m in messages] == ["system", "user"] and spec.title in messages[0].content
     assert isinstance(answer, spec.output) and spec.as_text(answer).strip()
     assert spec.output.model_validate_json(answer.model_dump_json()) == answer

@@ -144,7 +144,7 @@ def _pct(value: float) -> str:
 def reflection_context(
     role: MemoryRole, stance: Stance, decision_text: str, outcome: MarketOutcome
 ) -> dict[str, Any]:
-    """The numbers behind the prompt, for the request's ``context`` (the offline engine
+    """The numbers behind the prompt, for the request's ``inputs`` (the offline engine
     reads them; the Web UI shows them)."""
     position = outcome.for_stance(stance)
     return {

@@ -1,7 +1,7 @@
 """The offline provider: a deterministic rule-based analyst engine.
 
 It is the embedded default (no key, no network) and the baseline every LLM must
-beat. It answers a ``ChatRequest`` from the request's ``context`` and the tool
+beat. It answers a ``ChatRequest`` from the request's ``inputs`` and the tool
 results in the conversation: same input, same output; different data,
 different conclusions. An agent with a spec (``shared.agents.spec``) is answered
 by its spec's offline rule, over its typed inputs; an agent registered here by

@@ -4,11 +4,11 @@
   recency, RSI and Williams %R zones, ROC sign, Stochastic %K/%D cross) and
   scores momentum from -1 to +1;
 - pattern agent: its "eyes" are the geometric detectors run on the same 40 bars
-  as the chart (``context["patterns"]``);
+  as the chart (``inputs["patterns"]``);
 - trend agent: where the last close sits against the four fitted lines
-  (``context["trendlines"]``): broken, bounced, rejected or squeezed;
+  (``inputs["trendlines"]``): broken, bounced, rejected or squeezed;
 - decision agent: weighs the three (momentum recomputed from the indicator
-  values in ``context``), momentum first as the original rules ask, and never
+  values in ``inputs``), momentum first as the original rules ask, and never
   returns HOLD.
 
 Every sentence quotes the number it rests on, so a reader can check the call.
@@ -276,7 +276,7 @@ def decide(momentum: float, pattern: PatternReport, trend: TrendReport) -> Quant
 
 
 def decision_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
-    """The call from the three reports the workflow passed in ``context``."""
+    """The call from the three reports the workflow passed in ``inputs``."""
     context = offline.inputs
     momentum, _ = momentum_score(context.get("indicator_outputs", {}))
     decision = decide(
