@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
         Usage,
         UsageReport,
     )
-    from shared.llm.providers import PROVIDERS
+    from shared.llm.providers import PROVIDERS, LlmRole
     from shared.storage.buckets import PAYLOADS_BUCKET
     from shared.storage.objects import ObjectRef
     from shared.tools.registry import tool_specs
@@ -221,21 +221,24 @@ def agent_request(
     raw_key: str,
     *,
     tools: ToolUse | None = None,
+    role: LlmRole | None = None,
 ) -> ChatRequest:
     """The one way an agent's chat request is built: the spec's prompt over ``inputs``, its
     model role, schema and tools, and the inputs themselves (what the offline rule reads).
 
     A prompt the inputs cannot make (a debate turn of the wrong debate, a manager missing
     its plan) fails the run at once, naming the field; a reply that will not validate is
-    kept at ``raw_key`` in the payloads bucket (a retry overwrites it).
+    kept at ``raw_key`` in the payloads bucket (a retry overwrites it). ``role`` overrides
+    the spec's model role (a chart agent reads its chart as text with the quick model).
     """
     with as_temporal_failures():
         messages = spec.messages(inputs)
+    role = role or spec.llm_role
     return ChatRequest(
         agent=spec.name,
-        role=spec.llm_role,
+        role=role,
         provider=llm.provider,
-        model=llm.model_for(spec.llm_role),
+        model=llm.model_for(role),
         messages=[*messages, *(tools.prefetched if tools else [])],
         tools=tool_specs(spec.tools, fixed=tools.hidden) if tools and spec.tools else [],
         response_schema=spec.schema_name,
@@ -272,10 +275,11 @@ async def call_agent(
     usage: UsageReport,
     summary: str | None = None,
     fixed: Mapping[str, Any] | None = None,
+    role: LlmRole | None = None,
 ) -> OutputT:
     """One turn of ``spec``'s agent over ``inputs``: its typed answer, its usage counted.
     In a resumable run a failure only a settings change can fix parks (see ``chat``)."""
-    request = agent_request(spec, inputs, llm, raw_key)
+    request = agent_request(spec, inputs, llm, raw_key, role=role)
     response = await chat(request, summary=summary)
     usage.add(spec.name, response.usage)
     return agent_output(spec, response.structured, fixed, summary)
@@ -303,7 +307,8 @@ async def call_agent_tools(
 ) -> AgentRun[OutputT] | MissingStep:
     """``spec``'s agent with its tools: chat, run tools, repeat (``run_tool_loop``). An
     ``optional`` agent whose reply stays invalid comes back as the ``MissingStep`` the run
-    records; an answer that is no valid output (or none at all) comes back as None, with why."""
+    records; an answer that is no valid output (or none at all) comes back as None, with why
+    (an agent that answers in prose has only ``loop.text``)."""
     request = agent_request(spec, inputs, llm, raw_key, tools=tools)
     options: dict[str, Any] = {
         "tools_queue": tools.queue,
@@ -316,6 +321,8 @@ async def call_agent_tools(
     if isinstance(loop, MissingStep):
         return loop
     structured = loop.response.structured
+    if spec.output is None:
+        return AgentRun(None, loop)  # a prose answer: ``loop.text``
     if structured is None:
         reason = "it was still asking for tools when its rounds ran out, with no report"
         return AgentRun(None, loop, reason)

@@ -32,6 +32,17 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
+class Prose(BaseModel):
+    """What an agent that answers in prose (``output`` None) writes offline: its text."""
+
+    text: str
+
+
+def prose_text(answer: Prose) -> str:
+    """The text of a prose answer (the ``as_text`` of an agent without a schema)."""
+    return answer.text
+
+
 @dataclass(frozen=True)
 class AgentSpec(Generic[InputsT, OutputT]):
     """One agent, complete: what a workflow, a prompt, the offline engine and the docs need.
