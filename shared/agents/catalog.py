@@ -4,5 +4,6 @@ from shared.agents import (  # noqa: F401  (each registers its specs)
     pipeline,
     portfolio,
     quantagent_agents,
+    reflector,
     scan,
 )

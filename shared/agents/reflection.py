@@ -166,6 +166,21 @@ def reflection_context(
     }
 
 
+class ReflectionInputs(BaseModel):
+    """What the reflector reads about one role's decision: the situation, the call, what
+    followed."""
+
+    role: MemoryRole
+    stance: Stance
+    situation: str
+    decision: str
+    outcome: MarketOutcome
+
+    def numbers(self) -> dict[str, Any]:
+        """The numbers behind the prompt (``reflection_context``)."""
+        return reflection_context(self.role, self.stance, self.decision, self.outcome)
+
+
 def _date(value: datetime) -> str:
     return value.date().isoformat()
 

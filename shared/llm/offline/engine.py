@@ -4,9 +4,8 @@ It is the embedded default (no key, no network) and the baseline every LLM must
 beat. It answers a ``ChatRequest`` from the request's ``inputs`` and the tool
 results in the conversation: same input, same output; different data,
 different conclusions. An agent with a spec (``shared.agents.spec``) is answered
-by its spec's offline rule, over its typed inputs; an agent registered here by
-name (``ANALYSTS``) by its analyst; the rest by the generic one, which reads
-whatever numbers it is given.
+by its spec's offline rule, over its typed inputs; any other agent by the generic
+analyst, which reads whatever numbers it is given.
 """
 
 from __future__ import annotations
@@ -44,18 +43,11 @@ def generic_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
         raise InvalidInput(
             "response_schema",
             f"the offline engine has no analyst writing {schema!r} for agent {offline.agent!r}",
-            fix="Register one in shared.llm.offline.engine.ANALYSTS, or use an LLM provider.",
+            fix="Give the agent a spec with its offline rule (shared.agents.spec), or use an "
+            "LLM provider.",
         )
     note = analyse(offline)
     return OfflineAnswer(text=render_note(note), structured=note)
-
-
-ANALYSTS: dict[str, OfflineAnalyst] = {}
-
-
-def register_analyst(agent: str, analyst: OfflineAnalyst) -> None:
-    """Give ``agent`` its own offline analyst."""
-    ANALYSTS[agent] = analyst
 
 
 def spec_analyst(spec: AgentSpec[Any, Any]) -> OfflineAnalyst:
@@ -76,11 +68,9 @@ def spec_analyst(spec: AgentSpec[Any, Any]) -> OfflineAnalyst:
 
 
 def analyst_for(agent: str) -> OfflineAnalyst:
-    """The offline analyst of ``agent``: its spec's rule, its registered one, or the generic."""
+    """The offline analyst of ``agent``: its spec's rule, or the generic one."""
     spec = AGENT_SPECS.get(agent)
-    if spec is not None:
-        return spec_analyst(spec)
-    return ANALYSTS.get(agent, generic_analyst)
+    return generic_analyst if spec is None else spec_analyst(spec)
 
 
 def _tokens(text: str) -> int:
