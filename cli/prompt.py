@@ -28,12 +28,12 @@ def show(
 ) -> None:
     """Print AGENT's system and user messages, as a run of SYMBOL as of AS_OF sends them."""
     with fail_on_quantdesk_errors():
-        from shared.agents.pipeline.rehearsal import analysis_time, rehearse, render_prompt
+        from shared.agents.pipeline.rehearsal import analysis_time, rehearse, render_rehearsed
         from shared.data.factory import build_router
         from shared.tools.registry import ToolServices
 
         router = build_router(load_settings())
         ticker = symbol.strip().upper()
         when = analysis_time(router, ticker, as_of)
-        print(render_prompt(rehearse(agent, ticker, when, ToolServices(router=router))), end="")
+        print(render_rehearsed(rehearse(agent, ticker, when, ToolServices(router=router))), end="")
     finish(0)

@@ -42,6 +42,7 @@ from shared.agents.portfolio.schemas import (
     MarketStance,
     MicroSummary,
 )
+from shared.agents.prompt_text import render_prompt
 from shared.agents.scan.schemas import (
     Conviction,
     KeyTheme,
@@ -62,6 +63,7 @@ from shared.portfolio.prioritize import prioritize
 from shared.portfolio.risk import Measured, RiskReport
 from shared.portfolio.valuation import value_book
 from shared.storage.objects import ObjectRef
+from tests.golden_prompts import golden_diff
 from workflows.pipeline import PipelineResult
 
 AS_OF = datetime(2012, 6, 1, tzinfo=UTC)
@@ -341,3 +343,13 @@ def test_every_portfolio_spec_makes_a_working_agent(name: str) -> None:
     assert spec.title in system.content and "## Task" in user.content
     assert RESPONSE_SCHEMAS[spec.schema_name] is spec.output and isinstance(answer, spec.output)
     assert spec.as_text(answer).strip()
+
+
+@pytest.mark.parametrize("name", list(PORTFOLIO_AGENTS))
+def test_the_prompt_matches_its_golden_copy(name: str) -> None:
+    note = "inputs: a sample book (test_portfolio_agents._sample_inputs)"
+    shown = render_prompt(PORTFOLIO_AGENTS[name], _sample_inputs()[name], [note])
+
+    diff = golden_diff(name, shown)
+
+    assert not diff, diff

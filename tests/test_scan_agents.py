@@ -13,8 +13,9 @@ from datetime import UTC, datetime
 from functools import cache
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from shared.agents.prompt_text import render_prompt
 from shared.agents.scan import facts, industry_deep_dive, macro_synthesis, prompts, roles
 from shared.agents.scan.facts import Candidate, Signal, answers_of_results, candidates
 from shared.agents.scan.inputs import (
@@ -37,6 +38,7 @@ from shared.llm.contracts import ChatMessage, ChatRequest, ToolCall, ToolRequest
 from shared.llm.offline import answer_offline
 from shared.llm.providers import OFFLINE_MODEL
 from shared.tools.registry import TOOLS, ToolServices, run_tool, tool_specs
+from tests.golden_prompts import golden_diff
 
 SIM = SimVendor()
 ROUTER = DataRouter({"sim": SIM}, {kind: ("sim",) for kind in SIM.kinds})
@@ -86,8 +88,16 @@ def _scanner(kind: ScannerKind, inputs: ScannerInputs) -> tuple[ScannerReport, l
     return ScannerReport.model_validate_json(text), answers_of_results(results)
 
 
-@cache
 def _scan(as_of: datetime, max_tickers: int = 10) -> tuple[SynthesisInputs, ScanSummary]:
+    given, summary = _chain(as_of, max_tickers)
+    inputs = given[MACRO_SYNTHESIS]
+    assert isinstance(inputs, SynthesisInputs)
+    return inputs, summary
+
+
+@cache
+def _chain(as_of: datetime, max_tickers: int = 10) -> tuple[dict[str, BaseModel], ScanSummary]:
+    """The whole Scan offline: every agent's inputs, by name, and the summary."""
     opening = ScannerInputs(as_of=as_of)
     geo, _ = _scanner(ScannerKind.GEOPOLITICAL, opening)
     movers, movers_answers = _scanner(ScannerKind.MARKET_MOVERS, opening)
@@ -122,7 +132,13 @@ def _scan(as_of: datetime, max_tickers: int = 10) -> tuple[SynthesisInputs, Scan
     summary, _ = _agent(
         MACRO_SYNTHESIS, macro_synthesis.SPEC.messages(inputs), inputs, inputs.prefetch()
     )
-    return inputs, ScanSummary.model_validate_json(summary)
+    given: dict[str, BaseModel] = {
+        **{roles.SCANNER_AGENTS[kind]: opening for kind in roles.PHASE_ONE},
+        roles.SCANNER_AGENTS[ScannerKind.SMART_MONEY]: smart_inputs,
+        roles.INDUSTRY_DEEP_DIVE: dive,
+        MACRO_SYNTHESIS: inputs,
+    }
+    return given, ScanSummary.model_validate_json(summary)
 
 
 def _stock(ticker: str = "QBTX", sector: str = "Information Technology", **extra: object) -> dict:
@@ -414,3 +430,13 @@ def test_every_scan_spec_is_complete_and_answers_offline_in_its_schema() -> None
     assert all(RESPONSE_SCHEMAS[spec.schema_name] is spec.output for spec in specs)
     assert all(spec.tools and set(spec.tools) <= set(TOOLS) for spec in specs)
     assert inputs.reports.given() and summary.stocks_to_investigate
+
+
+@pytest.mark.parametrize("agent", list(roles.AGENTS))
+def test_the_prompt_matches_its_golden_copy(agent: str) -> None:
+    given, _ = _chain(SLUMP)
+    note = "inputs: the Scan run offline on the sim market as of 2012-06-01 (test_scan_agents)"
+
+    diff = golden_diff(agent, render_prompt(roles.AGENTS[agent], given[agent], [note]))
+
+    assert not diff, diff

@@ -33,6 +33,7 @@ from shared.agents.pipeline.kinds import AnalystKind
 from shared.agents.pipeline.prompts import DEBATER_BRIEFS
 from shared.agents.pipeline.roles import AGENTS, ANALYST_SPECS, GROUPS, speaking_order
 from shared.agents.pipeline.schemas import AnalystReport, Debate, DebateTurn
+from shared.agents.prompt_text import render_prompt
 from shared.agents.spec import AgentSpec, agent_spec
 from shared.data.contracts import DataKind
 from shared.data.router import DataRouter
@@ -40,7 +41,6 @@ from shared.errors import InvalidInput, NoData
 from shared.llm.contracts import ChatMessage, ChatRequest, ToolRequest, ToolResult
 from shared.llm.offline.reading import OfflineInput, read_request
 from shared.llm.offline.tool_calls import plan_tool_calls
-from shared.llm.structured import with_schema_instruction
 from shared.market.bars import Timeframe
 from shared.tools.registry import ToolServices, run_tool, tool_specs
 
@@ -78,21 +78,14 @@ def analysis_time(router: DataRouter, symbol: str, as_of: datetime | None) -> da
     return bound if as_of is not None else bars.value[-1].time
 
 
-def render_prompt(rehearsed: Rehearsed) -> str:
-    """The messages exactly as a run sends them (the schema instruction last, as the chat
-    activity appends it), under a header that says what was made offline."""
-    spec = rehearsed.spec
+def render_rehearsed(rehearsed: Rehearsed) -> str:
+    """The rehearsed agent's prompt exactly as a run sends it, with what was made offline."""
     upstream = ", ".join(rehearsed.offline_upstream) or "none"
-    header = [
-        f"# {spec.name}: {spec.group}, {spec.llm_role.value} model, inputs "
-        f"{spec.inputs.__name__}, answers {spec.schema_name or 'prose'}",
-        f"# tools offered: {', '.join(spec.tools) or 'none'}",
-        f"# upstream outputs made by their offline rules (deterministic, no model): {upstream}",
-        "# lessons recalled: none (a run reads them from its memory store)",
+    notes = [
+        f"upstream outputs made by their offline rules (deterministic, no model): {upstream}",
+        "lessons recalled: none (a run reads them from its memory store)",
     ]
-    sent = with_schema_instruction(rehearsed.messages(), spec.output)
-    body = [f"--- {message.role} ---\n{message.content}" for message in sent]
-    return "\n".join(header) + "\n\n" + "\n\n".join(body) + "\n"
+    return render_prompt(rehearsed.spec, rehearsed.inputs, notes)
 
 
 def analyst_offline(
