@@ -21,7 +21,7 @@ from temporalio import activity
 from activities.failures import as_temporal_failures
 from activities.heartbeat import heartbeating
 from shared.agents.schemas import schema_named
-from shared.config import ENV_PREFIX, Settings
+from shared.config import ENV_PREFIX, ContextWindow, Settings
 from shared.errors import (
     ConfigError,
     InvalidInput,
@@ -33,7 +33,13 @@ from shared.llm import clients
 from shared.llm.contracts import ChatRequest, ChatResponse, Usage
 from shared.llm.offline import answer_offline
 from shared.llm.prompt_budget import estimated_tokens, fit_to_context, server_overflow
-from shared.llm.providers import ClientKind, LlmRole, ProviderSpec, provider_spec
+from shared.llm.providers import (
+    ClientKind,
+    LlmRole,
+    ProviderSpec,
+    provider_spec,
+    vision_providers,
+)
 from shared.llm.reply_cache import ReplyCache, cache_key
 from shared.llm.structured import repair_messages, validate_reply, with_schema_instruction
 from shared.storage.buckets import PAYLOADS_BUCKET
@@ -90,8 +96,8 @@ class LlmActivities:
             raise InvalidInput(
                 "llm.vision_model",
                 f"provider {spec.name!r} (model {model!r}) does not accept images",
-                fix="Use a vision-capable provider for chart agents (openai, anthropic, qwen, "
-                "offline).",
+                fix=f"Use a vision-capable provider for chart agents "
+                f"({', '.join(vision_providers())}).",
             )
         if spec.key_required and not self.settings.api_key(spec):
             raise ConfigError(
@@ -128,7 +134,7 @@ class LlmActivities:
                 json_schema=schema.model_json_schema() if schema else None,
             )
 
-        window = self.settings.context_tokens(spec)
+        window = self.settings.context_window(spec)
         if window is None:
             return await send(request)
         return await self._within_window(request, spec, model, window, send)
@@ -138,20 +144,20 @@ class LlmActivities:
         request: ChatRequest,
         spec: ProviderSpec,
         model: str,
-        window: int,
+        window: ContextWindow,
         send: Callable[[ChatRequest], Awaitable[ChatResponse]],
     ) -> ChatResponse:
-        """Send ``request`` cut to fit a context window of ``window`` tokens, with room for the
-        reply; a server that still finds it too long says by how much, and it is cut again."""
+        """Send ``request`` cut to fit the context ``window``, with room for the reply; a
+        server that still finds it too long says by how much, and it is cut again."""
         reply_tokens = request.max_tokens or self.settings.provider(spec.name).reply_tokens
-        setting = self.settings.context_setting(spec)
+        setting = window.setting
         fix = (
-            f"Give {model!r} a larger context window ({setting}, now {window}; the server's "
+            f"Give {model!r} a larger context window ({setting}, now {window.tokens}; the server's "
             f"own limit too) or a smaller reply reserve ({ENV_PREFIX}{spec.name.upper()}"
             f"__REPLY_TOKENS, now {reply_tokens}) on the {self.queue} worker, restart it, "
             "then resume the run."
         )
-        budget = window - reply_tokens
+        budget = window.tokens - reply_tokens
         for attempt in range(OVERFLOW_RESIZES + 1):
             messages, cut = fit_to_context(
                 request.messages,

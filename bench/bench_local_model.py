@@ -133,7 +133,8 @@ async def main(symbol: str, as_of: str) -> None:
         ),
     )
     print(f"model server: {settings.base_url(PROVIDERS['llamacpp'])}")
-    print(f"context window: {settings.context_tokens(PROVIDERS['llamacpp'])} tokens")
+    window = settings.context_window(PROVIDERS["llamacpp"])
+    print(f"context window: {window.tokens if window else 'unplanned'} tokens")
     for flow, args in runs:
         before = _server_counters(settings)
         figures = await _run(client, queue, flow, args)

@@ -9,8 +9,7 @@ local folder.
 from __future__ import annotations
 
 import asyncio
-import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,8 @@ import typer
 from rich.table import Table
 
 from cli.exit import fail_on_quantdesk_errors, finish
-from cli.follow import start_and_follow
-from cli.inputs import check_input
+from cli.follow import Links, run_and_show
+from cli.inputs import ProviderOption, check_input, llm_choice, new_workflow_id
 from cli.views import console
 from shared.agents.pipeline.roles import all_analysts
 from shared.backtest import Flow
@@ -98,27 +97,28 @@ def save_files(settings: Settings, result: BacktestResult, folder: Path) -> list
 
 
 async def _run(settings: Settings, payload: dict[str, Any], workflow_id: str, out: Path) -> int:
-    result, ui_url = await start_and_follow(
+    async def show(result: BacktestResult) -> Links:
+        console.print(metrics_table(result))
+        paths = await asyncio.to_thread(save_files, settings, result, out)
+        for path in paths:
+            console.print(f"wrote {path}", soft_wrap=True, highlight=False)
+        return [("report", result.report.url)]
+
+    summary = (
+        f"Backtest {payload['flow']} {payload['symbol']} "
+        f"{payload['start']}..{payload['end']} every {payload['every']}"
+    )
+    return await run_and_show(
         settings,
         "Backtest",
+        BacktestResult,
         payload,
-        workflow_id=workflow_id,
-        result_type=BacktestResult,
-        summary=f"Backtest {payload['flow']} {payload['symbol']} "
-        f"{payload['start']}..{payload['end']} every {payload['every']}",
+        workflow_id,
+        summary,
+        show,
         progress_type=BacktestProgress,
         table=progress_table,
     )
-    if result is None:
-        return 1
-    console.print()
-    console.print(metrics_table(result))
-    paths = await asyncio.to_thread(save_files, settings, result, out)
-    for path in paths:
-        console.print(f"wrote {path}", soft_wrap=True, highlight=False)
-    for label, url in (("report", result.report.url), ("Web UI", ui_url)):
-        console.print(f"{label}: {url}", soft_wrap=True, highlight=False)
-    return 0
 
 
 def backtest(
@@ -134,7 +134,7 @@ def backtest(
     reflect: bool | None = typer.Option(
         None, "--reflect/--no-reflect", help="record lessons after each step (Pipeline default)"
     ),
-    provider: str | None = typer.Option(None, help="LLM provider (default: settings, offline)"),
+    provider: ProviderOption = None,
     model: str | None = typer.Option(None, help="quick model"),
     deep_model: str | None = typer.Option(None, help="deep model"),
     vision_model: str | None = typer.Option(None, help="vision model (QuantAgent)"),
@@ -157,16 +157,12 @@ def backtest(
             "risk_rounds": risk_rounds,
             "allow_short": short,
             "reflect": reflect,
-            "llm": {
-                "provider": provider or settings.default_provider,
-                "model": model,
-                "deep_model": deep_model,
-                "vision_model": vision_model,
-            },
+            "llm": llm_choice(
+                settings, provider, model=model, deep_model=deep_model, vision_model=vision_model
+            ),
         }
         check_input(BacktestInput, payload)
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        workflow_id = f"backtest-{symbol}-{stamp}-{uuid.uuid4().hex[:6]}"
+        workflow_id = new_workflow_id("backtest", symbol)
         folder = out or Path("backtests") / workflow_id
         status = asyncio.run(_run(settings, payload, workflow_id, folder))
     finish(status)

@@ -16,8 +16,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 from cli.exit import fail_on_quantdesk_errors, finish
-from cli.follow import start_and_follow
-from cli.inputs import check_input, llm_choice, new_workflow_id
+from cli.follow import Links, run_and_show
+from cli.inputs import ProviderOption, check_input, llm_choice, new_workflow_id
 from cli.views import console
 from shared.config import Settings, load_settings
 from shared.evaluation.baselines import BASELINE_TITLES, BASELINES
@@ -136,29 +136,29 @@ def write_reports(settings: Settings, result: EvaluateResult, folder: Path) -> l
 async def _evaluate(
     settings: Settings, payload: dict[str, Any], workflow_id: str, out: Path
 ) -> int:
-    result, ui_url = await start_and_follow(
+    def show(result: EvaluateResult) -> Links:
+        console.print(summary_table(result.summary))
+        console.print()
+        console.print(paired_table(result.summary))
+        for path in write_reports(settings, result, out / workflow_id):
+            console.print(f"wrote {path}", soft_wrap=True, highlight=False)
+        stored = result.reports.markdown.report
+        folder = stored.key.rsplit("/", 1)[0]
+        console.print(f"stored in s3://{stored.bucket}/{folder}/", soft_wrap=True, highlight=False)
+        return []
+
+    summary = f"Evaluate QuantAgent, {payload['llm']['provider']}"
+    return await run_and_show(
         settings,
         "Evaluate",
+        EvaluateResult,
         payload,
-        workflow_id=workflow_id,
-        result_type=EvaluateResult,
-        summary=f"Evaluate QuantAgent, {payload['llm']['provider']}",
+        workflow_id,
+        summary,
+        show,
         progress_type=EvaluateProgress,
         table=progress_view,
     )
-    if result is None:
-        return 1
-    console.print()
-    console.print(summary_table(result.summary))
-    console.print()
-    console.print(paired_table(result.summary))
-    for path in write_reports(settings, result, out / workflow_id):
-        console.print(f"wrote {path}", soft_wrap=True, highlight=False)
-    stored = result.reports.markdown.report
-    folder = stored.key.rsplit("/", 1)[0]
-    console.print(f"stored in s3://{stored.bucket}/{folder}/", soft_wrap=True, highlight=False)
-    console.print(f"Web UI: {ui_url}", soft_wrap=True, highlight=False)
-    return 0
 
 
 def windows_spec(
@@ -205,7 +205,7 @@ def quantagent(
     bars: int = typer.Option(100, help="bars per cut window (the agent sees all but 3)"),
     source: str = typer.Option("bundled", help="bars of cut windows from: bundled, csv, yfinance"),
     csv: Path | None = typer.Option(None, help="cut windows from this CSV file (implies csv)"),
-    provider: str | None = typer.Option(None, help="LLM provider (default: settings, offline)"),
+    provider: ProviderOption = None,
     model: str | None = typer.Option(None, help="model for the indicator agent"),
     vision_model: str | None = typer.Option(None, help="model for the chart agents"),
     deep_model: str | None = typer.Option(None, help="model for the decision agent"),
@@ -227,11 +227,7 @@ def quantagent(
                 csv=csv,
             ),
             "llm": llm_choice(
-                settings,
-                provider,
-                model=model,
-                vision_model=vision_model,
-                deep_model=deep_model,
+                settings, provider, model=model, vision_model=vision_model, deep_model=deep_model
             ),
             "concurrency": concurrency,
             "seed": seed,

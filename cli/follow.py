@@ -9,21 +9,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.live import Live
 from rich.table import Table
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
-from cli.views import console, print_failure, titled, web_ui_url
+from cli import views
+from cli.views import console, print_failure, print_links, titled, web_ui_url
 from shared.config import Settings
 from workers.client import ServerLost, across_outages
 from workflows.progress import RunProgress
 
 PROGRESS_POLL_SECONDS = 0.5
+R = TypeVar("R")
+Links = Sequence[tuple[str, str]]
+"""(label, url) pairs a finished run points to, printed one a line."""
+
 RECONNECT_PATIENCE = timedelta(minutes=15)
 """How long a follower waits for a lost server before it leaves the run to `quantdesk watch`."""
 
@@ -103,3 +109,39 @@ async def start_and_follow(
     except ServerLost as error:
         console.print(f"[red]{error}[/]; follow the run again with: quantdesk watch {handle.id}")
         return None, ui_url
+
+
+async def run_and_show(
+    settings: Settings,
+    workflow_type: str,
+    result_type: type[R],
+    workflow_input: Any,
+    workflow_id: str,
+    summary: str,
+    show: Callable[[R], Links | Awaitable[Links]],
+    *,
+    gap: bool = True,
+    **follow_options: Any,
+) -> int:
+    """What every `quantdesk run ...` does: start the run, follow it live, then (after a blank
+    line unless ``gap`` is False) ``show`` its result and print the links ``show`` returns and
+    the Web UI's. The exit status: 0, or 1 when the run failed (its cause already printed).
+    ``follow_options`` go to ``start_and_follow`` (``progress_type``, ``table``, ``client``)."""
+    result, ui_url = await start_and_follow(
+        settings,
+        workflow_type,
+        workflow_input,
+        workflow_id=workflow_id,
+        result_type=result_type,
+        summary=summary,
+        **follow_options,
+    )
+    if result is None:
+        return 1
+    if gap:
+        views.console.print()
+    links = show(result)
+    if inspect.isawaitable(links):
+        links = await links
+    print_links(*links, ("Web UI", ui_url))
+    return 0

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from pydantic import BaseModel, ValidationError
 
 from shared.config import Settings
 from shared.validation_errors import invalid_input
+
+ProviderOption = Annotated[
+    str | None, typer.Option(help="LLM provider (default: settings, offline)")
+]
+"""The ``--provider`` option of every command that starts a run."""
 
 
 def new_workflow_id(*parts: str) -> str:
@@ -29,9 +35,14 @@ def llm_choice(settings: Settings, provider: str | None, **models: str | None) -
     return {"provider": provider or settings.default_provider, **models}
 
 
-def check_input(model: type[BaseModel], payload: dict[str, Any]) -> None:
+def check_input(
+    model: type[BaseModel], payload: dict[str, Any], *, as_of: datetime | None = None
+) -> None:
     """Validate ``payload`` as the workflow will, so a bad option fails at once, without a
-    server, naming the field and the value given (``timeframe '7x' is not one of ...``)."""
+    server, naming the field and the value given (``timeframe '7x' is not one of ...``).
+    An ``as_of`` given is set first (UTC ISO); none leaves the workflow's default."""
+    if as_of is not None:
+        payload["as_of"] = utc_iso(as_of)
     try:
         model.model_validate(payload)
     except ValidationError as error:

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.exit import fail_on_quantdesk_errors, finish
+from cli.inputs import ProviderOption
 from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
 from shared.portfolio.store import PortfolioStore
@@ -266,30 +267,31 @@ def register(app: typer.Typer) -> None:
 
 
 async def _run_portfolio(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
-    from cli.follow import start_and_follow
+    from cli.follow import Links, run_and_show
     from workflows.portfolio import PortfolioProgress, PortfolioResult
 
-    result, ui_url = await start_and_follow(
+    def show(result: PortfolioResult) -> Links:
+        console.print(
+            f"[bold]{result.portfolio}[/]: {result.status.value}; {len(result.executed)} trades, "
+            f"{len(result.rejected)} refused; total after {result.snapshot.total_value:,.2f}",
+            highlight=False,
+        )
+        for refused in result.rejected:
+            console.print(f"  refused {refused.side.value} {refused.symbol}: {refused.reason}")
+        return [("report", result.report.url)]
+
+    summary = f"Portfolio {payload['portfolio']}"
+    return await run_and_show(
         settings,
         "Portfolio",
+        PortfolioResult,
         payload,
-        workflow_id=workflow_id,
-        result_type=PortfolioResult,
-        summary=f"Portfolio {payload['portfolio']}",
+        workflow_id,
+        summary,
+        show,
+        gap=False,
         progress_type=PortfolioProgress,
     )
-    if result is None:
-        return 1
-    console.print(
-        f"[bold]{result.portfolio}[/]: {result.status.value}; {len(result.executed)} trades, "
-        f"{len(result.rejected)} refused; total after {result.snapshot.total_value:,.2f}",
-        highlight=False,
-    )
-    for refused in result.rejected:
-        console.print(f"  refused {refused.side.value} {refused.symbol}: {refused.reason}")
-    for label, url in (("report", result.report.url), ("Web UI", ui_url)):
-        console.print(f"{label}: {url}", soft_wrap=True, highlight=False)
-    return 0
 
 
 @portfolio_app.command("run")
@@ -298,14 +300,12 @@ def run(
     as_of: datetime = typer.Option(..., help="prices, risk and fills as of this time, UTC"),
     scan_summary: str | None = typer.Option(None, help="BUCKET/KEY of a Scan's summary JSON"),
     approval: str = typer.Option("auto", help="auto, or required (then `quantdesk approve ID`)"),
-    provider: str | None = typer.Option(None, help="LLM provider (default: settings, offline)"),
+    provider: ProviderOption = None,
     model: str | None = typer.Option(None, help="quick model (reviewer, summaries)"),
     deep_model: str | None = typer.Option(None, help="deep model (the book manager)"),
 ) -> None:
     """Run the Portfolio workflow for NAME and print what it traded."""
-    import uuid
-
-    from cli.inputs import check_input
+    from cli.inputs import check_input, llm_choice, new_workflow_id
     from cli.run import _object_ref
     from workflows.portfolio import PortfolioInput
 
@@ -313,18 +313,12 @@ def run(
         settings = load_settings()
         payload: dict[str, Any] = {
             "portfolio": name,
-            "as_of": (_aware(as_of) or as_of).isoformat(),
             "approval": approval,
-            "llm": {
-                "provider": provider or settings.default_provider,
-                "model": model,
-                "deep_model": deep_model,
-            },
+            "llm": llm_choice(settings, provider, model=model, deep_model=deep_model),
         }
         if scan_summary:
             payload["scan_summary"] = _object_ref(scan_summary, "--scan-summary")
-        check_input(PortfolioInput, payload)
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        workflow_id = f"portfolio-{name}-{stamp}-{uuid.uuid4().hex[:6]}"
+        check_input(PortfolioInput, payload, as_of=as_of)
+        workflow_id = new_workflow_id("portfolio", name)
         status = asyncio.run(_run_portfolio(settings, payload, workflow_id))
     finish(status)

@@ -14,9 +14,9 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from cli.exit import fail_on_quantdesk_errors, finish
-from cli.follow import start_and_follow
-from cli.inputs import check_input, llm_choice, new_workflow_id, utc_iso
-from cli.views import console, print_links
+from cli.follow import Links, run_and_show
+from cli.inputs import ProviderOption, check_input, llm_choice, new_workflow_id
+from cli.views import console
 from shared.agents.pipeline.roles import all_analysts
 from shared.config import Settings, load_settings
 from shared.llm.contracts import UsageReport
@@ -70,31 +70,24 @@ def usage_line(usage: UsageReport) -> str:
 
 
 async def _run_quantagent(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
-    result, ui_url = await start_and_follow(
-        settings,
-        "QuantAgent",
-        payload,
-        workflow_id=workflow_id,
-        result_type=QuantAgentResult,
-        summary=f"QuantAgent {payload['symbol']} {payload['timeframe']}",
+    def show(result: QuantAgentResult) -> Links:
+        console.print(quantagent_summary(result, payload["llm"]["provider"]))
+        return [
+            ("pattern chart", result.pattern_chart.url),
+            ("trend chart", result.trend_chart.url),
+        ]
+
+    summary = f"QuantAgent {payload['symbol']} {payload['timeframe']}"
+    return await run_and_show(
+        settings, "QuantAgent", QuantAgentResult, payload, workflow_id, summary, show
     )
-    if result is None:
-        return 1
-    console.print()
-    console.print(quantagent_summary(result, payload["llm"]["provider"]))
-    print_links(
-        ("pattern chart", result.pattern_chart.url),
-        ("trend chart", result.trend_chart.url),
-        ("Web UI", ui_url),
-    )
-    return 0
 
 
 @run_app.command("quantagent")
 def quantagent(
     symbol: str = typer.Argument(..., help="e.g. GOOG, EURUSD, BTCUSD, or the symbol of --csv"),
     timeframe: str = typer.Option("1d", help="1m 5m 15m 30m 1h 4h 1d 1wk 1mo"),
-    provider: str | None = typer.Option(None, help="LLM provider (default: settings, offline)"),
+    provider: ProviderOption = None,
     model: str | None = typer.Option(None, help="model for the indicator agent"),
     vision_model: str | None = typer.Option(None, help="model for the chart agents"),
     deep_model: str | None = typer.Option(None, help="model for the decision agent"),
@@ -112,18 +105,12 @@ def quantagent(
             "lookback": lookback,
             "source": source,
             "llm": llm_choice(
-                settings,
-                provider,
-                model=model,
-                vision_model=vision_model,
-                deep_model=deep_model,
+                settings, provider, model=model, vision_model=vision_model, deep_model=deep_model
             ),
         }
-        if as_of is not None:
-            payload["as_of"] = utc_iso(as_of)
         if csv is not None:
             payload |= {"source": "csv", "csv_path": str(csv.resolve())}
-        check_input(QuantAgentInput, payload)
+        check_input(QuantAgentInput, payload, as_of=as_of)
         workflow_id = new_workflow_id("quantagent", symbol)
         status = asyncio.run(_run_quantagent(settings, payload, workflow_id))
     finish(status)
@@ -156,21 +143,16 @@ def _pipeline_summary(result: PipelineResult) -> Panel:
     return Panel("\n".join(lines), title="Pipeline decision", expand=False)
 
 
-async def _run_pipeline(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
-    result, ui_url = await start_and_follow(
-        settings,
-        "Pipeline",
-        payload,
-        workflow_id=workflow_id,
-        result_type=PipelineResult,
-        summary=f"Pipeline {payload['symbol']}",
-    )
-    if result is None:
-        return 1
-    console.print()
+def _show_pipeline(result: PipelineResult) -> Links:
     console.print(_pipeline_summary(result))
-    print_links(("report", result.report.url), ("Web UI", ui_url))
-    return 0
+    return [("report", result.report.url)]
+
+
+async def _run_pipeline(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
+    summary = f"Pipeline {payload['symbol']}"
+    return await run_and_show(
+        settings, "Pipeline", PipelineResult, payload, workflow_id, summary, _show_pipeline
+    )
 
 
 @run_app.command("pipeline")
@@ -180,7 +162,7 @@ def pipeline(
     rounds: int = typer.Option(1, help="bull/bear debate rounds (1-5)"),
     risk_rounds: int = typer.Option(1, help="risk debate rounds (1-5)"),
     analysts: str = typer.Option(all_analysts(), help="comma-separated subset of the analysts"),
-    provider: str | None = typer.Option(None, help="LLM provider (default: settings, offline)"),
+    provider: ProviderOption = None,
     model: str | None = typer.Option(None, help="quick model (analysts, debaters, trader)"),
     deep_model: str | None = typer.Option(None, help="deep model (the two managers)"),
     macro_context: str | None = typer.Option(None, help="macro summary text for the analysts"),
@@ -198,16 +180,9 @@ def pipeline(
             "risk_rounds": risk_rounds,
             "macro_context": macro_context,
             "macro_context_key": _object_ref(macro_key, "--macro-key") if macro_key else None,
-            "llm": llm_choice(
-                settings,
-                provider,
-                model=model,
-                deep_model=deep_model,
-            ),
+            "llm": llm_choice(settings, provider, model=model, deep_model=deep_model),
         }
-        if as_of is not None:
-            payload["as_of"] = utc_iso(as_of)
-        check_input(PipelineInput, payload)
+        check_input(PipelineInput, payload, as_of=as_of)
         workflow_id = new_workflow_id("pipeline", symbol)
         status = asyncio.run(_run_pipeline(settings, payload, workflow_id))
     finish(status)
@@ -243,25 +218,31 @@ async def _rerun(settings: Settings, source_id: str, part: str) -> int:
     except ValueError as error:
         console.print(f"[bold red]cannot re-run the {part.lower()}:[/] {error}")
         return 1
+
+    def show(result: DebateResult | RiskResult) -> Links:
+        lines = [f"**{t.speaker.value} {t.round}**: {t.argument}" for t in result.transcript]
+        if isinstance(result, DebateResult):
+            plan = result.research_plan
+            lines.append(f"research plan: {plan.recommendation.value}: {plan.rationale}")
+        panel = Panel("\n".join(lines), title=f"{part} re-run", expand=False)
+        console.print(panel, highlight=False)
+        return []
+
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    result, ui_url = await start_and_follow(
+    result_type: type[DebateResult | RiskResult] = DebateResult if part == "Debate" else RiskResult
+    workflow_id = f"{source_id}-{part.lower()}-rerun-{stamp}"
+    summary = f"{part} {state.symbol}, re-run from {source_id}"
+    return await run_and_show(
         settings,
         part,
+        result_type,
         child_input,
-        workflow_id=f"{source_id}-{part.lower()}-rerun-{stamp}",
-        result_type=DebateResult if part == "Debate" else RiskResult,
-        summary=f"{part} {state.symbol}, re-run from {source_id}",
+        workflow_id,
+        summary,
+        show,
+        gap=False,
         client=client,
     )
-    if result is None:
-        return 1
-    lines = [f"**{t.speaker.value} {t.round}**: {t.argument}" for t in result.transcript]
-    if isinstance(result, DebateResult):
-        plan = result.research_plan
-        lines.append(f"research plan: {plan.recommendation.value}: {plan.rationale}")
-    console.print(Panel("\n".join(lines), title=f"{part} re-run", expand=False), highlight=False)
-    print_links(("Web UI", ui_url))
-    return 0
 
 
 @run_app.command("debate")
@@ -313,33 +294,24 @@ def shortlist_table(result: ScanResult) -> Table:
     return table
 
 
-async def _run_scan(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
-    result, ui_url = await start_and_follow(
-        settings,
-        "Scan",
-        payload,
-        workflow_id=workflow_id,
-        result_type=ScanResult,
-        summary=f"Scan as of {payload.get('as_of') or 'the latest data'}",
-    )
-    if result is None:
-        return 1
-    console.print()
+def _show_scan(result: ScanResult) -> Links:
     console.print(Panel(result.summary.executive_summary, title="Market scan", expand=False))
     console.print(shortlist_table(result))
-    print_links(
-        ("summary", result.summary_markdown.url),
-        ("summary JSON", result.summary_json.url),
-        ("Web UI", ui_url),
+    return [("summary", result.summary_markdown.url), ("summary JSON", result.summary_json.url)]
+
+
+async def _run_scan(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:
+    summary = f"Scan as of {payload.get('as_of') or 'the latest data'}"
+    return await run_and_show(
+        settings, "Scan", ScanResult, payload, workflow_id, summary, _show_scan
     )
-    return 0
 
 
 @run_app.command("scan")
 def scan(
     as_of: datetime | None = typer.Option(None, help="scan time, UTC (default: latest bar)"),
     max_tickers: int = typer.Option(10, help="most stocks to shortlist (1-25)"),
-    provider: str | None = typer.Option(None, help="LLM provider (default: settings, offline)"),
+    provider: ProviderOption = None,
     model: str | None = typer.Option(None, help="quick model (the four scanners)"),
     deep_model: str | None = typer.Option(None, help="deep model (deep dive and synthesis)"),
 ) -> None:
@@ -348,16 +320,9 @@ def scan(
         settings = load_settings()
         payload: dict[str, Any] = {
             "max_tickers": max_tickers,
-            "llm": llm_choice(
-                settings,
-                provider,
-                model=model,
-                deep_model=deep_model,
-            ),
+            "llm": llm_choice(settings, provider, model=model, deep_model=deep_model),
         }
-        if as_of is not None:
-            payload["as_of"] = utc_iso(as_of)
-        check_input(ScanInput, payload)
+        check_input(ScanInput, payload, as_of=as_of)
         workflow_id = new_workflow_id("scan")
         status = asyncio.run(_run_scan(settings, payload, workflow_id))
     finish(status)
@@ -397,26 +362,16 @@ async def _run_autorun(
 ) -> int:
     from cli.report import download_reports, report_refs
 
-    result, ui_url = await start_and_follow(
-        settings,
-        "AutoRun",
-        payload,
-        workflow_id=workflow_id,
-        result_type=AutoRunResult,
-        summary=f"AutoRun {payload['portfolio']}",
+    async def show(result: AutoRunResult) -> Links:
+        console.print(decisions_table(result))
+        refs = report_refs(result.report.model_dump(mode="json"))
+        paths = await asyncio.to_thread(download_reports, settings, refs, out / workflow_id)
+        return [("report", str(paths[0].resolve())), ("report (S3)", result.report_url)]
+
+    summary = f"AutoRun {payload['portfolio']}"
+    return await run_and_show(
+        settings, "AutoRun", AutoRunResult, payload, workflow_id, summary, show
     )
-    if result is None:
-        return 1
-    console.print()
-    console.print(decisions_table(result))
-    refs = report_refs(result.report.model_dump(mode="json"))
-    paths = await asyncio.to_thread(download_reports, settings, refs, out / workflow_id)
-    print_links(
-        ("report", str(paths[0].resolve())),
-        ("report (S3)", result.report_url),
-        ("Web UI", ui_url),
-    )
-    return 0
 
 
 @run_app.command("autorun")
@@ -432,7 +387,7 @@ def autorun(
     concurrency: int = typer.Option(4, help="Pipelines at once"),
     approval: str = typer.Option("auto", help="auto, or required (wait for quantdesk approve)"),
     reflect: bool = typer.Option(True, help="start one Reflect per decision"),
-    provider: str | None = typer.Option(None, help="LLM provider (default: settings, offline)"),
+    provider: ProviderOption = None,
     model: str | None = typer.Option(None, help="quick model"),
     deep_model: str | None = typer.Option(None, help="deep model (managers, synthesis)"),
     out: Path = typer.Option(Path("reports"), help="folder the report is downloaded into"),
@@ -453,9 +408,7 @@ def autorun(
             "reflect": reflect,
             "llm": llm_choice(settings, provider, model=model, deep_model=deep_model),
         }
-        if as_of is not None:
-            payload["as_of"] = utc_iso(as_of)
-        check_input(AutoRunInput, payload)
+        check_input(AutoRunInput, payload, as_of=as_of)
         workflow_id = new_workflow_id("autorun", portfolio)
         status = asyncio.run(_run_autorun(settings, payload, workflow_id, out))
     finish(status)

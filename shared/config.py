@@ -13,17 +13,25 @@ import json
 import os
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    SecretStr,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.data.contracts import DataKind
 from shared.data.factory import VENDORS
 from shared.data.router import DEFAULT_ROUTES
 from shared.errors import ConfigError
-from shared.llm.pricing import DEFAULT_PRICES, ModelPrice
-from shared.llm.providers import PROVIDERS, LlmRole, ProviderSpec
+from shared.llm.pricing import ModelPrice
+from shared.llm.providers import PROVIDERS, LlmRole, ProviderSpec, Serving, list_prices
 from shared.portfolio.costs import Costs
 from shared.queues import DEFAULT_WORKFLOWS_QUEUE
 from shared.storage.buckets import BUCKETS
@@ -31,31 +39,58 @@ from shared.storage.buckets import BUCKETS
 ENV_PREFIX = "QUANTDESK_"
 
 
-class ProviderSettings(BaseModel):
-    """Per-provider overrides; unset fields fall back to the registry and vendor variables."""
+def provider_setting(provider: str, field: str) -> str:
+    """The variable of one provider setting, e.g. ``QUANTDESK_QWEN__QUICK_MODEL``."""
+    return f"{ENV_PREFIX}{provider.upper()}__{field.upper()}"
+
+
+class ProviderSettings(Serving):
+    """One provider's block, ``QUANTDESK_<PROVIDER>__<FIELD>``: the serving limits (their
+    defaults are the provider row's) and overrides that fall back to the row and the
+    vendor's variables when unset."""
 
     quick_model: str | None = None
     deep_model: str | None = None
     vision_model: str | None = None
     api_key: SecretStr | None = None
     base_url: str | None = None
-    max_concurrent: int = Field(8, ge=1, le=1024, description="activities at once per worker")
-    requests_per_second: float = Field(
-        5.0, gt=0, le=10_000, description="calls per second for the whole task queue"
-    )
-    timeout_seconds: float = Field(120.0, gt=0, le=3600, description="one HTTP call")
     context_tokens: int | None = Field(
         None,
         ge=512,
         description="the model's context window, over the registry row's (prompts are "
         "trimmed to fit it)",
     )
-    reply_tokens: int = Field(
-        1024,
-        ge=16,
-        le=200_000,
-        description="tokens kept free for the reply when a context window is planned for; "
-        "also the reply's cap there, so a small model cannot ramble until the window is full",
+
+    @classmethod
+    def of(cls, spec: ProviderSpec) -> ProviderSettings:
+        """The block a provider has when nothing is set: its row's serving limits."""
+        return cls(**spec.serving.model_dump())
+
+
+class ContextWindow(NamedTuple):
+    """The context window prompts are planned for, and the variable that sets it."""
+
+    tokens: int
+    setting: str
+
+
+# One settings block per registry row, generated so that a row is all a provider needs:
+# pydantic-settings reads QUANTDESK_<NAME>__<FIELD> (and `<name>=` keywords, .env lines)
+# for declared fields only. Type checkers see BaseSettings; `Settings.provider` is the
+# typed way to a block.
+if TYPE_CHECKING:
+    _ProviderBlocks = BaseSettings
+else:
+    _ProviderBlocks = create_model(
+        "_ProviderBlocks",
+        __base__=BaseSettings,
+        **{
+            name: (
+                ProviderSettings,
+                Field(ProviderSettings.of(spec), description=f"provider {name}"),
+            )
+            for name, spec in PROVIDERS.items()
+        },
     )
 
 
@@ -132,8 +167,9 @@ class TemporalSettings(BaseModel):
         return int(self.address.rpartition(":")[2])
 
 
-class Settings(BaseSettings):
-    """Everything a quantdesk process can be configured with."""
+class Settings(_ProviderBlocks):
+    """Everything a quantdesk process can be configured with: the fields below, and one
+    ``ProviderSettings`` block per provider row (``settings.provider(name)``)."""
 
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,
@@ -149,19 +185,6 @@ class Settings(BaseSettings):
     queues: TaskQueues = TaskQueues()
     default_provider: str = "offline"
     local_llm: LocalLlmSettings = LocalLlmSettings()
-
-    openai: ProviderSettings = ProviderSettings()
-    anthropic: ProviderSettings = ProviderSettings()
-    qwen: ProviderSettings = ProviderSettings()
-    ollama: ProviderSettings = ProviderSettings(max_concurrent=2)
-    vllm: ProviderSettings = ProviderSettings()
-    lmstudio: ProviderSettings = ProviderSettings(max_concurrent=2)
-    # One llama.cpp slot by default: a second call would only queue behind it, and a
-    # CPU model under load answers at 1-3 tokens a second.
-    llamacpp: ProviderSettings = ProviderSettings(max_concurrent=1, timeout_seconds=900)
-    deepseek: ProviderSettings = ProviderSettings()
-    openrouter: ProviderSettings = ProviderSettings()
-    offline: ProviderSettings = ProviderSettings(max_concurrent=16, requests_per_second=1000)
 
     data_routes: Annotated[dict[DataKind, list[str]], NoDecode] = Field(
         default_factory=lambda: {kind: list(chain) for kind, chain in DEFAULT_ROUTES.items()},
@@ -192,7 +215,7 @@ class Settings(BaseSettings):
         "(shared/llm/reply_cache.py); never the offline provider",
     )
     prices: dict[str, ModelPrice] = Field(
-        default_factory=lambda: dict(DEFAULT_PRICES),
+        default_factory=list_prices,
         description='USD per million tokens per model, JSON like {"gpt-4.1": {"input": 2, '
         '"output": 8}}, merged over the defaults',
     )
@@ -200,23 +223,21 @@ class Settings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _over_provider_defaults(cls, data: object) -> object:
-        """A provider block given in part (one variable, a dict) keeps the rest of its own
-        defaults: without this, setting QUANTDESK_LLAMACPP__BASE_URL alone would reset the
-        local model's 900 s timeout and single slot to the generic 120 s and 8."""
+        """A provider block given in part (one variable, a dict) keeps the rest of its row's
+        serving limits: without this, setting QUANTDESK_LLAMACPP__BASE_URL alone would reset
+        the local model's 900 s timeout and single slot to the generic 120 s and 8."""
         if not isinstance(data, dict):
             return data
         merged = dict(data)
-        for name, given in data.items():
-            field = cls.model_fields.get(name)
-            default = field.default if field is not None else None
-            if isinstance(given, dict) and isinstance(default, ProviderSettings):
-                merged[name] = {**default.model_dump(exclude_unset=True), **given}
+        for name in PROVIDERS.keys() & data.keys():
+            if isinstance(data[name], dict):
+                merged[name] = {**PROVIDERS[name].serving.model_dump(), **data[name]}
         return merged
 
     @field_validator("prices", mode="after")
     @classmethod
     def _over_default_prices(cls, value: dict[str, ModelPrice]) -> dict[str, ModelPrice]:
-        return {**DEFAULT_PRICES, **value}
+        return {**list_prices(), **value}
 
     def price_of(self, model: str) -> ModelPrice | None:
         """The configured price of ``model``, if it has one."""
@@ -264,27 +285,29 @@ class Settings(BaseSettings):
 
     def provider(self, name: str) -> ProviderSettings:
         """The settings block of one registry provider."""
-        value = getattr(self, name, None)
+        value = getattr(self, name, None) if name in PROVIDERS else None
         if not isinstance(value, ProviderSettings):
-            raise ConfigError(f"{ENV_PREFIX}{name.upper()}", "no settings for this provider")
+            raise ConfigError(
+                f"{ENV_PREFIX}{name.upper()}",
+                f"no settings block for provider {name!r}",
+                fix="Name a row of PROVIDERS in shared/llm/providers.py; its block is made "
+                "from the rows there when shared.config is imported.",
+            )
         return value
 
-    def context_setting(self, spec: ProviderSpec) -> str:
-        """The variable that sets ``spec``'s context window, as ``context_tokens`` reads it."""
-        if self.provider(spec.name).context_tokens is None and (
-            spec.embedded and not self._url_configured(spec)
-        ):
-            return f"{ENV_PREFIX}LOCAL_LLM__CONTEXT_TOKENS"
-        return f"{ENV_PREFIX}{spec.name.upper()}__CONTEXT_TOKENS"
-
-    def context_tokens(self, spec: ProviderSpec) -> int | None:
-        """The context window to plan prompts for: the setting, the embedded server's, the row's."""
-        own = self.provider(spec.name).context_tokens
-        if own is not None:
-            return own
+    def context_window(self, spec: ProviderSpec) -> ContextWindow | None:
+        """The context window to plan ``spec``'s prompts for, and the variable that sets it:
+        the provider's setting, the embedded server's, the row's. None: large, never trimmed."""
+        own = provider_setting(spec.name, "context_tokens")
+        tokens = self.provider(spec.name).context_tokens
+        if tokens is not None:
+            return ContextWindow(tokens, own)
         if spec.embedded and not self._url_configured(spec):
-            return self.local_llm.context_tokens
-        return spec.capabilities.context_tokens
+            return ContextWindow(
+                self.local_llm.context_tokens, f"{ENV_PREFIX}LOCAL_LLM__CONTEXT_TOKENS"
+            )
+        tokens = spec.capabilities.context_tokens
+        return None if tokens is None else ContextWindow(tokens, own)
 
     def model_for(self, spec: ProviderSpec, role: LlmRole) -> str | None:
         """The model a role uses on a provider: the setting, else the registry default."""

@@ -190,6 +190,17 @@ def _sqlite_options(url: URL) -> dict[str, Any]:
     return {}
 
 
+def row_values(table: Table, record: object, **given: Any) -> dict[str, Any]:
+    """The values of ``record``'s row in ``table``: each column (but the generated key) from
+    ``given`` where it is named or stored otherwise, else from the record's field or property
+    of the same name; a column the record lacks is left to its default."""
+    return {
+        column.name: given[column.name] if column.name in given else getattr(record, column.name)
+        for column in table.columns
+        if not column.primary_key and (column.name in given or hasattr(record, column.name))
+    }
+
+
 class SqlStore:
     """A store over one database URL, its component's schema ensured when it opens.
 

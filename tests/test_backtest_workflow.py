@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from rich.console import Console
 from sqlalchemy import create_engine, select
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError
@@ -26,6 +27,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 import activities.tools as tool_activities
+import cli.backtest as cli_backtest
+import cli.views as cli_views
 from activities.backtest import BacktestActivities
 from activities.charts import ChartActivities
 from activities.llm import LlmActivities
@@ -351,3 +354,35 @@ async def test_bad_input_fails_the_run_naming_the_field(
         cause = cause.cause
     assert isinstance(cause, ApplicationError) and cause.non_retryable
     assert field in cause.message
+
+
+async def test_quantdesk_backtest_follows_the_walk_prints_the_metrics_and_saves_the_files(
+    ts_env: WorkflowEnvironment,
+    workers: None,
+    s3_settings: Settings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shown = Console(record=True, width=240)
+    monkeypatch.setattr(cli_backtest, "console", shown)
+    monkeypatch.setattr(cli_views, "console", shown)
+    settings = s3_settings.model_copy(
+        update={
+            "temporal": s3_settings.temporal.model_copy(
+                update={"address": ts_env.client.service_client.config.target_host}
+            ),
+            "queues": s3_settings.queues.model_copy(update={"workflows": QUEUE}),
+        }
+    )
+    payload = {"flow": "quantagent", "symbol": "GOOG", "start": "2010-06-01"}
+    payload |= {"end": "2010-06-08", "every": 3, "allow_short": False}
+
+    status = await cli_backtest._run(settings, payload, f"backtest-cli-{uuid.uuid4()}", tmp_path)
+
+    text = " ".join(shown.export_text().split())  # wrapped titles and links made whole
+    assert status == 0
+    assert "quantagent on GOOG, 2010-06-01 to 2010-06-08, 2 steps every 3 bar(s)" in text
+    saved = sorted(path.name for path in tmp_path.iterdir())
+    assert len(saved) == 3 and all(f"wrote {tmp_path / name}" in text for name in saved)
+    assert "report: http" in text and "Web UI: http" in text
+    assert text.index("report: http") < text.index("Web UI: http")

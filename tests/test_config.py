@@ -16,7 +16,7 @@ def test_nested_variables_configure_a_provider(monkeypatch: pytest.MonkeyPatch) 
     settings = load_settings()
 
     assert settings.model_for(PROVIDERS["openai"], LlmRole.QUICK) == "gpt-test-mini"
-    assert settings.openai.requests_per_second == 2.5
+    assert settings.provider("openai").requests_per_second == 2.5
 
 
 def test_registry_default_model_applies_when_unset() -> None:
@@ -97,11 +97,12 @@ def test_a_provider_block_given_in_part_keeps_its_own_defaults(
 
     settings = load_settings(ollama={"base_url": "http://127.0.0.1:11434/v1"})
 
-    assert settings.llamacpp.base_url == "http://127.0.0.1:9999/v1"
-    assert (settings.llamacpp.timeout_seconds, settings.llamacpp.max_concurrent) == (900, 1)
-    assert settings.ollama.max_concurrent == 2
-    assert settings.offline.timeout_seconds == 30
-    assert (settings.offline.max_concurrent, settings.offline.requests_per_second) == (16, 1000)
+    llamacpp, offline = settings.provider("llamacpp"), settings.provider("offline")
+    assert llamacpp.base_url == "http://127.0.0.1:9999/v1"
+    assert (llamacpp.timeout_seconds, llamacpp.max_concurrent) == (900, 1)
+    assert settings.provider("ollama").max_concurrent == 2
+    assert offline.timeout_seconds == 30
+    assert (offline.max_concurrent, offline.requests_per_second) == (16, 1000)
 
 
 def test_the_embedded_model_serves_llamacpp_unless_a_url_is_set(
@@ -112,10 +113,14 @@ def test_the_embedded_model_serves_llamacpp_unless_a_url_is_set(
     embedded = load_settings(local_llm={"port": 8499, "context_tokens": 8192})
 
     assert embedded.base_url(spec) == "http://127.0.0.1:8499/v1"
-    assert embedded.context_tokens(spec) == 8192
+    assert embedded.context_window(spec) == (8192, "QUANTDESK_LOCAL_LLM__CONTEXT_TOKENS")
     monkeypatch.setenv("LLAMACPP_BASE_URL", "http://gpu-box:8080/v1")
     elsewhere = load_settings(local_llm={"context_tokens": 8192})
     assert elsewhere.base_url(spec) == "http://gpu-box:8080/v1"
-    assert elsewhere.context_tokens(spec) == spec.capabilities.context_tokens
-    assert load_settings(llamacpp={"context_tokens": 2048}).context_tokens(spec) == 2048
-    assert load_settings().context_tokens(PROVIDERS["openai"]) is None
+    assert elsewhere.context_window(spec) == (
+        spec.capabilities.context_tokens,
+        "QUANTDESK_LLAMACPP__CONTEXT_TOKENS",
+    )
+    own = load_settings(llamacpp={"context_tokens": 2048}).context_window(spec)
+    assert own == (2048, "QUANTDESK_LLAMACPP__CONTEXT_TOKENS")
+    assert load_settings().context_window(PROVIDERS["openai"]) is None

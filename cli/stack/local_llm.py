@@ -91,7 +91,7 @@ def local_llm_env(settings: Settings) -> dict[str, str]:
     return {
         **section_env(settings, "local_llm"),
         MODEL_SETTING: str(checked_model(settings)),
-        f"{ENV_PREFIX}LLAMACPP__MAX_CONCURRENT": str(settings.llamacpp.max_concurrent),
+        f"{ENV_PREFIX}LLAMACPP__MAX_CONCURRENT": str(settings.provider("llamacpp").max_concurrent),
     }
 
 
@@ -126,7 +126,7 @@ def server_params(xllamacpp: ModuleType, settings: Settings, model: Path) -> Any
     llama.cpp splits ``n_ctx`` among its parallel slots, so each slot gets
     ``context_tokens``, the window prompts are planned for."""
     section = settings.local_llm
-    slots = settings.llamacpp.max_concurrent
+    slots = settings.provider("llamacpp").max_concurrent
     threads = section.threads or os.cpu_count() or 1
     params = xllamacpp.CommonParams()
     params.model.path = str(model)

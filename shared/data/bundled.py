@@ -13,25 +13,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from shared.data.contracts import (
-    INDEX_SYMBOLS,
-    DataKind,
-    Fundamentals,
-    IndexLevel,
-    IndustryCompany,
-    InsiderTransaction,
-    Listing,
-    MacroSeries,
-    MarketMovers,
-    NewsItem,
-    Sector,
-    SectorPerformance,
-    SocialPost,
-    Statement,
-    StatementKind,
-)
+from shared.data.contracts import INDEX_SYMBOLS, DataKind, DataVendor, Listing, Sector
 from shared.data.real import INDEX_FILES
-from shared.errors import InvalidInput, NoData, NotConfigured
+from shared.errors import InvalidInput, NoData
 from shared.market.bars import Bar, Timeframe
 from shared.market.sources import BarSource, BundledSource, FrameSource
 
@@ -104,8 +88,10 @@ _LISTINGS = (
 )
 
 
-class BundledVendor:
-    """``shared.market.sources.BundledSource`` behind the vendor interface: bars and universe."""
+class BundledVendor(DataVendor):
+    """``shared.market.sources.BundledSource`` behind the vendor interface: bars and universe.
+
+    Every other kind is ``DataVendor``'s "does not serve" answer."""
 
     name = "bundled"
     kinds = frozenset({DataKind.OHLCV, DataKind.UNIVERSE})
@@ -130,51 +116,3 @@ class BundledVendor:
         except NoData:
             return False
         return True
-
-    def _unserved(self, kind: DataKind) -> NotConfigured:
-        return NotConfigured(
-            f"bundled does not serve {kind.value}: it holds only OHLCV bars of "
-            f"{', '.join(listing.symbol for listing in _LISTINGS)}"
-        )
-
-    def news(
-        self,
-        as_of: datetime,
-        window: timedelta,
-        *,
-        symbol: str | None = None,
-        topic: str | None = None,
-        limit: int = 20,
-    ) -> list[NewsItem]:
-        raise self._unserved(DataKind.NEWS)
-
-    def social(
-        self, symbol: str, as_of: datetime, window: timedelta, limit: int = 50
-    ) -> list[SocialPost]:
-        raise self._unserved(DataKind.SOCIAL)
-
-    def fundamentals(self, symbol: str, as_of: datetime) -> Fundamentals:
-        raise self._unserved(DataKind.FUNDAMENTALS)
-
-    def statements(
-        self, symbol: str, kind: StatementKind, as_of: datetime, periods: int = 4
-    ) -> list[Statement]:
-        raise self._unserved(DataKind.STATEMENTS)
-
-    def insider(self, symbol: str, as_of: datetime, window: timedelta) -> list[InsiderTransaction]:
-        raise self._unserved(DataKind.INSIDER)
-
-    def sectors(self, as_of: datetime) -> list[SectorPerformance]:
-        raise self._unserved(DataKind.SECTORS)
-
-    def industry(self, sector: Sector, as_of: datetime, limit: int = 10) -> list[IndustryCompany]:
-        raise self._unserved(DataKind.INDUSTRY)
-
-    def movers(self, as_of: datetime, limit: int = 10) -> MarketMovers:
-        raise self._unserved(DataKind.MOVERS)
-
-    def indices(self, as_of: datetime) -> list[IndexLevel]:
-        raise self._unserved(DataKind.INDICES)
-
-    def macro(self, series: str, as_of: datetime, lookback: int = 24) -> MacroSeries:
-        raise self._unserved(DataKind.MACRO)

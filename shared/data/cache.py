@@ -21,6 +21,7 @@ attempt may succeed), ``NotConfigured`` (a key or package may be added) and
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -29,52 +30,21 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, get_type_hints
 
 from pydantic import TypeAdapter, ValidationError
 
-from shared.data.contracts import (
-    DataKind,
-    DataVendor,
-    Fundamentals,
-    IndexLevel,
-    IndustryCompany,
-    InsiderTransaction,
-    Listing,
-    MacroSeries,
-    MarketMovers,
-    NewsItem,
-    Sector,
-    SectorPerformance,
-    SocialPost,
-    Statement,
-    StatementKind,
-)
+from shared.data.contracts import DataKind, DataVendor
 from shared.errors import NoData
-from shared.market.bars import Bar, Timeframe
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 
 FORMAT = 1
 """Part of every key: bump it when the stored form changes, and old files are simply missed."""
-
-_RESULTS: dict[DataKind, TypeAdapter[Any]] = {
-    DataKind.UNIVERSE: TypeAdapter(list[Listing]),
-    DataKind.OHLCV: TypeAdapter(list[Bar]),
-    DataKind.NEWS: TypeAdapter(list[NewsItem]),
-    DataKind.SOCIAL: TypeAdapter(list[SocialPost]),
-    DataKind.FUNDAMENTALS: TypeAdapter(Fundamentals),
-    DataKind.STATEMENTS: TypeAdapter(list[Statement]),
-    DataKind.INSIDER: TypeAdapter(list[InsiderTransaction]),
-    DataKind.SECTORS: TypeAdapter(list[SectorPerformance]),
-    DataKind.INDUSTRY: TypeAdapter(list[IndustryCompany]),
-    DataKind.MOVERS: TypeAdapter(MarketMovers),
-    DataKind.INDICES: TypeAdapter(list[IndexLevel]),
-    DataKind.MACRO: TypeAdapter(MacroSeries),
-}
-"""How each kind's answer is written to and read back from JSON."""
 
 
 def _plain(value: object) -> object:
@@ -86,6 +56,28 @@ def _plain(value: object) -> object:
     if isinstance(value, Enum):
         return value.value
     raise TypeError(f"cannot key a cache on {type(value).__name__}")
+
+
+def _cached(
+    read: Callable[Concatenate[DataVendor, P], R],
+) -> Callable[Concatenate[CachedVendor, P], R]:
+    """``CachedVendor``'s form of the ``DataVendor`` method ``read``: keyed by every argument
+    by name, defaults included, then asked of the inner vendor's own method of that name."""
+    kind = DataKind(read.__name__)  # each read is named for the kind it reads
+    signature = inspect.signature(read)
+    # How the answer is written to and read back from JSON: the protocol's own return type.
+    result: TypeAdapter[R] = TypeAdapter(get_type_hints(read)["return"])
+
+    def cached(self: CachedVendor, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        bound = signature.bind(self.inner, *args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(list(bound.arguments.items())[1:])  # all but the vendor itself
+        method: Callable[P, R] = getattr(self.inner, read.__name__)
+        return self._read(kind, result, arguments, lambda: method(*args, **kwargs))
+
+    cached.__name__ = cached.__qualname__ = read.__name__
+    cached.__doc__ = f"The inner vendor's ``{read.__name__}``, from disk once settled."
+    return cached
 
 
 class CachedVendor:
@@ -106,89 +98,18 @@ class CachedVendor:
         self.settle = settle
         self._now = now
 
-    def universe(self, as_of: datetime) -> list[Listing]:
-        return self._read(DataKind.UNIVERSE, {"as_of": as_of}, lambda: self.inner.universe(as_of))
-
-    def ohlcv(self, symbol: str, timeframe: Timeframe, as_of: datetime, lookback: int) -> list[Bar]:
-        return self._read(
-            DataKind.OHLCV,
-            {"symbol": symbol, "timeframe": timeframe, "as_of": as_of, "lookback": lookback},
-            lambda: self.inner.ohlcv(symbol, timeframe, as_of, lookback),
-        )
-
-    def news(
-        self,
-        as_of: datetime,
-        window: timedelta,
-        *,
-        symbol: str | None = None,
-        topic: str | None = None,
-        limit: int = 20,
-    ) -> list[NewsItem]:
-        return self._read(
-            DataKind.NEWS,
-            {"as_of": as_of, "window": window, "symbol": symbol, "topic": topic, "limit": limit},
-            lambda: self.inner.news(as_of, window, symbol=symbol, topic=topic, limit=limit),
-        )
-
-    def social(
-        self, symbol: str, as_of: datetime, window: timedelta, limit: int = 50
-    ) -> list[SocialPost]:
-        return self._read(
-            DataKind.SOCIAL,
-            {"symbol": symbol, "as_of": as_of, "window": window, "limit": limit},
-            lambda: self.inner.social(symbol, as_of, window, limit),
-        )
-
-    def fundamentals(self, symbol: str, as_of: datetime) -> Fundamentals:
-        return self._read(
-            DataKind.FUNDAMENTALS,
-            {"symbol": symbol, "as_of": as_of},
-            lambda: self.inner.fundamentals(symbol, as_of),
-        )
-
-    def statements(
-        self, symbol: str, kind: StatementKind, as_of: datetime, periods: int = 4
-    ) -> list[Statement]:
-        return self._read(
-            DataKind.STATEMENTS,
-            {"symbol": symbol, "kind": kind, "as_of": as_of, "periods": periods},
-            lambda: self.inner.statements(symbol, kind, as_of, periods),
-        )
-
-    def insider(self, symbol: str, as_of: datetime, window: timedelta) -> list[InsiderTransaction]:
-        return self._read(
-            DataKind.INSIDER,
-            {"symbol": symbol, "as_of": as_of, "window": window},
-            lambda: self.inner.insider(symbol, as_of, window),
-        )
-
-    def sectors(self, as_of: datetime) -> list[SectorPerformance]:
-        return self._read(DataKind.SECTORS, {"as_of": as_of}, lambda: self.inner.sectors(as_of))
-
-    def industry(self, sector: Sector, as_of: datetime, limit: int = 10) -> list[IndustryCompany]:
-        return self._read(
-            DataKind.INDUSTRY,
-            {"sector": sector, "as_of": as_of, "limit": limit},
-            lambda: self.inner.industry(sector, as_of, limit),
-        )
-
-    def movers(self, as_of: datetime, limit: int = 10) -> MarketMovers:
-        return self._read(
-            DataKind.MOVERS,
-            {"as_of": as_of, "limit": limit},
-            lambda: self.inner.movers(as_of, limit),
-        )
-
-    def indices(self, as_of: datetime) -> list[IndexLevel]:
-        return self._read(DataKind.INDICES, {"as_of": as_of}, lambda: self.inner.indices(as_of))
-
-    def macro(self, series: str, as_of: datetime, lookback: int = 24) -> MacroSeries:
-        return self._read(
-            DataKind.MACRO,
-            {"series": series, "as_of": as_of, "lookback": lookback},
-            lambda: self.inner.macro(series, as_of, lookback),
-        )
+    universe = _cached(DataVendor.universe)
+    ohlcv = _cached(DataVendor.ohlcv)
+    news = _cached(DataVendor.news)
+    social = _cached(DataVendor.social)
+    fundamentals = _cached(DataVendor.fundamentals)
+    statements = _cached(DataVendor.statements)
+    insider = _cached(DataVendor.insider)
+    sectors = _cached(DataVendor.sectors)
+    industry = _cached(DataVendor.industry)
+    movers = _cached(DataVendor.movers)
+    indices = _cached(DataVendor.indices)
+    macro = _cached(DataVendor.macro)
 
     def _path_for(self, kind: DataKind, args: dict[str, object]) -> tuple[Path, dict[str, Any]]:
         """The file of a read and the key stored in it."""
@@ -202,7 +123,13 @@ class CachedVendor:
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
         return self.directory / self.name / kind.value / f"{digest}.json", key
 
-    def _read(self, kind: DataKind, args: dict[str, object], fetch: Callable[[], T]) -> T:
+    def _read(
+        self,
+        kind: DataKind,
+        result: TypeAdapter[T],
+        args: dict[str, object],
+        fetch: Callable[[], T],
+    ) -> T:
         if not self._settled(args["as_of"]):
             return fetch()
         path, key = self._path_for(kind, args)
@@ -211,7 +138,7 @@ class CachedVendor:
             if "no_data" in stored:
                 raise NoData(stored["no_data"])
             try:
-                return _RESULTS[kind].validate_python(stored["value"])  # type: ignore[no-any-return]
+                return result.validate_python(stored["value"])
             except (KeyError, ValidationError) as error:
                 log.warning("ignoring cache file %s: %s", path, error)
         try:
@@ -219,7 +146,7 @@ class CachedVendor:
         except NoData as error:
             _write(path, {"key": key, "no_data": str(error)})
             raise
-        _write(path, {"key": key, "value": _RESULTS[kind].dump_python(value, mode="json")})
+        _write(path, {"key": key, "value": result.dump_python(value, mode="json")})
         return value
 
     def _settled(self, as_of: object) -> bool:

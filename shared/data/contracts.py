@@ -13,11 +13,25 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Annotated, Protocol, runtime_checkable
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
 
+from shared.errors import NotConfigured
 from shared.market.bars import Bar, Timeframe
+
+TickerSymbol = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True,
+        to_upper=True,
+        min_length=1,
+        max_length=15,
+        pattern=r"^[A-Za-z0-9.^=-]+$",
+    ),
+]
+"""A ticker as a model or a user writes it, normalised: trimmed, upper case, letters, digits
+and ``. ^ = -`` (indices start with ^, Yahoo's FX and futures tickers hold = and -)."""
 
 
 class DataKind(StrEnum):
@@ -280,6 +294,10 @@ class DataVendor(Protocol):
     nothing in the window raises ``NoData``; a throttled or broken vendor raises
     ``RateLimited`` or ``VendorFailure`` (retryable). The router tries the next
     vendor of the kind's chain on any of them.
+
+    A vendor class that subclasses this protocol states only the reads it offers:
+    every other read keeps the body here, ``NotConfigured`` naming the kind and the
+    vendor. (A class that merely matches the protocol must define every read.)
     """
 
     @property
@@ -292,11 +310,11 @@ class DataVendor(Protocol):
         """The kinds it serves (may depend on what is configured right now)."""
         ...
 
-    def universe(self, as_of: datetime) -> list[Listing]: ...
+    def universe(self, as_of: datetime) -> list[Listing]:
+        raise not_served(self, DataKind.UNIVERSE)
 
-    def ohlcv(
-        self, symbol: str, timeframe: Timeframe, as_of: datetime, lookback: int
-    ) -> list[Bar]: ...
+    def ohlcv(self, symbol: str, timeframe: Timeframe, as_of: datetime, lookback: int) -> list[Bar]:
+        raise not_served(self, DataKind.OHLCV)
 
     def news(
         self,
@@ -306,30 +324,45 @@ class DataVendor(Protocol):
         symbol: str | None = None,
         topic: str | None = None,
         limit: int = 20,
-    ) -> list[NewsItem]: ...
+    ) -> list[NewsItem]:
+        raise not_served(self, DataKind.NEWS)
 
     def social(
         self, symbol: str, as_of: datetime, window: timedelta, limit: int = 50
-    ) -> list[SocialPost]: ...
+    ) -> list[SocialPost]:
+        raise not_served(self, DataKind.SOCIAL)
 
-    def fundamentals(self, symbol: str, as_of: datetime) -> Fundamentals: ...
+    def fundamentals(self, symbol: str, as_of: datetime) -> Fundamentals:
+        raise not_served(self, DataKind.FUNDAMENTALS)
 
     def statements(
         self, symbol: str, kind: StatementKind, as_of: datetime, periods: int = 4
-    ) -> list[Statement]: ...
+    ) -> list[Statement]:
+        raise not_served(self, DataKind.STATEMENTS)
 
-    def insider(
-        self, symbol: str, as_of: datetime, window: timedelta
-    ) -> list[InsiderTransaction]: ...
+    def insider(self, symbol: str, as_of: datetime, window: timedelta) -> list[InsiderTransaction]:
+        raise not_served(self, DataKind.INSIDER)
 
-    def sectors(self, as_of: datetime) -> list[SectorPerformance]: ...
+    def sectors(self, as_of: datetime) -> list[SectorPerformance]:
+        raise not_served(self, DataKind.SECTORS)
 
-    def industry(
-        self, sector: Sector, as_of: datetime, limit: int = 10
-    ) -> list[IndustryCompany]: ...
+    def industry(self, sector: Sector, as_of: datetime, limit: int = 10) -> list[IndustryCompany]:
+        raise not_served(self, DataKind.INDUSTRY)
 
-    def movers(self, as_of: datetime, limit: int = 10) -> MarketMovers: ...
+    def movers(self, as_of: datetime, limit: int = 10) -> MarketMovers:
+        raise not_served(self, DataKind.MOVERS)
 
-    def indices(self, as_of: datetime) -> list[IndexLevel]: ...
+    def indices(self, as_of: datetime) -> list[IndexLevel]:
+        raise not_served(self, DataKind.INDICES)
 
-    def macro(self, series: str, as_of: datetime, lookback: int = 24) -> MacroSeries: ...
+    def macro(self, series: str, as_of: datetime, lookback: int = 24) -> MacroSeries:
+        raise not_served(self, DataKind.MACRO)
+
+
+def not_served(vendor: DataVendor, kind: DataKind) -> NotConfigured:
+    """The error of a read ``vendor`` does not offer: which kind, which vendor, what it serves."""
+    served = ", ".join(sorted(k.value for k in vendor.kinds)) or "nothing as configured"
+    return NotConfigured(
+        f"{vendor.name} does not serve {kind.value} (it serves {served})",
+        fix=f"Route {kind.value} to another vendor.",
+    )

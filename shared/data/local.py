@@ -79,6 +79,7 @@ from shared.data.contracts import (
     INDEX_SYMBOLS,
     SECTOR_ETFS,
     DataKind,
+    DataVendor,
     Fundamentals,
     IndexLevel,
     IndustryCompany,
@@ -408,7 +409,7 @@ class _ParsedFiles:
         return value
 
 
-class LocalVendor:
+class LocalVendor(DataVendor):
     """Every kind from the files under ``root`` (layout: this module's docstring)."""
 
     name = "local"

@@ -15,7 +15,7 @@ Yahoo serves today's view of the world, so each kind is bounded by ``as_of`` her
 - movers: Yahoo's screeners are live, so they answer only for an ``as_of`` within a
   day of now, and only with quotes timed at or before it.
 
-Industry, social and macro data are not served: Yahoo's industry pages rank by
+Industry, social and macro data are not served (``DataVendor``'s "does not serve" answer): Yahoo's industry pages rank by
 today's market caps, which would leak the future into a past ``as_of``.
 
 Errors are classified by ``yfinance_shapes.ERROR_RULES``. An unknown ticker is ``NoData``, not
@@ -39,27 +39,24 @@ from shared.data.contracts import (
     INDEX_SYMBOLS,
     SECTOR_ETFS,
     DataKind,
+    DataVendor,
     Fundamentals,
     IndexLevel,
-    IndustryCompany,
     InsiderTransaction,
     Listing,
-    MacroSeries,
     MarketMovers,
     Mover,
     NewsItem,
     Sector,
     SectorPerformance,
-    SocialPost,
     Statement,
     StatementKind,
 )
 from shared.data.local import compute_fundamentals
 from shared.errors import InvalidInput, NoData, NotConfigured
 from shared.market.bars import Bar, Timeframe, validate_bars
-from shared.market.resample import bucket_ends
 from shared.market.series import build_series, check_lookback, parse_as_of
-from shared.market.yahoo import _span, _to_frame
+from shared.market.yahoo import _to_frame, finished_frame
 
 T = TypeVar("T")
 
@@ -67,7 +64,6 @@ INSTALL_FIX = "Run `pip install 'quantdesk[online]'`, or route the kind to anoth
 LIVE_TOLERANCE = timedelta(days=1)
 """How far in the past ``as_of`` may be for a live screener to answer it."""
 
-_NATIVE = {Timeframe.H4: Timeframe.H1}  # Yahoo has no 4h interval: resampled from 1h
 _EARLIEST = pd.Timestamp("1970-01-01", tz=UTC)  # a read of all history starts here
 _NEWS_COUNT = 50  # stories asked for; Yahoo returns its latest, filtered by as_of after
 _MARKET_QUERY = "stock market"  # the search for news about no symbol and no topic
@@ -79,7 +75,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class YFinanceVendor:
+class YFinanceVendor(DataVendor):
     """Yahoo Finance for OHLCV, news, statements, fundamentals, insider, sectors, movers, indices.
 
     ``module`` replaces the ``yfinance`` import (tests pass a fake); otherwise yfinance
@@ -110,7 +106,13 @@ class YFinanceVendor:
         self._bars = _YahooBars(self._history, self._now)
         served = {DataKind.OHLCV, DataKind.NEWS, DataKind.FUNDAMENTALS, DataKind.STATEMENTS}
         served |= {DataKind.INSIDER, DataKind.SECTORS, DataKind.MOVERS, DataKind.INDICES}
-        self.kinds = frozenset(served | ({DataKind.UNIVERSE} if self._symbols else set()))
+        self._kinds = frozenset(served | ({DataKind.UNIVERSE} if self._symbols else set()))
+
+    @property
+    def kinds(self) -> frozenset[DataKind]:
+        """Bars, news, statements, fundamentals, insider, sectors, movers, indices; the
+        universe only when given symbols."""
+        return self._kinds
 
     # --- the DataVendor interface ---------------------------------------------------
 
@@ -166,11 +168,6 @@ class YFinanceVendor:
                 f"Yahoo Finance has no news for {ticker or topic or 'the market'} in the window"
             )
         return sorted(unique.values(), key=lambda item: item.published_at, reverse=True)[:limit]
-
-    def social(
-        self, symbol: str, as_of: datetime, window: timedelta, limit: int = 50
-    ) -> list[SocialPost]:
-        raise _not_served(DataKind.SOCIAL)
 
     def fundamentals(self, symbol: str, as_of: datetime) -> Fundamentals:
         """``compute_fundamentals`` of the statements public at ``as_of`` and its as-traded close.
@@ -229,9 +226,6 @@ class YFinanceVendor:
             raise NoData("Yahoo Finance has no sector ETF bars up to as_of")
         return rows
 
-    def industry(self, sector: Sector, as_of: datetime, limit: int = 10) -> list[IndustryCompany]:
-        raise _not_served(DataKind.INDUSTRY)
-
     def movers(self, as_of: datetime, limit: int = 10) -> MarketMovers:
         """Yahoo's gainers, losers and most active, for an ``as_of`` of about now.
 
@@ -274,9 +268,6 @@ class YFinanceVendor:
         if not levels:
             raise NoData("Yahoo Finance has no index bars up to as_of")
         return levels
-
-    def macro(self, series: str, as_of: datetime, lookback: int = 24) -> MacroSeries:
-        raise _not_served(DataKind.MACRO)
 
     # --- reading yfinance -------------------------------------------------------------
 
@@ -417,13 +408,13 @@ class _YahooBars:
         """Finished bars labelled at or before ``as_of``, fetched just for that window."""
         wanted, cutoff = Timeframe.parse(timeframe), _cutoff(as_of)
         check_lookback(lookback)
-        base, now = _NATIVE.get(wanted, wanted), self.now()
-        end = min(cutoff + base.duration, now)
-        start = end - _span(wanted, lookback) if lookback else _EARLIEST
-        history = self.history(symbol, base.value, start, end, auto_adjust=True, actions=False)
-        frame = _to_frame(history, base)
-        # No bar labelled after as_of, nor the one still forming now.
-        frame = frame[(frame.index <= cutoff) & (bucket_ends(frame.index, base) <= now)]
+
+        def download(base: Timeframe, start: pd.Timestamp | None, end: pd.Timestamp) -> Any:
+            start = _EARLIEST if start is None else start
+            return self.history(symbol, base.value, start, end, auto_adjust=True, actions=False)
+
+        frame, base, _ = finished_frame(download, wanted, cutoff, lookback, self.now())
+        frame = frame[frame.index <= cutoff]  # no bar labelled after as_of
         where = f"{wanted} bars for {symbol!r} up to {cutoff.isoformat()}"
         if frame.empty:
             raise NoData(f"Yahoo Finance has no {where} (unknown or delisted ticker?)")
@@ -457,10 +448,6 @@ def _since(cutoff: pd.Timestamp, window: timedelta) -> pd.Timestamp:
             "window", f"{window!r} is not a positive duration", fix="Use e.g. timedelta(days=7)."
         )
     return cutoff - window
-
-
-def _not_served(kind: DataKind) -> NotConfigured:
-    return NotConfigured(f"yfinance does not serve {kind.value}", fix="Route it to another vendor.")
 
 
 def _change(bars: Sequence[Bar], sessions: int) -> float | None:

@@ -2,17 +2,22 @@
 
 Adding a provider is one row here. A row says which client speaks to it, which
 environment variables hold its key and base URL, which task queue its calls go
-to (so its workers and rate limits scale on their own), what it can do, and the
-default models per role. Pure data: workflows import it to route calls.
+to (so its workers and rate limits scale on their own), what it can do, how a
+worker serves it, the default models per role and their prices. Everything else
+is derived from the rows: the settings block ``QUANTDESK_<NAME>__*``
+(``shared.config``), the workers on its queue, the wire dialect. Pure data:
+workflows import it to route calls.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shared.errors import lookup
+from shared.llm.pricing import ModelPrice
 
 
 class ClientKind(StrEnum):
@@ -95,6 +100,31 @@ class Capabilities(BaseModel):
         description="the model's context window when it is small enough to plan for (local "
         "models); prompts are trimmed to fit it. None: large, never trimmed",
     )
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = Field(
+        "max_tokens",
+        description="the chat-completions parameter that caps the reply (OpenAI's reasoning "
+        "models refuse max_tokens; most compatible servers know only max_tokens)",
+    )
+
+
+class Serving(BaseModel):
+    """How a worker serves one provider's calls. Each field is also a setting
+    (``QUANTDESK_<PROVIDER>__<FIELD>``) whose default is the row's value."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_concurrent: int = Field(8, ge=1, le=1024, description="activities at once per worker")
+    requests_per_second: float = Field(
+        5.0, gt=0, le=10_000, description="calls per second for the whole task queue"
+    )
+    timeout_seconds: float = Field(120.0, gt=0, le=3600, description="one HTTP call")
+    reply_tokens: int = Field(
+        1024,
+        ge=16,
+        le=200_000,
+        description="tokens kept free for the reply when a context window is planned for; "
+        "also the reply's cap there, so a small model cannot ramble until the window is full",
+    )
 
 
 class ProviderSpec(BaseModel):
@@ -110,6 +140,7 @@ class ProviderSpec(BaseModel):
     default_base_url: str | None = None
     key_required: bool = True
     capabilities: Capabilities = Capabilities()
+    serving: Serving = Serving()
     embedded: bool = Field(
         False,
         description="served by the `local-llm` component of `quantdesk up` unless a URL is set",
@@ -117,6 +148,11 @@ class ProviderSpec(BaseModel):
     quick_model: str
     deep_model: str
     vision_model: str | None
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="list prices of the models this provider serves; a model without one "
+        "is counted as unpriced",
+    )
 
     @model_validator(mode="after")
     def _structured_output_fits_the_wire(self) -> ProviderSpec:
@@ -130,109 +166,172 @@ class ProviderSpec(BaseModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _a_needed_key_has_a_variable(self) -> ProviderSpec:
+        """A missing key is refused naming the variable to set, so a row needing one names it."""
+        if self.key_required and not self.key_env:
+            raise ValueError(f"provider {self.name!r} requires a key but names no key_env")
+        return self
+
 
 QUEUE_OPENAI = "llm-openai"
 QUEUE_ANTHROPIC = "llm-anthropic"
 QUEUE_COMPATIBLE = "llm-openai-compatible"
 QUEUE_OFFLINE = "llm-offline"
 LLM_QUEUES = (QUEUE_OPENAI, QUEUE_ANTHROPIC, QUEUE_COMPATIBLE, QUEUE_OFFLINE)
+_QUEUE_OF_CLIENT = {
+    ClientKind.OPENAI: QUEUE_OPENAI,
+    ClientKind.ANTHROPIC: QUEUE_ANTHROPIC,
+    ClientKind.OPENAI_COMPATIBLE: QUEUE_COMPATIBLE,
+    ClientKind.OFFLINE: QUEUE_OFFLINE,
+}
 
 OFFLINE_MODEL = "offline-analyst"
 LOCAL_MODEL = "local"
 """The model name sent to the embedded llama.cpp server, which serves the one GGUF it loaded."""
 
+Models = tuple[str, str, str | None]
+"""A row's default (quick, deep, vision) models; vision None: no model reads images."""
+KeyUse = Literal["required", "optional", "none"]
+"""Whether calls need a key (``{env}_API_KEY``), may carry one, or have no key variable."""
+# What a row that says nothing gets: prompt-only structured output, the safe guess for a
+# server whose support is unknown, and the generic serving limits.
+_UNKNOWN_SERVER = Capabilities()
+_DEFAULT_SERVING = Serving()
+
+
+def row(
+    name: str,
+    models: Models,
+    *,
+    client: ClientKind = ClientKind.OPENAI_COMPATIBLE,
+    env: str | None = None,
+    key: KeyUse = "required",
+    url: str | None = None,
+    capabilities: Capabilities = _UNKNOWN_SERVER,
+    serving: Serving = _DEFAULT_SERVING,
+    prices: dict[str, tuple[float, float]] | None = None,
+    embedded: bool = False,
+) -> ProviderSpec:
+    """One registry row, the conventions every row shares spelled once.
+
+    Most providers speak OpenAI's chat completions, the default client. ``env`` is the
+    vendor's variable prefix: ``{env}_BASE_URL`` overrides ``url``, and ``{env}_API_KEY``
+    holds the key unless ``key`` is ``none``. The task queue is the client's. ``prices``
+    are USD per million (input, output) tokens of each model the provider serves.
+    """
+    quick, deep, vision = models
+    return ProviderSpec(
+        name=name,
+        client=client,
+        task_queue=_QUEUE_OF_CLIENT[client],
+        key_env=f"{env}_API_KEY" if env and key != "none" else None,
+        base_url_env=f"{env}_BASE_URL" if env else None,
+        default_base_url=url,
+        key_required=key == "required",
+        capabilities=capabilities,
+        serving=serving,
+        embedded=embedded,
+        quick_model=quick,
+        deep_model=deep,
+        vision_model=vision,
+        prices={
+            model: ModelPrice(input=usd_in, output=usd_out)
+            for model, (usd_in, usd_out) in (prices or {}).items()
+        },
+    )
+
+
+_JSON_SCHEMA = Capabilities(structured_output=StructuredOutput.JSON_SCHEMA)
+_JSON_OBJECT = Capabilities(structured_output=StructuredOutput.JSON_OBJECT)
 # Self-hosted servers enforce JSON schemas as grammars; tool calls work when the
 # model's template has them, and small models often write them as text instead.
-_LOCAL_SERVER = Capabilities(
-    structured_output=StructuredOutput.JSON_SCHEMA, tool_calls=ToolCalling.NATIVE_OR_TEXT
-)
+_LOCAL_SERVER = _JSON_SCHEMA.model_copy(update={"tool_calls": ToolCalling.NATIVE_OR_TEXT})
+_TWO_SLOTS = Serving(max_concurrent=2)
+
+
+def self_hosted(
+    name: str,
+    models: Models,
+    *,
+    port: int,
+    key: KeyUse = "none",
+    serving: Serving = _TWO_SLOTS,
+) -> ProviderSpec:
+    """A row for a model server of one's own (ollama, vLLM, LM Studio): on this machine at
+    ``port`` unless ``{NAME}_BASE_URL`` says where, unpriced, two calls at once by default."""
+    return row(
+        name,
+        models,
+        env=name.upper(),
+        key=key,
+        url=f"http://127.0.0.1:{port}/v1",
+        capabilities=_LOCAL_SERVER,
+        serving=serving,
+    )
+
 
 PROVIDERS: dict[str, ProviderSpec] = {
-    row.name: row
-    for row in (
-        ProviderSpec(
-            name="openai",
+    spec.name: spec
+    for spec in (
+        row(
+            "openai",
+            ("gpt-4.1-mini", "gpt-4.1", "gpt-4.1"),
             client=ClientKind.OPENAI,
-            task_queue=QUEUE_OPENAI,
-            key_env="OPENAI_API_KEY",
-            base_url_env="OPENAI_BASE_URL",
-            capabilities=Capabilities(structured_output=StructuredOutput.JSON_SCHEMA),
-            quick_model="gpt-4.1-mini",
-            deep_model="gpt-4.1",
-            vision_model="gpt-4.1",
+            env="OPENAI",
+            capabilities=_JSON_SCHEMA.model_copy(
+                update={"max_tokens_param": "max_completion_tokens"}
+            ),
+            prices={
+                "gpt-4.1": (2.0, 8.0),
+                "gpt-4.1-mini": (0.4, 1.6),
+                "gpt-4o": (2.5, 10.0),
+                "gpt-4o-mini": (0.15, 0.6),
+                "o4-mini": (1.1, 4.4),
+            },
         ),
-        ProviderSpec(
-            name="anthropic",
+        row(
+            "anthropic",
+            ("claude-haiku-4-5", "claude-sonnet-4-5", "claude-sonnet-4-5"),
             client=ClientKind.ANTHROPIC,
-            task_queue=QUEUE_ANTHROPIC,
-            key_env="ANTHROPIC_API_KEY",
-            base_url_env="ANTHROPIC_BASE_URL",
+            env="ANTHROPIC",
             capabilities=Capabilities(structured_output=StructuredOutput.TOOL),
-            quick_model="claude-haiku-4-5",
-            deep_model="claude-sonnet-4-5",
-            vision_model="claude-sonnet-4-5",
+            prices={
+                "claude-sonnet-4-5": (3.0, 15.0),
+                "claude-haiku-4-5": (1.0, 5.0),
+                "claude-opus-4-1": (15.0, 75.0),
+            },
         ),
-        ProviderSpec(
-            name="qwen",
-            client=ClientKind.OPENAI_COMPATIBLE,
-            task_queue=QUEUE_COMPATIBLE,
-            key_env="DASHSCOPE_API_KEY",
-            base_url_env="DASHSCOPE_BASE_URL",
-            default_base_url="https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
-            capabilities=Capabilities(structured_output=StructuredOutput.JSON_OBJECT),
-            quick_model="qwen-plus",
-            deep_model="qwen-max",
-            vision_model="qwen-vl-max",
+        row(
+            "qwen",
+            ("qwen-plus", "qwen-max", "qwen-vl-max"),
+            env="DASHSCOPE",
+            url="https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+            capabilities=_JSON_OBJECT,
         ),
-        ProviderSpec(
-            name="ollama",
-            client=ClientKind.OPENAI_COMPATIBLE,
-            task_queue=QUEUE_COMPATIBLE,
-            key_env=None,
-            base_url_env="OLLAMA_BASE_URL",
-            key_required=False,
-            default_base_url="http://127.0.0.1:11434/v1",
-            capabilities=_LOCAL_SERVER,
-            quick_model="llama3.1",
-            deep_model="llama3.1",
-            vision_model="llava",
+        self_hosted("ollama", ("llama3.1", "llama3.1", "llava"), port=11434),
+        self_hosted(
+            "vllm",
+            ("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct"),
+            port=8000,
+            key="optional",
+            serving=_DEFAULT_SERVING,
         ),
-        ProviderSpec(
-            name="vllm",
-            client=ClientKind.OPENAI_COMPATIBLE,
-            task_queue=QUEUE_COMPATIBLE,
-            key_env="VLLM_API_KEY",
-            base_url_env="VLLM_BASE_URL",
-            key_required=False,
-            default_base_url="http://127.0.0.1:8000/v1",
-            capabilities=_LOCAL_SERVER,
-            quick_model="Qwen/Qwen2.5-7B-Instruct",
-            deep_model="Qwen/Qwen2.5-7B-Instruct",
-            vision_model="Qwen/Qwen2.5-VL-7B-Instruct",
+        self_hosted(
+            "lmstudio",
+            ("qwen2.5-7b-instruct", "qwen2.5-7b-instruct", "qwen2.5-vl-7b-instruct"),
+            port=1234,
         ),
-        ProviderSpec(
-            name="lmstudio",
-            client=ClientKind.OPENAI_COMPATIBLE,
-            task_queue=QUEUE_COMPATIBLE,
-            key_env=None,
-            base_url_env="LMSTUDIO_BASE_URL",
-            key_required=False,
-            default_base_url="http://127.0.0.1:1234/v1",
-            capabilities=_LOCAL_SERVER,
-            quick_model="qwen2.5-7b-instruct",
-            deep_model="qwen2.5-7b-instruct",
-            vision_model="qwen2.5-vl-7b-instruct",
-        ),
-        ProviderSpec(
-            # llama.cpp's own server: the embedded `local-llm` component, or any
-            # llama-server at LLAMACPP_BASE_URL. No vision (QuantAgent reads its charts
-            # as text), tools described in the prompt (many GGUF templates have none).
-            name="llamacpp",
-            client=ClientKind.OPENAI_COMPATIBLE,
-            task_queue=QUEUE_COMPATIBLE,
-            key_env=None,
-            base_url_env="LLAMACPP_BASE_URL",
-            key_required=False,
+        # llama.cpp's own server: the embedded `local-llm` component, or any
+        # llama-server at LLAMACPP_BASE_URL. No vision (QuantAgent reads its charts
+        # as text), tools described in the prompt (many GGUF templates have none).
+        # One slot: a second call would only queue behind it, and a CPU model under
+        # load answers at 1-3 tokens a second.
+        row(
+            "llamacpp",
+            (LOCAL_MODEL, LOCAL_MODEL, LOCAL_MODEL),
+            env="LLAMACPP",
+            key="none",
             embedded=True,
             capabilities=Capabilities(
                 vision=False,
@@ -240,45 +339,49 @@ PROVIDERS: dict[str, ProviderSpec] = {
                 tool_calls=ToolCalling.TEXT,
                 context_tokens=4096,
             ),
-            quick_model=LOCAL_MODEL,
-            deep_model=LOCAL_MODEL,
-            vision_model=LOCAL_MODEL,
+            serving=Serving(max_concurrent=1, timeout_seconds=900),
         ),
-        ProviderSpec(
-            name="deepseek",
-            client=ClientKind.OPENAI_COMPATIBLE,
-            task_queue=QUEUE_COMPATIBLE,
-            key_env="DEEPSEEK_API_KEY",
-            base_url_env="DEEPSEEK_BASE_URL",
-            default_base_url="https://api.deepseek.com/v1",
-            capabilities=Capabilities(vision=False, structured_output=StructuredOutput.JSON_OBJECT),
-            quick_model="deepseek-chat",
-            deep_model="deepseek-reasoner",
-            vision_model=None,
+        row(
+            "deepseek",
+            ("deepseek-chat", "deepseek-reasoner", None),
+            env="DEEPSEEK",
+            url="https://api.deepseek.com/v1",
+            capabilities=_JSON_OBJECT.model_copy(update={"vision": False}),
+            prices={"deepseek-chat": (0.27, 1.1), "deepseek-reasoner": (0.55, 2.19)},
         ),
-        ProviderSpec(
-            name="openrouter",
-            client=ClientKind.OPENAI_COMPATIBLE,
-            task_queue=QUEUE_COMPATIBLE,
-            key_env="OPENROUTER_API_KEY",
-            base_url_env="OPENROUTER_BASE_URL",
-            default_base_url="https://openrouter.ai/api/v1",
-            capabilities=Capabilities(structured_output=StructuredOutput.JSON_SCHEMA),
-            quick_model="openai/gpt-4.1-mini",
-            deep_model="openai/gpt-4.1",
-            vision_model="openai/gpt-4.1",
+        row(
+            "openrouter",
+            ("openai/gpt-4.1-mini", "openai/gpt-4.1", "openai/gpt-4.1"),
+            env="OPENROUTER",
+            url="https://openrouter.ai/api/v1",
+            capabilities=_JSON_SCHEMA,
+            prices={"openai/gpt-4.1": (2.0, 8.0), "openai/gpt-4.1-mini": (0.4, 1.6)},
         ),
-        ProviderSpec(
-            name="offline",
+        # Google's OpenAI-compatible endpoint: images as data URLs, response_format
+        # json_schema (strict), native tools, max_tokens.
+        row(
+            "gemini",
+            ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash"),
+            env="GEMINI",
+            url="https://generativelanguage.googleapis.com/v1beta/openai/",
+            capabilities=_JSON_SCHEMA,
+            prices={"gemini-2.5-flash": (0.30, 2.50), "gemini-2.5-pro": (1.25, 10.0)},
+        ),
+        row(
+            "offline",
+            (OFFLINE_MODEL, OFFLINE_MODEL, OFFLINE_MODEL),
             client=ClientKind.OFFLINE,
-            task_queue=QUEUE_OFFLINE,
-            key_required=False,
-            quick_model=OFFLINE_MODEL,
-            deep_model=OFFLINE_MODEL,
-            vision_model=OFFLINE_MODEL,
+            key="none",
+            serving=Serving(max_concurrent=16, requests_per_second=1000),
+            prices={OFFLINE_MODEL: (0, 0)},
         ),
     )
 }
+
+
+def list_prices() -> dict[str, ModelPrice]:
+    """Every row's list prices: the defaults of the ``prices`` setting."""
+    return {model: price for spec in PROVIDERS.values() for model, price in spec.prices.items()}
 
 
 def provider_spec(name: str, *, field: str = "llm.provider") -> ProviderSpec:
@@ -288,4 +391,9 @@ def provider_spec(name: str, *, field: str = "llm.provider") -> ProviderSpec:
 
 def providers_on_queue(queue: str) -> list[ProviderSpec]:
     """The providers whose calls a worker on ``queue`` serves."""
-    return [row for row in PROVIDERS.values() if row.task_queue == queue]
+    return [spec for spec in PROVIDERS.values() if spec.task_queue == queue]
+
+
+def vision_providers() -> list[str]:
+    """The providers whose rows take images."""
+    return [spec.name for spec in PROVIDERS.values() if spec.capabilities.vision]

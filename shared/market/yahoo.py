@@ -8,9 +8,10 @@ saying how to install it.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from types import ModuleType
+from typing import Any
 
 import pandas as pd
 
@@ -69,16 +70,16 @@ class YFinanceSource:
         wanted = Timeframe.parse(timeframe)
         cutoff = parse_as_of(as_of)
         check_lookback(lookback)
-        base = Timeframe.H1 if wanted is Timeframe.H4 else wanted
+
+        def download(base: Timeframe, start: pd.Timestamp | None, end: pd.Timestamp) -> Any:
+            # yfinance takes a start or a period, never both; "max" with an end reads to the end.
+            window = {"period": "max"} if start is None else {"start": start}
+            return self._yf.Ticker(ticker).history(
+                interval=base.value, end=end, auto_adjust=self._auto_adjust, actions=False, **window
+            )
+
         now = pd.Timestamp.now(tz="UTC")
-        end = now if cutoff is None else min(cutoff + base.duration, now)
-        # yfinance takes a start or a period, never both; "max" with an end reads up to the end.
-        window = {"period": "max"} if lookback is None else {"start": end - _span(wanted, lookback)}
-        history = self._yf.Ticker(ticker).history(
-            interval=base.value, end=end, auto_adjust=self._auto_adjust, actions=False, **window
-        )
-        frame = _to_frame(history, base)
-        frame = frame[bucket_ends(frame.index, base) <= now]  # drop the bar still forming
+        frame, base, end = finished_frame(download, wanted, cutoff, lookback, now)
         if frame.empty:  # Yahoo answers an unknown ticker with an empty frame, not an error
             raise InvalidInput(
                 "symbol",
@@ -89,6 +90,23 @@ class YFinanceSource:
             )
         validate_bars(frame, field=f"yfinance {ticker}")
         return build_series(ticker, frame, base, wanted).window(cutoff, lookback)
+
+
+def finished_frame(
+    download: Callable[[Timeframe, pd.Timestamp | None, pd.Timestamp], pd.DataFrame],
+    wanted: Timeframe,
+    cutoff: pd.Timestamp | None,
+    lookback: int | None,
+    now: pd.Timestamp,
+) -> tuple[pd.DataFrame, Timeframe, pd.Timestamp]:
+    """Yahoo's finished bars of the interval ``wanted`` is made from (4h: 1h), that interval
+    and the end of the fetch. ``download(interval, start, end)`` fetches them: from a start
+    that holds ``lookback`` bars (None: all history) to just past ``cutoff`` (None: now)."""
+    base = Timeframe.H1 if wanted is Timeframe.H4 else wanted
+    end = now if cutoff is None else min(cutoff + base.duration, now)
+    start = None if lookback is None else end - _span(wanted, lookback)
+    frame = _to_frame(download(base, start, end), base)
+    return frame[bucket_ends(frame.index, base) <= now], base, end  # not the bar still forming
 
 
 def _span(timeframe: Timeframe, lookback: int) -> timedelta:

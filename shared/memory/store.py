@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, func, select
 
-from shared.database import SqlStore
+from shared.database import SqlStore, row_values
 from shared.errors import InvalidInput
 from shared.memory.models import Lesson, MemoryRole, Outcome, Recollection, SourceRun
 from shared.memory.retrieval import MIN_RELEVANCE, SituationIndex, tokenise
@@ -77,19 +77,14 @@ class MemoryStore(SqlStore):
         statement = (
             self._insert(memories)
             .values(
-                role=lesson.role,
-                symbol=lesson.symbol,
-                as_of=lesson.as_of,
-                learned_at=lesson.learned_at,
-                situation=lesson.situation,
-                decision=lesson.decision,
-                realised_return=lesson.outcome.realised_return,
-                alpha=lesson.outcome.alpha,
-                horizon_days=lesson.outcome.horizon_days,
-                lesson=lesson.lesson,
-                source_workflow_id=lesson.source.workflow_id,
-                source_run_id=lesson.source.run_id,
-                created_at=datetime.now(UTC),
+                row_values(
+                    memories,
+                    lesson,
+                    **lesson.outcome.model_dump(),
+                    source_workflow_id=lesson.source.workflow_id,
+                    source_run_id=lesson.source.run_id,
+                    created_at=datetime.now(UTC),
+                )
             )
             .on_conflict_do_nothing(index_elements=["source_workflow_id", "source_run_id", "role"])
             # The new id comes back only if a row went in: rowcount is not reliable with

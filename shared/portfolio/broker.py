@@ -15,7 +15,7 @@ from datetime import datetime
 
 from shared.portfolio.costs import Costs, fee, fill_price
 from shared.portfolio.market import MarketReader, Quote
-from shared.portfolio.models import TradeRequest, money
+from shared.portfolio.models import TradeRequest, from_fields, money
 from shared.portfolio.orders import ExecutedOrder, Execution, PlannedOrder, RejectedOrder
 from shared.portfolio.store import PortfolioStore, TradeRefused
 
@@ -59,14 +59,7 @@ class PaperBroker:
         self, portfolio: str, order: PlannedOrder, costs: Costs, run_key: str, as_of: datetime
     ) -> ExecutedOrder | RejectedOrder:
         def refuse(reason: str) -> RejectedOrder:
-            return RejectedOrder(
-                symbol=order.symbol,
-                side=order.side,
-                shares=order.shares,
-                origin=order.origin,
-                reason=reason,
-                index=order.index,
-            )
+            return from_fields(RejectedOrder, order, reason=reason)
 
         key = trade_key(run_key, order.index)
         booked = self.store.trade(key)
@@ -75,18 +68,14 @@ class PaperBroker:
             if not isinstance(quote, Quote):
                 return refuse(f"no close as of the date ({quote.reason}); not filled at a guess")
             fill = fill_price(quote.price, order.side, costs)
-            request = TradeRequest(
+            fees = fee(money(fill * order.shares), costs)
+            request = from_fields(
+                TradeRequest,
+                order,
                 key=key,
-                symbol=order.symbol,
-                side=order.side,
-                shares=order.shares,
                 price=fill,
-                fees=fee(money(fill * order.shares), costs),
+                fees=fees,
                 executed_at=as_of,
-                sector=order.sector,
-                rationale=order.rationale,
-                stop_loss=order.stop_loss,
-                take_profit=order.take_profit,
                 source=run_key,
             )
             try:

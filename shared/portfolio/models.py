@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
@@ -48,6 +48,20 @@ def _decimal(value: Decimal | int | float | str) -> Decimal:
     if not number.is_finite():
         raise ValueError(f"{value!r} is not a finite amount")
     return number
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def from_fields(model: type[M], record: object, /, **given: Any) -> M:
+    """A ``model`` made from another record: each field from ``given`` where it is named, else
+    from ``record``'s attribute of the same name; a field neither has keeps its default."""
+    values = {
+        name: given[name] if name in given else getattr(record, name)
+        for name in model.model_fields
+        if name in given or hasattr(record, name)
+    }
+    return model.model_validate(values)
 
 
 Money = Annotated[Decimal, AfterValidator(money)]

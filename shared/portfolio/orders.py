@@ -11,25 +11,16 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 from enum import StrEnum
-from typing import Annotated
 
-from pydantic import BaseModel, Field, StringConstraints, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-from shared.data.contracts import Sector
+from shared.data.contracts import Sector, TickerSymbol
 from shared.portfolio.costs import Costs
 from shared.portfolio.limits import Limits
 from shared.portfolio.models import Money, Price, Side, Trade
 
-OrderTicker = Annotated[
-    str,
-    StringConstraints(
-        strip_whitespace=True,
-        to_upper=True,
-        min_length=1,
-        max_length=15,
-        pattern=r"^[A-Za-z0-9.^=-]+$",
-    ),
-]
+OrderTicker = TickerSymbol
+"""The ticker an order names, as the PM model writes it."""
 
 
 class SellOrder(BaseModel):

@@ -23,6 +23,7 @@ from pydantic import AwareDatetime, BaseModel, Field
 from shared.agents.scan.schemas import Conviction, StockToInvestigate, ThesisAngle
 from shared.data.contracts import Sector
 from shared.portfolio.limits import Limits, sector_bucket
+from shared.portfolio.models import from_fields
 from shared.portfolio.valuation import Valuation
 
 CONVICTION_POINTS: dict[Conviction, float] = {
@@ -157,16 +158,10 @@ def score_candidate(
     score = 1.0
     for factor in factors.values():
         score *= factor
-    return ScoredCandidate(
-        ticker=stock.ticker,
-        name=stock.name,
+    return from_fields(
+        ScoredCandidate,
+        stock,
         sector=sector,
-        thesis_angle=stock.thesis_angle,
-        conviction=stock.conviction,
-        rationale=stock.rationale,
-        key_catalysts=stock.key_catalysts,
-        risks=stock.risks,
-        smart_money=stock.smart_money,
         held=held,
         score=round(score, 6),
         factors=factors,

@@ -95,6 +95,23 @@ def _enum(enum: type[Any], name: str) -> Enum:
 
 metadata = MetaData()
 
+
+def _of_book(name: str, *columns: Column[Any] | UniqueConstraint) -> Table:
+    """A table of one book's records: a generated id and the book's id, then ``columns``."""
+    return Table(
+        name,
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("portfolio_id", Integer, ForeignKey("portfolios.id"), nullable=False),
+        *columns,
+    )
+
+
+def _key(name: str) -> Column[str]:
+    """The idempotency key of a record: chosen by the workflow, so a retry finds its row."""
+    return Column(name, String(KEY_MAX_LENGTH), nullable=False, unique=True)
+
+
 portfolios = Table(
     "portfolios",
     metadata,
@@ -106,11 +123,8 @@ portfolios = Table(
     Column("created_at", UtcDateTime, nullable=False),
 )
 
-holdings = Table(
+holdings = _of_book(
     "holdings",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("portfolio_id", Integer, ForeignKey("portfolios.id"), nullable=False),
     Column("symbol", String(32), nullable=False),
     Column("shares", BigInteger, nullable=False),
     Column("avg_cost", _price(), nullable=False),
@@ -120,12 +134,9 @@ holdings = Table(
     UniqueConstraint("portfolio_id", "symbol", name="uq_holdings_portfolio_symbol"),
 )
 
-trades = Table(
+trades = _of_book(
     "trades",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("portfolio_id", Integer, ForeignKey("portfolios.id"), nullable=False),
-    Column("idempotency_key", String(KEY_MAX_LENGTH), nullable=False, unique=True),
+    _key("idempotency_key"),
     Column("symbol", String(32), nullable=False),
     Column("side", _enum(Side, "trade_side"), nullable=False),
     Column("shares", BigInteger, nullable=False),
@@ -143,12 +154,9 @@ trades = Table(
 )
 Index("ix_trades_portfolio_id", trades.c.portfolio_id, trades.c.id)
 
-snapshots = Table(
+snapshots = _of_book(
     "snapshots",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("portfolio_id", Integer, ForeignKey("portfolios.id"), nullable=False),
-    Column("snapshot_key", String(KEY_MAX_LENGTH), nullable=False, unique=True),
+    _key("snapshot_key"),
     Column("as_of", UtcDateTime, nullable=False),
     Column("total_value", _money(), nullable=False),
     Column("cash", _money(), nullable=False),
@@ -158,12 +166,9 @@ snapshots = Table(
 )
 Index("ix_snapshots_portfolio_as_of", snapshots.c.portfolio_id, snapshots.c.as_of)
 
-decisions = Table(
+decisions = _of_book(
     "decisions",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("portfolio_id", Integer, ForeignKey("portfolios.id"), nullable=False),
-    Column("decision_key", String(KEY_MAX_LENGTH), nullable=False, unique=True),
+    _key("decision_key"),
     Column("as_of", UtcDateTime, nullable=False),
     Column("status", _enum(DecisionStatus, "decision_status"), nullable=False),
     Column("decision", Text, nullable=False),

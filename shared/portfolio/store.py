@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import Connection, Row, delete, select, update
+from sqlalchemy import ColumnElement, Connection, Row, Table, delete, select, update
 from sqlalchemy.exc import IntegrityError
 
-from shared.database import SqlStore
+from shared.database import SqlStore, row_values
 from shared.errors import InvalidInput, QuantdeskError
 from shared.portfolio.models import (
     DecisionRecord,
@@ -100,14 +100,30 @@ class PortfolioStore(SqlStore):
 
     def holdings(self, name: str) -> list[Holding]:
         """The book's positions, by symbol."""
+        return [_holding(row) for row in self._book_rows(name, holdings.c.symbol)]
+
+    def _book_rows(
+        self, name: str, *order: ColumnElement[Any], limit: int | None = None
+    ) -> list[Row[Any]]:
+        """The rows of book ``name`` in the table of the ``order`` columns, ascending by them
+        (the last ``limit`` when given)."""
+        table = order[0].table
         with self._engine.connect() as conn:
             book = self._row(conn, name)
-            rows = conn.execute(
-                holdings.select()
-                .where(holdings.c.portfolio_id == book.id)
-                .order_by(holdings.c.symbol)
-            ).all()
-        return [_holding(row) for row in rows]
+            query = table.select().where(table.c.portfolio_id == book.id)
+            query = query.order_by(*(column.desc() for column in order))
+            rows = conn.execute(query.limit(limit) if limit else query).all()
+        return list(reversed(rows))
+
+    def _insert_once(self, conn: Connection, table: Table, values: dict[str, Any]) -> Row[Any]:
+        """Insert a keyed row unless its key is stored already; the stored row, either way.
+
+        The key is the table's one unique column besides the generated id."""
+        (key,) = [c.name for c in table.columns if c.unique and not c.primary_key]
+        conn.execute(
+            self._insert(table).values(values).on_conflict_do_nothing(index_elements=[key])
+        )
+        return conn.execute(table.select().where(table.c[key] == values[key])).one()
 
     def _row(self, conn: Connection, name: str, *, lock: bool = False) -> Row[Any]:
         query = portfolios.select().where(portfolios.c.name == name)
@@ -138,21 +154,13 @@ class PortfolioStore(SqlStore):
             inserted = conn.execute(
                 self._insert(trades)
                 .values(
-                    portfolio_id=book.id,
-                    idempotency_key=request.key,
-                    symbol=request.symbol,
-                    side=request.side,
-                    shares=request.shares,
-                    price=request.price,
-                    value=request.value,
-                    fees=request.fees,
-                    cash_change=request.cash_change,
-                    executed_at=request.executed_at,
-                    rationale=request.rationale,
-                    stop_loss=request.stop_loss,
-                    take_profit=request.take_profit,
-                    source=request.source,
-                    created_at=now,
+                    row_values(
+                        trades,
+                        request,
+                        portfolio_id=book.id,
+                        idempotency_key=request.key,
+                        created_at=now,
+                    )
                 )
                 .on_conflict_do_nothing(index_elements=["idempotency_key"])
                 .returning(trades.c.id)
@@ -263,12 +271,7 @@ class PortfolioStore(SqlStore):
 
     def trades(self, name: str, *, limit: int | None = None) -> list[Trade]:
         """The book's trades, oldest first (the latest ``limit`` when given)."""
-        with self._engine.connect() as conn:
-            book = self._row(conn, name)
-            query = trades.select().where(trades.c.portfolio_id == book.id)
-            query = query.order_by(trades.c.id.desc())
-            rows = conn.execute(query.limit(limit) if limit else query).all()
-        return [_trade(row) for row in reversed(rows)]
+        return [_trade(row) for row in self._book_rows(name, trades.c.id, limit=limit)]
 
     def trade(self, key: str) -> Trade | None:
         """The trade booked under ``key``, if any."""
@@ -283,61 +286,33 @@ class PortfolioStore(SqlStore):
         positions = json.dumps([p.model_dump(mode="json") for p in snapshot.positions])
         with self._engine.begin() as conn:
             book = self._row(conn, name)
-            conn.execute(
-                self._insert(snapshots)
-                .values(
-                    portfolio_id=book.id,
-                    snapshot_key=snapshot.key,
-                    as_of=snapshot.as_of,
-                    total_value=snapshot.total_value,
-                    cash=snapshot.cash,
-                    equity=snapshot.equity,
-                    positions=positions,
-                    created_at=snapshot.created_at,
-                )
-                .on_conflict_do_nothing(index_elements=["snapshot_key"])
+            values = row_values(
+                snapshots,
+                snapshot,
+                portfolio_id=book.id,
+                snapshot_key=snapshot.key,
+                positions=positions,
             )
-            row = conn.execute(snapshots.select().where(snapshots.c.snapshot_key == snapshot.key))
-            return _snapshot(row.one())
+            return _snapshot(self._insert_once(conn, snapshots, values))
 
     def snapshots(self, name: str, *, limit: int | None = None) -> list[Snapshot]:
         """The book's snapshots in time order (the latest ``limit`` when given)."""
-        with self._engine.connect() as conn:
-            book = self._row(conn, name)
-            query = snapshots.select().where(snapshots.c.portfolio_id == book.id)
-            query = query.order_by(snapshots.c.as_of.desc(), snapshots.c.id.desc())
-            rows = conn.execute(query.limit(limit) if limit else query).all()
-        return [_snapshot(row) for row in reversed(rows)]
+        rows = self._book_rows(name, snapshots.c.as_of, snapshots.c.id, limit=limit)
+        return [_snapshot(row) for row in rows]
 
     def record_decision(self, name: str, record: DecisionRecord) -> DecisionRecord:
         """Store a PM decision under its key; the one already stored there wins."""
+        decision = json.dumps(record.decision, default=str)
         with self._engine.begin() as conn:
             book = self._row(conn, name)
-            conn.execute(
-                self._insert(decisions)
-                .values(
-                    portfolio_id=book.id,
-                    decision_key=record.key,
-                    as_of=record.as_of,
-                    status=record.status,
-                    decision=json.dumps(record.decision, default=str),
-                    created_at=record.created_at,
-                )
-                .on_conflict_do_nothing(index_elements=["decision_key"])
+            values = row_values(
+                decisions, record, portfolio_id=book.id, decision_key=record.key, decision=decision
             )
-            row = conn.execute(decisions.select().where(decisions.c.decision_key == record.key))
-            return _decision(row.one())
+            return _decision(self._insert_once(conn, decisions, values))
 
     def decisions(self, name: str) -> list[DecisionRecord]:
         """The book's recorded decisions, oldest first."""
-        with self._engine.connect() as conn:
-            book = self._row(conn, name)
-            rows = conn.execute(
-                decisions.select()
-                .where(decisions.c.portfolio_id == book.id)
-                .order_by(decisions.c.id)
-            ).all()
-        return [_decision(row) for row in rows]
+        return [_decision(row) for row in self._book_rows(name, decisions.c.id)]
 
     def last_activity(self, name: str) -> datetime | None:
         """The as-of time of the book's latest trade or snapshot: where its paper clock stands."""

@@ -23,6 +23,7 @@ from shared.portfolio.models import (
     Price,
     Snapshot,
     SnapshotPosition,
+    from_fields,
     money,
 )
 
@@ -100,10 +101,9 @@ def value_book(
         value = money(px * holding.shares)
         pnl = value - holding.cost_basis
         positions.append(
-            Position(
-                symbol=holding.symbol,
-                shares=holding.shares,
-                avg_cost=holding.avg_cost,
+            from_fields(
+                Position,
+                holding,
                 price=px,
                 priced=priced,
                 price_note=note,
@@ -114,12 +114,11 @@ def value_book(
                 sector=known.get(holding.symbol) or holding.sector,
             )
         )
-    return Valuation(
+    return from_fields(
+        Valuation,
+        portfolio,
         portfolio=portfolio.name,
-        currency=portfolio.currency,
         as_of=as_of,
-        initial_cash=portfolio.initial_cash,
-        cash=portfolio.cash,
         equity=equity,
         total_value=total,
         cash_weight=_ratio(portfolio.cash, total),
@@ -130,23 +129,5 @@ def value_book(
 
 def snapshot_of(valuation: Valuation, key: str) -> Snapshot:
     """The valuation as a snapshot to store under ``key``."""
-    return Snapshot(
-        key=key,
-        as_of=valuation.as_of,
-        total_value=valuation.total_value,
-        cash=valuation.cash,
-        equity=valuation.equity,
-        positions=[
-            SnapshotPosition(
-                symbol=p.symbol,
-                shares=p.shares,
-                price=p.price,
-                value=p.value,
-                weight=p.weight,
-                sector=p.sector,
-                unrealized_pnl=p.unrealized_pnl,
-                priced=p.priced,
-            )
-            for p in valuation.positions
-        ],
-    )
+    positions = [from_fields(SnapshotPosition, p) for p in valuation.positions]
+    return from_fields(Snapshot, valuation, key=key, positions=positions)

@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import talib
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -208,11 +209,11 @@ def compute_indicator(
     _check_window(spec, chosen, needed, len(bars))
     frame = bars_to_frame(bars)
     validate_bars(frame)
-    inputs = [np.ascontiguousarray(frame[column].to_numpy(np.float64)) for column in spec.inputs]
+    inputs = talib_inputs(frame, spec.inputs)
     raw = getattr(talib, spec.function)(*inputs, **chosen.model_dump())
     arrays: tuple[NDArray[np.float64], ...] = raw if isinstance(raw, tuple) else (raw,)
     values = {
-        output: _missing_as_none(array) for output, array in zip(spec.outputs, arrays, strict=True)
+        output: missing_as_none(array) for output, array in zip(spec.outputs, arrays, strict=True)
     }
     return IndicatorSeries(
         name=spec.name,
@@ -260,6 +261,12 @@ def _check_window(spec: IndicatorSpec, chosen: _Parameters, needed: int, given: 
         )
 
 
-def _missing_as_none(array: NDArray[np.float64]) -> list[float | None]:
-    """The array as a list, NaN (TA-Lib's "not computable yet") as None, never as 0."""
-    return [None if np.isnan(value) else float(value) for value in array]
+def talib_inputs(frame: pd.DataFrame, columns: Iterable[str]) -> list[NDArray[np.float64]]:
+    """Bar-frame columns as the contiguous float arrays TA-Lib takes, oldest first."""
+    return [np.ascontiguousarray(frame[column].to_numpy(np.float64)) for column in columns]
+
+
+def missing_as_none(array: NDArray[np.float64]) -> list[float | None]:
+    """The array as a list, NaN (TA-Lib's "not computable yet") and infinities (a division
+    by zero volume) as None, never as 0."""
+    return [float(value) if np.isfinite(value) else None for value in array]

@@ -18,6 +18,7 @@ import talib
 from numpy.typing import NDArray
 
 from shared.market.bars import Bar, bars_to_frame
+from shared.ta.indicators import missing_as_none, talib_inputs
 
 Array = NDArray[np.float64]
 
@@ -52,9 +53,7 @@ class Prices:
     @classmethod
     def of(cls, bars: Sequence[Bar]) -> Prices:
         """The arrays of ``bars``, oldest first."""
-        frame = bars_to_frame(bars)
-        columns = {c: np.ascontiguousarray(frame[c].to_numpy(np.float64)) for c in frame}
-        return cls(columns["high"], columns["low"], columns["close"], columns["volume"])
+        return cls(*talib_inputs(bars_to_frame(bars), ("high", "low", "close", "volume")))
 
 
 @dataclass(frozen=True)
@@ -169,5 +168,4 @@ INDICATORS_BY_NAME: dict[IndicatorByName, NamedIndicator] = {
 
 def compute_by_name(name: IndicatorByName, prices: Prices) -> list[float | None]:
     """One value per bar of ``prices``; ``None`` where there is no finite value yet."""
-    values = INDICATORS_BY_NAME[name].compute(prices)
-    return [float(v) if np.isfinite(v) else None for v in values]
+    return missing_as_none(INDICATORS_BY_NAME[name].compute(prices))

@@ -8,6 +8,7 @@ module gives those three things one definition, so every detector in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import overload
@@ -15,7 +16,21 @@ from typing import overload
 import numpy as np
 from numpy.typing import NDArray
 
+from shared.errors import InvalidInput
+
 FloatArray = NDArray[np.float64]
+
+
+def float_series(field: str, values: Sequence[float] | FloatArray) -> FloatArray:
+    """``values`` as a 1-D float array, or ``InvalidInput`` naming ``field`` (the checks every
+    reader of a price series starts with; what else it requires is the reader's own)."""
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(field, f"is not a sequence of numbers ({exc})") from None
+    if array.ndim != 1:
+        raise InvalidInput(field, f"must be one-dimensional, got shape {array.shape}")
+    return array
 
 
 class PivotKind(StrEnum):

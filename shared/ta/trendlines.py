@@ -29,6 +29,7 @@ from functools import lru_cache
 import numpy as np
 
 from shared.errors import InvalidInput
+from shared.ta.pivots import float_series
 
 __all__ = ["fit_trendlines_high_low", "fit_trendlines_single"]
 
@@ -95,12 +96,7 @@ def _as_series(field: str, values: _Series) -> tuple[np.ndarray, float, float]:
 
     Rejects what no line can be fitted to, naming ``field`` in the error.
     """
-    try:
-        y = np.asarray(values, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(field, f"is not a sequence of numbers ({exc})") from None
-    if y.ndim != 1:
-        raise InvalidInput(field, f"must be one-dimensional, got shape {y.shape}")
+    y = float_series(field, values)
     if y.size < _MIN_POINTS:
         raise InvalidInput(
             field,

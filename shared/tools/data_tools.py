@@ -20,10 +20,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 
-from shared.data.contracts import DataKind, DataVendor
+from shared.data.contracts import DataKind, DataVendor, TickerSymbol
 from shared.data.router import DataRouter
 from shared.errors import NoData
 from shared.tools.registry import Tool, ToolOutput, ToolServices, register_tool
@@ -40,14 +40,7 @@ SIMULATED_NOTE = (
 )
 
 Symbol = Annotated[
-    str,
-    StringConstraints(
-        strip_whitespace=True,
-        to_upper=True,
-        min_length=1,
-        max_length=15,
-        pattern=r"^[A-Za-z0-9.^=-]+$",
-    ),
+    TickerSymbol,
     Field(description="ticker, e.g. AAPL (indices start with ^, e.g. ^GSPC)"),
 ]
 

@@ -61,6 +61,7 @@ class Wire(StrEnum):
 WIRE_BY_PATH = {
     "/v1/chat/completions": Wire.OPENAI,
     "/chat/completions": Wire.OPENAI,
+    "/v1beta/openai/chat/completions": Wire.OPENAI,  # Gemini's OpenAI-compatible endpoint
     "/v1/messages": Wire.ANTHROPIC,
 }
 

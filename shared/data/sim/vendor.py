@@ -26,6 +26,7 @@ from shared.data.contracts import (
     SECTOR_ETFS,
     TBILL_ETF,
     DataKind,
+    DataVendor,
     Fundamentals,
     IndexLevel,
     IndustryCompany,
@@ -74,7 +75,7 @@ def _listings() -> tuple[Listing, ...]:
     return tuple(listings(frozenset(REAL_INDICES)))
 
 
-class SimVendor:
+class SimVendor(DataVendor):
     """The simulated market of ``seed`` over ``start``..``end`` (real S&P 500 sessions).
 
     Generated on first read and shared by every vendor of the same arguments in

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from shared.config import ENV_PREFIX
+from shared.config import provider_setting
 from shared.errors import InvalidInput
 from shared.llm.contracts import UNPARSED_ARGUMENTS, ChatRequest, ChatResponse, ToolSpec
 from shared.llm.providers import LlmRole, ProviderSpec, ToolCalling
@@ -28,7 +28,7 @@ _MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"))
 
 def setting(spec: ProviderSpec, field: str) -> str:
     """The quantdesk variable of one provider setting, e.g. ``QUANTDESK_QWEN__QUICK_MODEL``."""
-    return f"{ENV_PREFIX}{spec.name.upper()}__{field.upper()}"
+    return provider_setting(spec.name, field)
 
 
 def key_settings(spec: ProviderSpec) -> list[str]:

@@ -1,9 +1,9 @@
 """The chat-completions client, for OpenAI itself and every OpenAI-compatible server.
 
 One module serves both client kinds because they share the wire format. Where
-they differ is data: the max-tokens parameter by client kind (OpenAI's
-reasoning models refuse ``max_tokens``), and how a reply that fits a schema is
-asked for by the provider row's ``structured_output``: ``json_schema`` (strict
+providers differ is data in their rows: the max-tokens parameter
+(``max_tokens_param``: OpenAI's reasoning models refuse ``max_tokens``), and how a
+reply that fits a schema is asked for, ``structured_output``: ``json_schema`` (strict
 when the schema has a strict form, see ``shared.llm.strict_schema``),
 ``json_object``, or nothing on the wire.
 
@@ -26,13 +26,8 @@ from shared.llm import text_tools
 from shared.llm.clients.common import SdkErrors, Target, Vendor, unparsed, without_none
 from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage
 from shared.llm.grammar_schema import capped_for_grammar
-from shared.llm.providers import SCHEMA_ON_THE_WIRE, ClientKind, StructuredOutput
+from shared.llm.providers import SCHEMA_ON_THE_WIRE, StructuredOutput
 from shared.llm.strict_schema import NotStrict, strict_json_schema
-
-_MAX_TOKENS_PARAM: dict[ClientKind, str] = {
-    ClientKind.OPENAI: "max_completion_tokens",
-    ClientKind.OPENAI_COMPATIBLE: "max_tokens",
-}
 
 
 def _json_schema_format(schema: dict[str, Any], target: Target) -> dict[str, Any]:
@@ -161,7 +156,7 @@ def request_params(request: ChatRequest, target: Target) -> dict[str, Any]:
         tools=[_tool_spec(tool) for tool in native_tools] or None,
         temperature=request.temperature,
         response_format=_response_format(target),
-        **{_MAX_TOKENS_PARAM[target.spec.client]: request.max_tokens},
+        **{target.spec.capabilities.max_tokens_param: request.max_tokens},
     )
 
 
