@@ -10,7 +10,7 @@ kind's builder (``shared/agents/pipeline/prompts.py``) and run this to see it.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import typer
 
@@ -28,12 +28,15 @@ def show(
 ) -> None:
     """Print AGENT's system and user messages, as a run of SYMBOL as of AS_OF sends them."""
     with fail_on_quantdesk_errors():
-        from shared.agents.pipeline.rehearsal import analysis_time, rehearse, render_rehearsed
+        from shared.agents.pipeline.rehearsal import rehearse, render_rehearsed
+        from shared.data.analysis_time import analysis_time
         from shared.data.factory import build_router
         from shared.tools.registry import ToolServices
 
         router = build_router(load_settings())
         ticker = symbol.strip().upper()
-        when = analysis_time(router, ticker, as_of)
+        # Typer gives a naive time; the run reads it as UTC.
+        given = as_of.replace(tzinfo=as_of.tzinfo or UTC) if as_of else None
+        when = analysis_time(router, ticker, given).as_of
         print(render_rehearsed(rehearse(agent, ticker, when, ToolServices(router=router))), end="")
     finish(0)

@@ -21,12 +21,13 @@ import pytest
 from shared.agents import quantagent as qa
 from shared.agents import quantagent_agents as qa_agents
 from shared.agents import reflector
-from shared.agents.pipeline.rehearsal import analysis_time, rehearse, render_rehearsed
+from shared.agents.pipeline.rehearsal import rehearse, render_rehearsed
 from shared.agents.pipeline.roles import AGENTS
 from shared.agents.prompt_text import render_prompt
 from shared.agents.reflection import REFLECTOR, MarketOutcome, ReflectionInputs, Stance
 from shared.agents.spec import AGENT_SPECS, AgentSpec
 from shared.config import load_settings
+from shared.data.analysis_time import analysis_time
 from shared.data.factory import build_router
 from shared.memory import MemoryRole
 from shared.storage.buckets import CHARTS_BUCKET
@@ -49,7 +50,7 @@ def services(tmp_path_factory: pytest.TempPathFactory) -> ToolServices:
 
 @pytest.mark.parametrize("agent", BUILT_IN)
 def test_the_prompt_matches_its_golden_copy(agent: str, services: ToolServices) -> None:
-    when = analysis_time(services.router, SYMBOL, AS_OF)
+    when = analysis_time(services.router, SYMBOL, AS_OF).as_of
     shown = render_rehearsed(rehearse(agent, SYMBOL, when, services))
 
     diff = golden_diff(agent, shown)

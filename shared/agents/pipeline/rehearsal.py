@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -35,13 +35,10 @@ from shared.agents.pipeline.roles import AGENTS, ANALYST_SPECS, GROUPS, speaking
 from shared.agents.pipeline.schemas import AnalystReport, Debate, DebateTurn
 from shared.agents.prompt_text import render_prompt
 from shared.agents.spec import AgentSpec, agent_spec
-from shared.data.contracts import DataKind
-from shared.data.router import DataRouter
-from shared.errors import InvalidInput, NoData
+from shared.errors import InvalidInput
 from shared.llm.contracts import ChatMessage, ChatRequest, ToolRequest, ToolResult
 from shared.llm.offline.reading import OfflineInput, read_request
 from shared.llm.offline.tool_calls import plan_tool_calls
-from shared.market.bars import Timeframe
 from shared.tools.registry import ToolServices, run_tool, tool_specs
 
 Step = tuple[AgentSpec[Any, Any], BaseModel]
@@ -59,23 +56,6 @@ class Rehearsed:
     def messages(self) -> list[ChatMessage]:
         """The agent's system and user messages over these inputs."""
         return self.spec.messages(self.inputs)
-
-
-def analysis_time(router: DataRouter, symbol: str, as_of: datetime | None) -> datetime:
-    """The run's analysis time: ``as_of`` (UTC if naive) when the data has a daily bar at or
-    before it, else the latest bar's time when none is given, as a run resolves it."""
-    bound = datetime.now(UTC) if as_of is None else as_of.replace(tzinfo=as_of.tzinfo or UTC)
-    try:
-        bars = router.call(DataKind.OHLCV, lambda v: v.ohlcv(symbol, Timeframe.D1, bound, 1))
-    except NoData:
-        bars = None
-    if bars is None or not bars.value:
-        raise InvalidInput(
-            "as_of",
-            f"no daily bars for {symbol} at or before {bound.isoformat()}",
-            fix="Use a symbol and a time the bundled, local or sim data covers.",
-        )
-    return bound if as_of is not None else bars.value[-1].time
 
 
 def render_rehearsed(rehearsed: Rehearsed) -> str:
