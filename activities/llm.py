@@ -30,7 +30,7 @@ from shared.errors import (
     StructuredOutputError,
 )
 from shared.llm import clients
-from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, Usage
+from shared.llm.contracts import ChatRequest, ChatResponse, Usage
 from shared.llm.offline import answer_offline
 from shared.llm.prompt_budget import estimated_tokens, fit_to_context, server_overflow
 from shared.llm.providers import (
@@ -41,7 +41,7 @@ from shared.llm.providers import (
     vision_providers,
 )
 from shared.llm.reply_cache import ReplyCache, cache_key
-from shared.llm.structured import repair_messages, schema_instruction, validate_reply
+from shared.llm.structured import repair_messages, validate_reply, with_schema_instruction
 from shared.storage.buckets import PAYLOADS_BUCKET
 from shared.storage.objects import ObjectRef, ObjectStore
 
@@ -216,9 +216,8 @@ class LlmActivities:
                     return cached.model_copy(
                         update={"usage": cached.usage.model_copy(update={"cost_usd": 0.0})}
                     )
-            if schema is not None:
-                instruction = ChatMessage(role="system", content=schema_instruction(schema))
-                request = request.model_copy(update={"messages": [*request.messages, instruction]})
+            messages = with_schema_instruction(request.messages, schema)
+            request = request.model_copy(update={"messages": messages})
             response = await self._complete(request, spec, model, images)
             if schema is not None and not response.tool_calls:
                 response = await self._validated(request, response, spec, model, images)

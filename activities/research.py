@@ -18,9 +18,8 @@ from pydantic import BaseModel, Field
 from activities.failures import as_temporal_failures
 from activities.group import activity_on
 from activities.services import Services, StoredReport
-from shared.data.contracts import DataKind
-from shared.errors import InvalidInput, NoData, NotConfigured, ObjectNotFound, QuantdeskError
-from shared.market.bars import Timeframe
+from shared.data.analysis_time import analysis_time
+from shared.errors import InvalidInput, ObjectNotFound
 from shared.memory import MemoryRole, render_recollections
 from shared.queues import TOOLS_QUEUE
 from shared.storage.objects import ObjectRef
@@ -97,54 +96,6 @@ def _aware(as_of: datetime, field: str = "as_of") -> datetime:
 class ResearchActivities(Services):
     """The Pipeline's I/O steps over the shared, lazily built clients."""
 
-    def _latest_bar(self, symbol: str, as_of: datetime) -> datetime | None:
-        """The last daily bar at or shortly before ``as_of`` in the routed vendors, if any.
-
-        A vendor that does not know the symbol at all (the sim market) raises
-        ``InvalidInput`` naming ``symbol``, which propagates from here.
-        """
-        try:
-            routed = self.router.call(
-                DataKind.OHLCV, lambda vendor: vendor.ohlcv(symbol, Timeframe.D1, as_of, 1)
-            )
-        except (NoData, NotConfigured):
-            return None
-        return routed.value[-1].time if routed.value else None
-
-    def _last_bar_of_fixed_data(self, symbol: str, bound: datetime) -> datetime | None:
-        """The last bar up to ``bound`` of the data that ends in the past (bundled files,
-        the sim world), which "now" finds stale: the latest analysis time those data allow."""
-        from shared.data.sim.world import DEFAULT_END
-        from shared.market.sources import BundledSource
-
-        try:
-            return BundledSource().read(symbol, Timeframe.D1, as_of=bound, lookback=1)[-1].time
-        except QuantdeskError:
-            pass
-        sim_end = datetime.combine(DEFAULT_END, datetime.max.time(), tzinfo=UTC)
-        try:
-            return self._latest_bar(symbol, min(sim_end, bound))
-        except QuantdeskError:
-            return None
-
-    def _latest(self, symbol: str, not_after: datetime | None = None) -> datetime:
-        """The time of the symbol's latest daily bar anywhere we read (up to ``not_after``)."""
-        bound = not_after or datetime.now(UTC)
-        try:
-            latest = self._latest_bar(symbol, bound)
-        except InvalidInput as error:
-            if error.field != "symbol":
-                raise
-            latest = None
-        latest = latest or self._last_bar_of_fixed_data(symbol, bound)
-        if latest is None:
-            raise InvalidInput(
-                "symbol",
-                f"no daily bars for {symbol!r} in any routed vendor",
-                fix="Use a symbol of the bundled data, your local data or the sim universe.",
-            )
-        return latest
-
     @activity_on(TOOLS_QUEUE, "resolve_as_of")
     def resolve_as_of(self, request: ResolveAsOfRequest) -> ResolvedAsOf:
         """The given analysis time (checked against the data), or the latest daily bar's.
@@ -154,25 +105,10 @@ class ResearchActivities(Services):
         """
         with as_temporal_failures():
             symbol = request.symbol.strip().upper()
-            if request.as_of is None:
-                bound = _aware(request.not_after, "not_after") if request.not_after else None
-                latest = self._latest(symbol, bound)
-                return ResolvedAsOf(symbol=symbol, as_of=latest, latest_bar=latest)
-            as_of = _aware(request.as_of)
-            try:
-                bar = self._latest_bar(symbol, as_of)
-            except InvalidInput as error:
-                if error.field != "symbol":
-                    raise
-                bar = None
-            if bar is None:
-                latest = self._latest(symbol)  # raises naming `symbol` if it is unknown
-                raise InvalidInput(
-                    "as_of",
-                    f"no daily bars for {symbol} at or shortly before {as_of.isoformat()}",
-                    fix=f"Use a time the data covers (its latest bar is {latest.isoformat()}).",
-                )
-            return ResolvedAsOf(symbol=symbol, as_of=as_of, latest_bar=bar)
+            bound = _aware(request.not_after, "not_after") if request.not_after else None
+            as_of = _aware(request.as_of) if request.as_of else None
+            resolved = analysis_time(self.router, symbol, as_of, bound)
+            return ResolvedAsOf(symbol=symbol, as_of=resolved.as_of, latest_bar=resolved.latest_bar)
 
     @activity_on(TOOLS_QUEUE, "recall_memories")
     def recall_memories(self, request: RecallRequest) -> RecalledMemories:

@@ -20,6 +20,7 @@ from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import Links, run_and_show
 from cli.inputs import ProviderOption, check_input, llm_choice, new_workflow_id
 from cli.views import console
+from shared.agents.pipeline.roles import all_analysts
 from shared.backtest import Flow
 from shared.backtest.report import POSITION_NAMES, metrics_rows
 from shared.config import Settings, load_settings
@@ -126,9 +127,7 @@ def backtest(
     end: datetime = typer.Option(..., formats=["%Y-%m-%d"], help="last date, e.g. 2012-12-31"),
     flow: Flow = typer.Option(Flow.PIPELINE, help="the flow to walk forward"),
     every: int = typer.Option(5, help="bars from one step to the next (1-60)"),
-    analysts: str = typer.Option(
-        "market,social,news,fundamentals", help="Pipeline: comma-separated analysts"
-    ),
+    analysts: str = typer.Option(all_analysts(), help="Pipeline: comma-separated analysts"),
     rounds: int = typer.Option(1, help="Pipeline: bull/bear debate rounds (1-5)"),
     risk_rounds: int = typer.Option(1, help="Pipeline: risk debate rounds (1-5)"),
     short: bool = typer.Option(True, "--short/--no-short", help="--no-short: SELL goes flat"),

@@ -12,6 +12,7 @@ from cli.exit import fail_on_quantdesk_errors, finish
 from cli.model import model_app
 from cli.portfolio import portfolio_app
 from cli.portfolio import register as register_approval
+from cli.prompt import prompt_app
 from cli.report import register as register_report_command
 from cli.run import run_app
 from cli.runs import register as register_run_commands
@@ -46,6 +47,7 @@ app.add_typer(schedule_app, name="schedule")
 app.add_typer(eval_app, name="eval")
 app.add_typer(portfolio_app, name="portfolio")
 app.add_typer(model_app, name="model")
+app.add_typer(prompt_app, name="prompt")
 
 
 @app.command()

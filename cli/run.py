@@ -17,6 +17,7 @@ from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import Links, run_and_show
 from cli.inputs import ProviderOption, check_input, llm_choice, new_workflow_id
 from cli.views import console
+from shared.agents.pipeline.roles import all_analysts
 from shared.config import Settings, load_settings
 from shared.llm.contracts import UsageReport
 from workflows.autorun import AutoRunInput, AutoRunResult
@@ -160,9 +161,7 @@ def pipeline(
     as_of: datetime | None = typer.Option(None, help="analysis time, UTC (default: latest bar)"),
     rounds: int = typer.Option(1, help="bull/bear debate rounds (1-5)"),
     risk_rounds: int = typer.Option(1, help="risk debate rounds (1-5)"),
-    analysts: str = typer.Option(
-        "market,social,news,fundamentals", help="comma-separated subset of the four analysts"
-    ),
+    analysts: str = typer.Option(all_analysts(), help="comma-separated subset of the analysts"),
     provider: ProviderOption = None,
     model: str | None = typer.Option(None, help="quick model (analysts, debaters, trader)"),
     deep_model: str | None = typer.Option(None, help="deep model (the two managers)"),
@@ -382,9 +381,7 @@ def autorun(
     as_of: datetime | None = typer.Option(None, help="analysis time, UTC (default: latest)"),
     max_tickers: int = typer.Option(10, help="most stocks the Scan shortlists (1-25)"),
     min_conviction: str = typer.Option("medium", help="low, medium or high"),
-    analysts: str = typer.Option(
-        "market,social,news,fundamentals", help="comma-separated subset of the four analysts"
-    ),
+    analysts: str = typer.Option(all_analysts(), help="comma-separated subset of the analysts"),
     rounds: int = typer.Option(1, help="bull/bear debate rounds (1-5)"),
     risk_rounds: int = typer.Option(1, help="risk debate rounds (1-5)"),
     concurrency: int = typer.Option(4, help="Pipelines at once"),

@@ -71,7 +71,7 @@ class ToolLoopProbe(Resumable):
             ],
             tools=tool_specs(["get_price_history"], fixed=["closes"]),
             response_schema="AnalystNote",
-            context={"symbol": args.symbol},
+            inputs={"symbol": args.symbol},
         )
         loop = await run_tool_loop(
             request,

@@ -257,7 +257,7 @@ async def test_a_band_that_disagrees_with_its_score_is_derived_and_costs_no_repa
 
     result = await (await _pipeline(ts_env, provider)).result()
 
-    social = result.reports.social
+    social = result.reports.get(AnalystKind.SOCIAL)
     assert social is not None and social.score == 5
     assert social.band is SentimentBand.NEUTRAL
     assert len(fake.routed[SOCIAL_ANALYST]) == 1
@@ -283,7 +283,8 @@ async def test_an_analyst_answering_prose_three_times_is_missing_and_every_later
     assert missing.step == NEWS_ANALYST
     assert missing.raw_reply_key == f"s3://{raw.bucket}/{raw.key}"
     assert "AnalystReport" in missing.reason and "no JSON object" in missing.reason
-    assert result.reports.news is None and set(result.reports.missing) == {AnalystKind.NEWS}
+    assert result.reports.get(AnalystKind.NEWS) is None
+    assert set(result.reports.missing) == {AnalystKind.NEWS}
     assert workers.get_bytes(raw).decode() == PROSE.text
     assert result.decision.rating.value == "Overweight"
     progress = await handle.query("progress", result_type=PipelineProgress)

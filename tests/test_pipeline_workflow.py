@@ -3,16 +3,18 @@
 GOOG reads the bundled bars; news, social and fundamentals come from the sim
 market, which has fictional tickers only, so GOOG's other analysts answer from
 "no data" (honestly). A sim ticker has data for all four. A local news file with
-a bankruptcy headline for one sim ticker drives the critical-abort path.
+a bankruptcy headline for one sim ticker drives the critical-abort path. A fifth
+analyst, registered from one spec in the test, runs through the whole graph.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import urllib.request
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,10 @@ from activities.market import MARKET_ACTIVITIES
 from activities.reflection import ReflectionActivities
 from activities.research import ResearchActivities
 from activities.tools import run_tool_activity
+from shared.agents.pipeline.analyst import Desk, analyst_spec
+from shared.agents.pipeline.evidence import Evidence
+from shared.agents.pipeline.facts import Payloads
+from shared.agents.pipeline.prompts import render_report
 from shared.agents.pipeline.roles import (
     ANALYST_AGENTS,
     BEAR_RESEARCHER,
@@ -39,7 +45,8 @@ from shared.agents.pipeline.roles import (
     RESEARCH_MANAGER,
     TRADER,
 )
-from shared.agents.pipeline.schemas import Rating, Speaker
+from shared.agents.pipeline.schemas import AnalystKind, Rating, Speaker
+from shared.agents.spec import register_agent, unregister_agent
 from shared.config import Settings
 from shared.data.bundled import BundledVendor
 from shared.data.local import LocalVendor
@@ -287,21 +294,21 @@ async def test_each_agent_reads_only_what_it_should(
     debate = await _chats(ts_env, _child(ts_env, handle, "debate"))
     firsts = {r.agent: r for _, r, _ in main if r.agent in ANALYST_AGENTS.values()}
     for request in firsts.values():
-        assert "reports" not in request.context and request.context["symbol"] == "GOOG"
-        assert request.context["as_of"].startswith("2012-06-01")
+        assert "reports" not in request.inputs and request.inputs["symbol"] == "GOOG"
+        assert request.inputs["as_of"].startswith("2012-06-01")
     # An analyst's tool loop carries only its own tool results.
     market = [r for _, r, _ in main if r.agent == ANALYST_AGENTS["market"]][-1]
     tools = {m.name for m in market.messages if m.role == "tool"}
     assert tools and tools <= {"get_ohlcv", "get_indicators"}
     bull = next(r for _, r, _ in debate if r.agent == BULL_RESEARCHER)
-    assert "proposal" not in bull.context or bull.context["proposal"] is None
-    assert LESSON in bull.context["memories"]
+    assert "proposal" not in bull.inputs or bull.inputs["proposal"] is None
+    assert LESSON in bull.inputs["memories"]
     assert LESSON not in (result.memories.get(MemoryRole.BEAR) or "")
     [trader] = [r for _, r, _ in main if r.agent == TRADER]
-    assert trader.context["last_price"] == result.price.last_close
-    assert trader.context["reports"]["market"]["analyst"] == "market"
+    assert trader.inputs["last_price"] == result.price.last_close
+    assert trader.inputs["reports"]["market"]["analyst"] == "market"
     [pm] = [r for _, r, _ in main if r.agent == PORTFOLIO_MANAGER]
-    assert {t["speaker"] for t in pm.context["transcript"]} == {
+    assert {t["speaker"] for t in pm.inputs["transcript"]} == {
         "aggressive",
         "conservative",
         "neutral",
@@ -324,7 +331,7 @@ async def test_a_critical_abort_skips_the_debates_the_trader_and_risk(
     assert progress.steps["recall_memories"] == "done"
     assert progress.phase == "done"
     [pm] = [r for _, r, _ in await _chats(ts_env, handle) if r.agent == PORTFOLIO_MANAGER]
-    assert ABORT_LESSON in pm.context["memories"]
+    assert ABORT_LESSON in pm.inputs["memories"]
     assert ABORT_LESSON in pm.messages[-1].content
 
 
@@ -346,7 +353,7 @@ async def test_a_stored_scan_summary_reaches_the_analysts_and_both_managers(
         RESEARCH_MANAGER,
         PORTFOLIO_MANAGER,
     }
-    assert all(r.context["macro_context"] == MACRO for r in readers)
+    assert all(r.inputs["macro_context"] == MACRO for r in readers)
     assert all(MACRO in r.messages[1].content for r in readers)
     assert result.macro_context == MACRO
     progress = await handle.query("progress", result_type=PipelineProgress)
@@ -439,3 +446,63 @@ async def test_bad_input_fails_the_run_naming_the_field(
     assert isinstance(cause, ApplicationError)
     assert cause.non_retryable
     assert f"`{field}`" in cause.message
+
+
+# --- extending: a fifth analyst from one spec --------------------------------------------------
+
+
+def _volume_evidence(found: Payloads) -> list[Evidence]:
+    """The last week's volume against the month's: heavy buying or selling, or nothing."""
+    ohlcv = found.get("get_ohlcv")
+    rows = ohlcv.get("rows", []) if isinstance(ohlcv, dict) else []
+    if len(rows) < 25:
+        return []
+    volumes, closes = [row[5] for row in rows], [row[4] for row in rows]
+    ratio = statistics.fmean(volumes[-5:]) / statistics.fmean(volumes[-25:-5])
+    move = closes[-1] / closes[-6] - 1
+    return [
+        Evidence(
+            (1.0 if move > 0 else -1.0) if ratio > 1.2 else 0.0,
+            1.0,
+            f"last week's volume is {ratio:.2f}x the month before, price {move:+.1%}",
+        )
+    ]
+
+
+VOLUME_FLOW = analyst_spec(
+    "volume_flow",
+    title="the volume-flow analyst",
+    focus="Read who is pushing the price: volume surges against the price move.",
+    tools=("get_ohlcv",),
+    heading="Volume-flow analyst report",
+    desk=Desk(_volume_evidence),
+)
+
+
+@pytest.fixture
+def fifth_analyst() -> Iterator[None]:
+    register_agent(VOLUME_FLOW)
+    try:
+        yield
+    finally:
+        unregister_agent(VOLUME_FLOW.name)
+
+
+async def test_an_analyst_registered_from_one_spec_runs_through_the_whole_pipeline(
+    ts_env: WorkflowEnvironment, workers: None, fifth_analyst: None
+) -> None:
+    handle, result = await _run(ts_env, {"symbol": FULL, "as_of": AS_OF})
+
+    kind = AnalystKind("volume_flow")
+    report = result.reports.get(kind)
+    assert result.analysts[-1] == kind and len(result.reports.by_kind()) == 5
+    assert report is not None and "volume" in report.key_points[0].point
+    debate = await _chats(ts_env, _child(ts_env, handle, "debate"))
+    bull = next(r for _, r, _ in debate if r.agent == BULL_RESEARCHER)
+    prompt = "\n".join(m.content for m in bull.messages)
+    assert f"### Volume-flow analyst report\n{render_report(report)}" in prompt
+    assert bull.inputs["reports"]["volume_flow"]["analyst"] == "volume_flow"
+    with urllib.request.urlopen(result.report.url, timeout=10) as response:
+        markdown = response.read().decode()
+    assert "## Volume-flow analyst report" in markdown and report.key_points[0].point in markdown
+    assert "volume_flow_analyst" in _agents(await _chats(ts_env, handle))

@@ -11,17 +11,28 @@ from pydantic import ValidationError
 
 from activities.services import StoredReport
 from shared.agents.pipeline.schemas import SIGNAL_OF_RATING, PortfolioDecision, Rating
+from shared.agents.portfolio import book_manager
+from shared.agents.portfolio.book_manager import allocate
+from shared.agents.portfolio.holdings_reviewer import review_holdings
 from shared.agents.portfolio.inputs import (
     SUMMARY_MAX,
     BookFacts,
     CandidateView,
     HoldingView,
     MacroInputs,
+    MicroInputs,
     PmInputs,
     ReviewInputs,
     TickerDecision,
 )
-from shared.agents.portfolio.prompts import pm_messages
+from shared.agents.portfolio.macro_summarizer import summarize_macro
+from shared.agents.portfolio.roles import AGENTS as PORTFOLIO_AGENTS
+from shared.agents.portfolio.roles import (
+    BOOK_MANAGER,
+    HOLDINGS_REVIEWER,
+    MACRO_SUMMARIZER,
+    MICRO_SUMMARIZER,
+)
 from shared.agents.portfolio.schemas import (
     AllocationDecision,
     HoldingAction,
@@ -31,6 +42,7 @@ from shared.agents.portfolio.schemas import (
     MarketStance,
     MicroSummary,
 )
+from shared.agents.prompt_text import render_prompt
 from shared.agents.scan.schemas import (
     Conviction,
     KeyTheme,
@@ -39,8 +51,10 @@ from shared.agents.scan.schemas import (
     StockToInvestigate,
     ThesisAngle,
 )
+from shared.agents.schemas import RESPONSE_SCHEMAS
 from shared.data.contracts import Sector
-from shared.llm.offline.portfolio import allocate, review_holdings, summarize_macro
+from shared.llm.contracts import ChatRequest
+from shared.llm.offline.reading import read_request
 from shared.portfolio.limits import Limits
 from shared.portfolio.market import Quote, QuoteMissing
 from shared.portfolio.models import Holding, Portfolio
@@ -49,6 +63,7 @@ from shared.portfolio.prioritize import prioritize
 from shared.portfolio.risk import Measured, RiskReport
 from shared.portfolio.valuation import value_book
 from shared.storage.objects import ObjectRef
+from tests.golden_prompts import golden_diff
 from workflows.pipeline import PipelineResult
 
 AS_OF = datetime(2012, 6, 1, tzinfo=UTC)
@@ -288,7 +303,7 @@ def test_the_pm_prompt_shows_every_close_the_risk_and_the_limits() -> None:
         summary="one exit",
     )
 
-    [system, user] = pm_messages(inputs)
+    [system, user] = book_manager.SPEC.messages(inputs)
 
     assert "never invent a price" in system.content
     text = user.content
@@ -299,3 +314,42 @@ def test_the_pm_prompt_shows_every_close_the_risk_and_the_limits() -> None:
     assert "- annualised volatility: 20.0%" in text
     assert "at most 15% of the total value in one position" in text
     assert "cash 50,000.00 (91.7%)" in text
+
+
+def _sample_inputs() -> dict[str, Any]:
+    """Each Portfolio agent's inputs, from one book: what the parity test feeds each spec."""
+    pm = _pm_inputs(MarketStance.NEUTRAL)
+    portfolio = pm.book.portfolio
+    return {
+        HOLDINGS_REVIEWER: ReviewInputs(book=pm.book, holdings=pm.holdings),
+        MACRO_SUMMARIZER: MacroInputs(
+            portfolio=portfolio, as_of=AS_OF, scan=_scan("expansion", "easing", ["tariffs"])
+        ),
+        MICRO_SUMMARIZER: MicroInputs(
+            portfolio=portfolio, holdings=pm.holdings, candidates=pm.candidates
+        ),
+        BOOK_MANAGER: pm,
+    }
+
+
+@pytest.mark.parametrize("name", list(PORTFOLIO_AGENTS))
+def test_every_portfolio_spec_makes_a_working_agent(name: str) -> None:
+    spec = PORTFOLIO_AGENTS[name]
+    inputs = _sample_inputs()[name]
+
+    [system, user] = spec.messages(inputs)
+    answer = spec.answer_offline(inputs, read_request(ChatRequest(agent=name, messages=[])))
+
+    assert spec.title in system.content and "## Task" in user.content
+    assert RESPONSE_SCHEMAS[spec.schema_name] is spec.output and isinstance(answer, spec.output)
+    assert spec.as_text(answer).strip()
+
+
+@pytest.mark.parametrize("name", list(PORTFOLIO_AGENTS))
+def test_the_prompt_matches_its_golden_copy(name: str) -> None:
+    note = "inputs: a sample book (test_portfolio_agents._sample_inputs)"
+    shown = render_prompt(PORTFOLIO_AGENTS[name], _sample_inputs()[name], [note])
+
+    diff = golden_diff(name, shown)
+
+    assert not diff, diff

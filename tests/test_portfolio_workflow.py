@@ -293,7 +293,7 @@ async def test_the_pm_sees_prices_cash_value_holdings_risk_and_limits(
     chats = await _chats(ts_env, handle)
     pm = chats[BOOK_MANAGER][0]
 
-    context = pm.context
+    context = pm.inputs
     assert Decimal(context["book"]["cash"]) == result.book.cash
     assert Decimal(context["book"]["total_value"]) == result.book.total_value
     assert context["book"]["limits"]["max_sector_weight"] == 0.35

@@ -24,8 +24,8 @@ from temporalio.testing import WorkflowEnvironment
 from activities.llm import LlmActivities
 from activities.reflection import OutcomeRequest, ReflectionActivities
 from shared.agents.reflection import Stance, judged_correct, stance_of
+from shared.agents.reflector import reflect
 from shared.config import Settings
-from shared.llm.offline.reflection import reflect
 from shared.llm.providers import QUEUE_OFFLINE
 from shared.market.sources import BundledSource
 from shared.memory import MemoryRole, MemoryStore

@@ -13,9 +13,10 @@ from datetime import UTC, datetime
 from functools import cache
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from shared.agents.scan import facts, prompts, roles
+from shared.agents.prompt_text import render_prompt
+from shared.agents.scan import facts, industry_deep_dive, macro_synthesis, prompts, roles
 from shared.agents.scan.facts import Candidate, Signal, answers_of_results, candidates
 from shared.agents.scan.inputs import (
     DeepDiveInputs,
@@ -24,18 +25,20 @@ from shared.agents.scan.inputs import (
     SynthesisInputs,
     scanner_prefetch,
 )
+from shared.agents.scan.macro_synthesis import Scored, Weighted, fits_thesis
 from shared.agents.scan.roles import MACRO_SYNTHESIS, SECTOR_SCANNER, ScannerKind
 from shared.agents.scan.schemas import ScannerReport, ScanSummary
 from shared.agents.scan.shortlist import shortlist_problems
+from shared.agents.schemas import RESPONSE_SCHEMAS
 from shared.data.contracts import Listing, Sector, SectorPerformance
 from shared.data.router import DataRouter
 from shared.data.sim import SimVendor
 from shared.errors import InvalidInput
 from shared.llm.contracts import ChatMessage, ChatRequest, ToolCall, ToolRequest, ToolResult
 from shared.llm.offline import answer_offline
-from shared.llm.offline.scan import Scored, Weighted, fits_thesis
 from shared.llm.providers import OFFLINE_MODEL
-from shared.tools.registry import ToolServices, run_tool, tool_specs
+from shared.tools.registry import TOOLS, ToolServices, run_tool, tool_specs
+from tests.golden_prompts import golden_diff
 
 SIM = SimVendor()
 ROUTER = DataRouter({"sim": SIM}, {kind: ("sim",) for kind in SIM.kinds})
@@ -85,8 +88,16 @@ def _scanner(kind: ScannerKind, inputs: ScannerInputs) -> tuple[ScannerReport, l
     return ScannerReport.model_validate_json(text), answers_of_results(results)
 
 
-@cache
 def _scan(as_of: datetime, max_tickers: int = 10) -> tuple[SynthesisInputs, ScanSummary]:
+    given, summary = _chain(as_of, max_tickers)
+    inputs = given[MACRO_SYNTHESIS]
+    assert isinstance(inputs, SynthesisInputs)
+    return inputs, summary
+
+
+@cache
+def _chain(as_of: datetime, max_tickers: int = 10) -> tuple[dict[str, BaseModel], ScanSummary]:
+    """The whole Scan offline: every agent's inputs, by name, and the summary."""
     opening = ScannerInputs(as_of=as_of)
     geo, _ = _scanner(ScannerKind.GEOPOLITICAL, opening)
     movers, movers_answers = _scanner(ScannerKind.MARKET_MOVERS, opening)
@@ -101,7 +112,7 @@ def _scan(as_of: datetime, max_tickers: int = 10) -> tuple[SynthesisInputs, Scan
         smart_money=[c for c in candidates(smart_answers) if c.smart_money],
     )
     text, dive_results = _agent(
-        roles.INDUSTRY_DEEP_DIVE, prompts.deep_dive_messages(dive), dive, dive.prefetch()
+        roles.INDUSTRY_DEEP_DIVE, industry_deep_dive.SPEC.messages(dive), dive, dive.prefetch()
     )
     inputs = SynthesisInputs(
         as_of=as_of,
@@ -119,9 +130,15 @@ def _scan(as_of: datetime, max_tickers: int = 10) -> tuple[SynthesisInputs, Scan
         candidates=candidates([*movers_answers, *smart_answers, *answers_of_results(dive_results)]),
     )
     summary, _ = _agent(
-        MACRO_SYNTHESIS, prompts.synthesis_messages(inputs), inputs, inputs.prefetch()
+        MACRO_SYNTHESIS, macro_synthesis.SPEC.messages(inputs), inputs, inputs.prefetch()
     )
-    return inputs, ScanSummary.model_validate_json(summary)
+    given: dict[str, BaseModel] = {
+        **{roles.SCANNER_AGENTS[kind]: opening for kind in roles.PHASE_ONE},
+        roles.SCANNER_AGENTS[ScannerKind.SMART_MONEY]: smart_inputs,
+        roles.INDUSTRY_DEEP_DIVE: dive,
+        MACRO_SYNTHESIS: inputs,
+    }
+    return given, ScanSummary.model_validate_json(summary)
 
 
 def _stock(ticker: str = "QBTX", sector: str = "Information Technology", **extra: object) -> dict:
@@ -263,7 +280,7 @@ def test_each_prompt_carries_the_data_its_agent_decides_from() -> None:
         ScannerKind.SMART_MONEY,
         ScannerInputs(as_of=SLUMP, sector_report=inputs.reports.sector, sectors=inputs.sectors),
     )
-    synthesis = prompts.synthesis_messages(inputs)[-1].content
+    synthesis = macro_synthesis.SPEC.messages(inputs)[-1].content
 
     assert "Sector scanner report" not in opening[-1].content
     assert inputs.reports.sector.headline in smart_money[-1].content  # type: ignore[union-attr]
@@ -384,7 +401,7 @@ def test_the_offline_synthesis_refuses_to_shortlist_from_nothing() -> None:
     empty = inputs.model_copy(update={"candidates": []})
     request = ChatRequest(
         agent=MACRO_SYNTHESIS,
-        messages=prompts.synthesis_messages(empty),
+        messages=macro_synthesis.SPEC.messages(empty),
         response_schema="ScanSummary",
         context=empty.model_dump(mode="json"),
     )
@@ -403,3 +420,23 @@ def test_an_offline_scanner_writes_only_its_own_schema() -> None:
 
     with pytest.raises(InvalidInput, match="writes ScannerReport"):
         answer_offline(request, OFFLINE_MODEL)
+
+
+def test_every_scan_spec_is_complete_and_answers_offline_in_its_schema() -> None:
+    inputs, summary = _scan(SLUMP)  # every agent of the Scan, each from its spec, offline
+
+    specs = list(roles.AGENTS.values())
+    assert len(specs) == 6 and set(roles.SCANNER_AGENTS.values()) < set(roles.AGENTS)
+    assert all(RESPONSE_SCHEMAS[spec.schema_name] is spec.output for spec in specs)
+    assert all(spec.tools and set(spec.tools) <= set(TOOLS) for spec in specs)
+    assert inputs.reports.given() and summary.stocks_to_investigate
+
+
+@pytest.mark.parametrize("agent", list(roles.AGENTS))
+def test_the_prompt_matches_its_golden_copy(agent: str) -> None:
+    given, _ = _chain(SLUMP)
+    note = "inputs: the Scan run offline on the sim market as of 2012-06-01 (test_scan_agents)"
+
+    diff = golden_diff(agent, render_prompt(roles.AGENTS[agent], given[agent], [note]))
+
+    assert not diff, diff

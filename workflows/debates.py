@@ -2,8 +2,8 @@
 manager) and ``Risk`` (aggressive/conservative/neutral on the trader's proposal).
 
 Both walk ``speaking_order`` (bull first, 2×rounds turns; aggressive, conservative,
-neutral, 3×rounds turns): each turn is one ``chat`` whose messages and context are
-the speaker's ``DebaterInputs`` with the transcript so far, so every debater reads
+neutral, 3×rounds turns): each turn is one ``call_agent`` of the speaker's spec over
+its ``DebaterInputs`` with the transcript so far, so every debater reads
 the same typed material its prompt shows. A separate workflow each, so a debate
 has its own history, progress and Web UI page, and can be started alone from a
 Pipeline's saved ``state`` to re-run only that part. The portfolio manager judges
@@ -16,23 +16,16 @@ repair turns parks the call until ``resume`` (``workflows.resume``), with the re
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from pydantic import AwareDatetime, BaseModel, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, Field
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.failures import as_temporal_failures
+    from shared.agents.pipeline import research_manager
     from shared.agents.pipeline.inputs import AnalystReports, DebaterInputs, ManagerInputs
-    from shared.agents.pipeline.prompts import debater_messages, manager_messages
-    from shared.agents.pipeline.roles import (
-        AGENTS,
-        DEBATER_AGENTS,
-        RESEARCH_MANAGER,
-        ManagerKind,
-        speaking_order,
-    )
+    from shared.agents.pipeline.prompts import DEBATER_BRIEFS
+    from shared.agents.pipeline.roles import DEBATER_AGENTS, RESEARCH_MANAGER, speaking_order
     from shared.agents.pipeline.schemas import (
         Debate,
         DebateTurn,
@@ -40,10 +33,10 @@ with workflow.unsafe.imports_passed_through():
         Speaker,
         TraderProposal,
     )
-    from shared.llm.contracts import ChatRequest, LlmChoice, UsageReport
+    from shared.llm.contracts import LlmChoice, UsageReport
     from shared.memory import MemoryRole
     from workflows.inputs import RunInput
-    from workflows.llm_calls import chat, request_for
+    from workflows.llm_calls import call_agent
     from workflows.progress import RunProgress, StepState, track
     from workflows.provider_check import check_provider
     from workflows.resume import Resumable
@@ -112,18 +105,6 @@ def _turn_steps(order: list[Speaker]) -> list[str]:
     return steps
 
 
-def agent_request(
-    llm: LlmChoice, agent: str, prefix: str, *, step: str | None = None, **fields: Any
-) -> ChatRequest:
-    """A chat request for ``agent`` with its table row's model and schema.
-
-    The raw reply goes to ``{prefix}/{step}.raw.txt``; the prefix comes from the
-    workflow id and run id, so a retried call overwrites its own raw reply.
-    """
-    name = (step or agent).replace(" ", "-")
-    return request_for(llm, agent, AGENTS[agent], f"{prefix}/{name}.raw.txt", **fields)
-
-
 class Floor:
     """One debate's state and its turn loop, shared by ``Debate`` and ``Risk``."""
 
@@ -161,34 +142,18 @@ class Floor:
             )
             round_ = inputs.next_round(speaker)
             name = turn_step(speaker, round_)
-            with as_temporal_failures():
-                messages = debater_messages(speaker, inputs)
-            request = agent_request(
-                args.llm,
-                DEBATER_AGENTS[speaker],
-                prefix,
-                step=name,
-                messages=messages,
-                context=inputs.model_dump(mode="json"),
+            # The loop, not the model, says who speaks in which round.
+            turn = call_agent(
+                DEBATER_BRIEFS[speaker],
+                inputs,
+                llm=args.llm,
+                raw_key=f"{prefix}/{name.replace(' ', '-')}.raw.txt",
+                usage=self.usage,
+                summary=name,
+                fixed={"speaker": speaker.value, "round": round_},
             )
-            response = await self.step(name, chat(request, summary=name))
-            self.usage.add(request.agent, response.usage)
-            self.transcript.append(_turn(response.structured, speaker, round_))
+            self.transcript.append(await self.step(name, turn))
         return self.transcript
-
-
-def _turn(structured: dict[str, Any] | None, speaker: Speaker, round_: int) -> DebateTurn:
-    """The reply as a turn of ``speaker``'s ``round_``: the loop, not the model, counts turns."""
-    try:
-        return DebateTurn.model_validate(
-            {**(structured or {}), "speaker": speaker.value, "round": round_}
-        )
-    except ValidationError as error:
-        raise ApplicationError(
-            f"{DEBATER_AGENTS[speaker]} round {round_} gave no valid debate turn: {error}",
-            type="InvalidReply",
-            non_retryable=True,
-        ) from None
 
 
 class DebateRun(Resumable):
@@ -235,20 +200,16 @@ class DebateWorkflow(DebateRun):
             memories=args.memories.get(MemoryRole.RESEARCH_MANAGER, ""),
             macro_context=args.macro_context,
         )
-        with as_temporal_failures():
-            messages = manager_messages(ManagerKind.RESEARCH_MANAGER, inputs)
-        request = agent_request(
-            args.llm,
-            RESEARCH_MANAGER,
-            run_key_prefix("debates"),
-            messages=messages,
-            context=inputs.model_dump(mode="json"),
+        plan = call_agent(
+            research_manager.SPEC,
+            inputs,
+            llm=args.llm,
+            raw_key=f"{run_key_prefix('debates')}/{RESEARCH_MANAGER}.raw.txt",
+            usage=self.floor.usage,
         )
-        response = await self.floor.step(RESEARCH_MANAGER, chat(request))
-        self.floor.usage.add(RESEARCH_MANAGER, response.usage)
         return DebateResult(
             transcript=transcript,
-            research_plan=ResearchPlan.model_validate(response.structured),
+            research_plan=await self.floor.step(RESEARCH_MANAGER, plan),
             usage=self.floor.usage,
         )
 

@@ -9,22 +9,29 @@ for tools when the rounds run out, one last call without tools makes it answer.
 A call is ``optional`` when the graph can do without its step: a reply that stays
 invalid after its repair turns then fails the call (``missing_step`` turns that
 failure into the ``MissingStep`` the run records) instead of parking it.
+
+Every agent call is built one way, from its spec and its typed inputs
+(``agent_request``), and sent by ``call_agent`` (one turn, the spec's output model
+back) or ``call_agent_tools`` (its tool loop, the output with the tool results).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, Generic, Literal, overload
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.failures import as_temporal_failures
     from activities.tools import run_tool_activity
     from shared.agents.missing import MissingStep
+    from shared.agents.spec import AgentSpec, InputsT, OutputT
     from shared.llm.contracts import (
         ChatMessage,
         ChatRequest,
@@ -39,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.llm.providers import PROVIDERS, LlmRole
     from shared.storage.buckets import PAYLOADS_BUCKET
     from shared.storage.objects import ObjectRef
+    from shared.tools.registry import tool_specs
     from workflows.resume import BAD_REPLY, RESUMABLE_FAILURES, current_gate
     from workflows.retries import HEARTBEAT, durable
 
@@ -49,32 +57,6 @@ CHAT_START_TO_CLOSE = timedelta(minutes=30)
 CHAT_HEARTBEAT = timedelta(seconds=30)
 TOOL_START_TO_CLOSE = timedelta(minutes=2)
 MAX_TOOL_ROUNDS = 5
-
-
-class AgentRow(Protocol):
-    """What an agent table's row says about its calls (Pipeline's, Scan's, ...)."""
-
-    @property
-    def llm_role(self) -> LlmRole: ...
-
-    @property
-    def schema_name(self) -> str | None: ...
-
-
-def request_for(
-    llm: LlmChoice, agent: str, row: AgentRow, raw_key: str, **fields: Any
-) -> ChatRequest:
-    """A chat request for ``agent`` with its row's model role and schema; a reply that
-    will not validate is kept at ``raw_key`` in the payloads bucket (a retry overwrites it)."""
-    return ChatRequest(
-        agent=agent,
-        role=row.llm_role,
-        provider=llm.provider,
-        model=llm.model_for(row.llm_role),
-        response_schema=row.schema_name,
-        raw_reply_key=ObjectRef(bucket=PAYLOADS_BUCKET, key=raw_key),
-        **fields,
-    )
 
 
 async def chat(
@@ -218,3 +200,175 @@ async def tool_loop_or_missing(
         if missing is None:
             raise
         return missing
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """How an agent's tool loop runs: the queue, the values the workflow fixes for every
+    call (symbol, as_of, where long results go), and the arguments hidden from the model."""
+
+    queue: str
+    context: dict[str, Any]
+    hidden: tuple[str, ...] = ()
+    prefetched: list[ChatMessage] = field(default_factory=list)
+    """Tool turns the workflow ran before the first chat, appended after the prompt."""
+
+
+def agent_request(
+    spec: AgentSpec[InputsT, OutputT],
+    inputs: InputsT,
+    llm: LlmChoice,
+    raw_key: str,
+    *,
+    tools: ToolUse | None = None,
+    role: LlmRole | None = None,
+) -> ChatRequest:
+    """The one way an agent's chat request is built: the spec's prompt over ``inputs``, its
+    model role, schema and tools, and the inputs themselves (what the offline rule reads).
+
+    A prompt the inputs cannot make (a debate turn of the wrong debate, a manager missing
+    its plan) fails the run at once, naming the field; a reply that will not validate is
+    kept at ``raw_key`` in the payloads bucket (a retry overwrites it). ``role`` overrides
+    the spec's model role (a chart agent reads its chart as text with the quick model).
+    """
+    with as_temporal_failures():
+        messages = spec.messages(inputs)
+    role = role or spec.llm_role
+    return ChatRequest(
+        agent=spec.name,
+        role=role,
+        provider=llm.provider,
+        model=llm.model_for(role),
+        messages=[*messages, *(tools.prefetched if tools else [])],
+        tools=tool_specs(spec.tools, fixed=tools.hidden) if tools and spec.tools else [],
+        response_schema=spec.schema_name,
+        inputs=inputs.model_dump(mode="json"),
+        raw_reply_key=ObjectRef(bucket=PAYLOADS_BUCKET, key=raw_key),
+    )
+
+
+def agent_output(
+    spec: AgentSpec[Any, OutputT],
+    structured: Mapping[str, Any] | None,
+    fixed: Mapping[str, Any] | None = None,
+    step: str | None = None,
+) -> OutputT:
+    """The reply as the spec's output model, with the fields the workflow decides (``fixed``:
+    who spoke, which round) over the model's; a reply that still does not fit fails the
+    run non-retryably (the chat activity already validated it, so this is a contract bug)."""
+    try:
+        return spec.schema.model_validate({**(structured or {}), **(fixed or {})})
+    except ValidationError as error:
+        raise ApplicationError(
+            f"{step or spec.name} gave no valid {spec.schema_name}: {error}",
+            type="InvalidReply",
+            non_retryable=True,
+        ) from None
+
+
+async def call_agent(
+    spec: AgentSpec[InputsT, OutputT],
+    inputs: InputsT,
+    *,
+    llm: LlmChoice,
+    raw_key: str,
+    usage: UsageReport,
+    summary: str | None = None,
+    fixed: Mapping[str, Any] | None = None,
+    role: LlmRole | None = None,
+) -> OutputT:
+    """One turn of ``spec``'s agent over ``inputs``: its typed answer, its usage counted.
+    In a resumable run a failure only a settings change can fix parks (see ``chat``)."""
+    request = agent_request(spec, inputs, llm, raw_key, role=role)
+    response = await chat(request, summary=summary)
+    usage.add(spec.name, response.usage)
+    return agent_output(spec, response.structured, fixed, summary)
+
+
+@dataclass(frozen=True)
+class AgentRun(Generic[OutputT]):
+    """An agent's tool loop: its answer, or (None) the ``problem`` that left it without one."""
+
+    output: OutputT | None
+    loop: ToolLoopResult
+    problem: str | None = None
+
+
+@overload
+async def call_agent_tools(
+    spec: AgentSpec[InputsT, OutputT],
+    inputs: InputsT,
+    *,
+    llm: LlmChoice,
+    raw_key: str,
+    usage: UsageReport,
+    tools: ToolUse,
+    optional: Literal[False] = False,
+    fixed: Mapping[str, Any] | None = None,
+) -> AgentRun[OutputT]: ...
+
+
+@overload
+async def call_agent_tools(
+    spec: AgentSpec[InputsT, OutputT],
+    inputs: InputsT,
+    *,
+    llm: LlmChoice,
+    raw_key: str,
+    usage: UsageReport,
+    tools: ToolUse,
+    optional: Literal[True],
+    fixed: Mapping[str, Any] | None = None,
+) -> AgentRun[OutputT] | MissingStep: ...
+
+
+@overload
+async def call_agent_tools(
+    spec: AgentSpec[InputsT, OutputT],
+    inputs: InputsT,
+    *,
+    llm: LlmChoice,
+    raw_key: str,
+    usage: UsageReport,
+    tools: ToolUse,
+    optional: bool,
+    fixed: Mapping[str, Any] | None = None,
+) -> AgentRun[OutputT] | MissingStep: ...
+
+
+async def call_agent_tools(
+    spec: AgentSpec[InputsT, OutputT],
+    inputs: InputsT,
+    *,
+    llm: LlmChoice,
+    raw_key: str,
+    usage: UsageReport,
+    tools: ToolUse,
+    optional: bool = False,
+    fixed: Mapping[str, Any] | None = None,
+) -> AgentRun[OutputT] | MissingStep:
+    """``spec``'s agent with its tools: chat, run tools, repeat (``run_tool_loop``). An
+    ``optional`` agent whose reply stays invalid comes back as the ``MissingStep`` the run
+    records; an answer that is no valid output (or none at all) comes back as None, with why
+    (an agent that answers in prose has only ``loop.text``)."""
+    request = agent_request(spec, inputs, llm, raw_key, tools=tools)
+    options: dict[str, Any] = {
+        "tools_queue": tools.queue,
+        "tool_context": tools.context,
+        "usage": usage,
+    }
+    loop = await (
+        tool_loop_or_missing(request, **options) if optional else run_tool_loop(request, **options)
+    )
+    if isinstance(loop, MissingStep):
+        return loop
+    structured = loop.response.structured
+    if spec.output is None:
+        return AgentRun(None, loop)  # a prose answer: ``loop.text``
+    if structured is None:
+        reason = "it was still asking for tools when its rounds ran out, with no report"
+        return AgentRun(None, loop, reason)
+    try:
+        return AgentRun(spec.schema.model_validate({**structured, **(fixed or {})}), loop)
+    except ValidationError as error:
+        return AgentRun(None, loop, f"its answer was no valid {spec.schema_name}: {error}")

@@ -7,7 +7,7 @@ straight to the portfolio manager → else the bull/bear ``Debate`` child (with 
 research manager's plan) → the trader → the ``Risk`` child → the portfolio
 manager → a Markdown report of the whole run in S3.
 
-Each analyst's conversation stays its own: its request context is its
+Each analyst's conversation stays its own: its request carries its
 ``AnalystInputs`` and its tool results feed only its report (and, for the
 market analyst, the trader's price facts). Later agents read reports by name
 through their typed inputs. The ``state`` query returns everything produced so
@@ -33,7 +33,6 @@ from temporalio.exceptions import ApplicationError
 from temporalio.types import MethodAsyncSingleParam
 
 with workflow.unsafe.imports_passed_through():
-    from activities.failures import as_temporal_failures
     from activities.group import declared
     from activities.reflection import DEFAULT_HORIZON_BARS
     from activities.research import (
@@ -45,7 +44,14 @@ with workflow.unsafe.imports_passed_through():
         StoreReportRequest,
     )
     from shared.agents.missing import MissingStep
-    from shared.agents.pipeline.facts import PriceFacts, payloads_of_results, price_facts
+    from shared.agents.pipeline import portfolio_manager
+    from shared.agents.pipeline import trader as trader_agent
+    from shared.agents.pipeline.facts import (
+        PriceFacts,
+        payloads_of_results,
+        positive,
+        price_facts,
+    )
     from shared.agents.pipeline.inputs import (
         AnalystInputs,
         AnalystReports,
@@ -53,21 +59,16 @@ with workflow.unsafe.imports_passed_through():
         TraderInputs,
     )
     from shared.agents.pipeline.prompts import (
-        ANALYST_BRIEFS,
         REPORT_HEADINGS,
-        analyst_messages,
-        manager_messages,
         render_plan,
         render_proposal,
         report_or_absence,
-        trader_messages,
     )
     from shared.agents.pipeline.roles import (
-        AGENTS,
         ANALYST_AGENTS,
+        ANALYST_SPECS,
         PORTFOLIO_MANAGER,
         TRADER,
-        ManagerKind,
     )
     from shared.agents.pipeline.schemas import (
         AnalystKind,
@@ -78,12 +79,12 @@ with workflow.unsafe.imports_passed_through():
         TraderProposal,
     )
     from shared.agents.reflection import stance_of
+    from shared.agents.spec import AgentSpec
     from shared.llm.contracts import LlmChoice, UsageReport
     from shared.memory import MemoryRole, SourceRun
     from shared.queues import TOOLS_QUEUE
     from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
-    from shared.tools.registry import tool_specs
     from workflows.activity_calls import GroupActivity, Request, Result, run_labelled
     from workflows.children import Counted, flow_of
     from workflows.concurrency import gather_all
@@ -93,10 +94,9 @@ with workflow.unsafe.imports_passed_through():
         DebateWorkflow,
         RiskInput,
         RiskWorkflow,
-        agent_request,
     )
     from workflows.inputs import RunInput, ZonedTime, scheduled_time
-    from workflows.llm_calls import chat, tool_loop_or_missing
+    from workflows.llm_calls import InputsT, OutputT, ToolUse, call_agent, call_agent_tools
     from workflows.progress import RunProgress, StepState, mark_missing, track
     from workflows.provider_check import check_provider
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
@@ -322,11 +322,6 @@ class AnalystOutcome:
     facts: PriceFacts | None = None
 
 
-def _positive(value: float | None) -> float | None:
-    """A price fact the trader may use: the typed inputs refuse zero and negatives."""
-    return value if value is not None and value > 0 else None
-
-
 @workflow.defn(name="Pipeline")
 class PipelineWorkflow(Resumable):
     """Analysts ∥ → debate → trader → risk → portfolio manager, for one ticker."""
@@ -426,12 +421,10 @@ class PipelineWorkflow(Resumable):
             memories=state.memories.get(MemoryRole.PORTFOLIO_MANAGER, ""),
             research_plan=state.research_plan,
             proposal=state.proposal,
-            last_price=_positive(state.price.last_close) if state.price else None,
+            last_price=positive(state.price.last_close) if state.price else None,
             macro_context=state.macro_context,
         )
-        state.decision = PortfolioDecision.model_validate(
-            await self._chat(args, PORTFOLIO_MANAGER, manager_messages, inputs)
-        )
+        state.decision = await self._ask(args, portfolio_manager.SPEC, inputs)
         self._enter(REPORT)
         state.report = await self._research(
             ResearchActivities.store_report,
@@ -446,23 +439,19 @@ class PipelineWorkflow(Resumable):
         self._enter("done")
         return PipelineResult.model_validate({**state.model_dump(), "run_id": info.run_id})
 
-    async def _chat(self, args: PipelineInput, agent: str, build: Any, inputs: BaseModel) -> Any:
-        """One single-shot agent: its messages from its typed inputs, which are also its context."""
-        with as_temporal_failures():
-            if agent == PORTFOLIO_MANAGER:
-                messages = build(ManagerKind.PORTFOLIO_MANAGER, inputs)
-            else:
-                messages = build(inputs)
-        request = agent_request(
-            args.llm,
-            agent,
-            run_key_prefix("pipeline"),
-            messages=messages,
-            context=inputs.model_dump(mode="json"),
+    async def _ask(
+        self, args: PipelineInput, spec: AgentSpec[InputsT, OutputT], inputs: InputsT
+    ) -> OutputT:
+        """One single-turn agent of the Pipeline, shown as its own step."""
+        answer = call_agent(
+            spec, inputs, llm=args.llm, raw_key=self._raw_key(spec.name), usage=self.usage
         )
-        response = await self._step(agent, chat(request))
-        self.usage.add(agent, response.usage)
-        return response.structured
+        output: OutputT = await self._step(spec.name, answer)
+        return output
+
+    def _raw_key(self, agent: str) -> str:
+        """Where ``agent``'s unusable reply is kept: under this run's keys, by agent."""
+        return f"{run_key_prefix('pipeline')}/{agent}.raw.txt"
 
     async def _analysts(self, args: PipelineInput, state: PipelineState) -> None:
         """Every chosen analyst's tool loop at once; reports land under their own names."""
@@ -496,42 +485,37 @@ class PipelineWorkflow(Resumable):
         ticker or anything after ``as_of`` whatever the model asks for. A reply that stays
         invalid makes the report missing, not the run failed; the step shows as missing.
         """
-        agent = ANALYST_AGENTS[kind]
+        spec = ANALYST_SPECS[kind]
         prefix = run_key_prefix("pipeline")
-        with as_temporal_failures():
-            messages = analyst_messages(kind, inputs)
-        request = agent_request(
-            args.llm,
-            agent,
-            prefix,
-            messages=messages,
-            tools=tool_specs(ANALYST_BRIEFS[kind].tools, fixed=["symbol"]),
-            context=inputs.model_dump(mode="json"),
+        tools = ToolUse(
+            queue=TOOLS_QUEUE,
+            context={
+                "as_of": inputs.as_of.isoformat(),
+                "symbol": inputs.symbol,
+                "result_key_prefix": f"{prefix}/{spec.name}",
+            },
+            hidden=("symbol",),
         )
-        loop = await self._step(
-            agent,
-            tool_loop_or_missing(
-                request,
-                tools_queue=TOOLS_QUEUE,
-                tool_context={
-                    "as_of": inputs.as_of.isoformat(),
-                    "symbol": inputs.symbol,
-                    "result_key_prefix": f"{prefix}/{agent}",
-                },
+        run = await self._step(
+            spec.name,
+            call_agent_tools(
+                spec,
+                inputs,
+                llm=args.llm,
+                raw_key=self._raw_key(spec.name),
                 usage=self.usage,
+                tools=tools,
+                optional=True,
+                # The step, not the model, knows which analyst spoke.
+                fixed={"analyst": kind.value},
             ),
         )
-        if isinstance(loop, MissingStep):
-            return self._missing(kind, loop)
-        if loop.response.structured is None:
-            reason = "it was still asking for tools when its rounds ran out, with no report"
-            return self._missing(kind, MissingStep(step=agent, reason=reason))
-        # The step, not the model, knows which analyst spoke.
-        structured = {**loop.response.structured, "analyst": kind.value}
-        report = AGENTS[agent].schema.model_validate(structured)
-        assert isinstance(report, AnalystReport)
-        facts = price_facts(payloads_of_results(loop.tool_results))
-        return AnalystOutcome(kind, report, facts=facts if kind is AnalystKind.MARKET else None)
+        if isinstance(run, MissingStep):
+            return self._missing(kind, run)
+        if run.output is None:
+            return self._missing(kind, MissingStep(step=spec.name, reason=run.problem or ""))
+        facts = price_facts(payloads_of_results(run.loop.tool_results))
+        return AnalystOutcome(kind, run.output, facts=facts if kind is AnalystKind.MARKET else None)
 
     def _missing(self, kind: AnalystKind, missing: MissingStep) -> AnalystOutcome:
         """Record an analyst's report as missing; the run goes on without it."""
@@ -560,19 +544,14 @@ class PipelineWorkflow(Resumable):
         state.research_plan = debate.research_plan
 
         self._enter(TRADER)
-        price = state.price or PriceFacts()
-        trader = TraderInputs(
-            symbol=state.symbol,
-            reports=state.reports,
-            research_plan=debate.research_plan,
-            memories=state.memories.get(MemoryRole.TRADER, ""),
-            last_price=_positive(price.last_close),
-            atr=_positive(price.atr),
-            volatility=price.volatility if price.volatility and price.volatility >= 0 else None,
+        trader = TraderInputs.of(
+            state.symbol,
+            state.reports,
+            debate.research_plan,
+            state.price,
+            state.memories.get(MemoryRole.TRADER, ""),
         )
-        state.proposal = TraderProposal.model_validate(
-            await self._chat(args, TRADER, trader_messages, trader)
-        )
+        state.proposal = await self._ask(args, trader_agent.SPEC, trader)
 
         risk = await self._debate(RISK, RiskWorkflow.run, state.risk_input())
         state.risk_transcript = risk.transcript

@@ -23,10 +23,8 @@ from typing import Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, Field, field_validator
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.failures import as_temporal_failures
     from activities.group import declared
     from activities.portfolio import (
         DecisionRequest,
@@ -42,6 +40,12 @@ with workflow.unsafe.imports_passed_through():
     )
     from activities.research import ResearchActivities, StoreReportRequest
     from activities.services import StoredReport
+    from shared.agents.portfolio import (
+        book_manager,
+        holdings_reviewer,
+        macro_summarizer,
+        micro_summarizer,
+    )
     from shared.agents.portfolio.inputs import (
         BookFacts,
         MacroInputs,
@@ -52,21 +56,15 @@ with workflow.unsafe.imports_passed_through():
         candidate_views,
         holding_views,
     )
-    from shared.agents.portfolio.prompts import (
-        macro_messages,
-        micro_messages,
-        pm_messages,
-        review_messages,
-    )
     from shared.agents.portfolio.report import PortfolioOutcome, render_portfolio_report
     from shared.agents.portfolio.roles import (
-        AGENTS,
         BOOK_MANAGER,
         HOLDINGS_REVIEWER,
         MACRO_SUMMARIZER,
         MICRO_SUMMARIZER,
     )
     from shared.agents.portfolio.schemas import AllocationDecision, HoldingsReview
+    from shared.agents.spec import AgentSpec, InputsT, OutputT
     from shared.llm.contracts import LlmChoice, UsageReport
     from shared.portfolio.costs import Costs
     from shared.portfolio.limits import Limits
@@ -85,7 +83,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.concurrency import gather_all
     from workflows.inputs import RunInput
-    from workflows.llm_calls import chat, request_for
+    from workflows.llm_calls import call_agent
     from workflows.progress import RunProgress, StepState, track
     from workflows.provider_check import check_provider
     from workflows.resume import Resumable
@@ -288,28 +286,14 @@ class PortfolioWorkflow(Resumable):
         self.phase = step or declared(activity).name
         return self._step(self.phase, run_labelled(activity, request, BOOK_START_TO_CLOSE))
 
-    async def _ask(self, args: PortfolioInput, agent: str, build: Any, inputs: BaseModel) -> Any:
-        """One agent's call: its messages from its typed inputs, which are also its context."""
-        with as_temporal_failures():
-            messages = build(inputs)
-        row = AGENTS[agent]
-        request = request_for(
-            args.llm,
-            agent,
-            row,
-            f"{run_key_prefix('portfolio')}/{agent}.raw.txt",
-            messages=messages,
-            context=inputs.model_dump(mode="json"),
-        )
-        response = await self._step(agent, chat(request))
-        self.usage.add(agent, response.usage)
-        if response.structured is None:
-            raise ApplicationError(
-                f"{agent} answered without the {row.schema_name} asked for",
-                type="InvalidReply",
-                non_retryable=True,
-            )
-        return row.schema.model_validate(response.structured)
+    async def _ask(
+        self, args: PortfolioInput, spec: AgentSpec[InputsT, OutputT], inputs: InputsT
+    ) -> OutputT:
+        """One agent's call, from its spec and typed inputs, shown as its own step."""
+        raw_key = f"{run_key_prefix('portfolio')}/{spec.name}.raw.txt"
+        answer = call_agent(spec, inputs, llm=args.llm, raw_key=raw_key, usage=self.usage)
+        output: OutputT = await self._step(spec.name, answer)
+        return output
 
     @workflow.run
     async def run(self, args: PortfolioInput) -> PortfolioResult:
@@ -341,14 +325,12 @@ class PortfolioWorkflow(Resumable):
         macro, micro = await gather_all(
             self._ask(
                 args,
-                MACRO_SUMMARIZER,
-                macro_messages,
+                macro_summarizer.SPEC,
                 MacroInputs(portfolio=args.portfolio, as_of=args.as_of, scan=loaded.scan),
             ),
             self._ask(
                 args,
-                MICRO_SUMMARIZER,
-                micro_messages,
+                micro_summarizer.SPEC,
                 MicroInputs(portfolio=args.portfolio, holdings=holdings, candidates=views),
             ),
         )
@@ -362,7 +344,7 @@ class PortfolioWorkflow(Resumable):
             macro=macro,
             micro=micro,
         )
-        decision: AllocationDecision = await self._ask(args, BOOK_MANAGER, pm_messages, pm)
+        decision = await self._ask(args, book_manager.SPEC, pm)
         plan = await self._plan(args, loaded, decision)
         status, note = await self._approval(args, plan)
         record = DecisionRecord(
@@ -441,8 +423,7 @@ class PortfolioWorkflow(Resumable):
             return HoldingsReview(verdicts=[], summary="The book holds no positions.")
         self.phase = HOLDINGS_REVIEWER
         inputs = ReviewInputs(book=book, holdings=holdings)
-        review: HoldingsReview = await self._ask(args, HOLDINGS_REVIEWER, review_messages, inputs)
-        return review
+        return await self._ask(args, holdings_reviewer.SPEC, inputs)
 
     async def _candidates(self, args: PortfolioInput, loaded: LoadedBook) -> Prioritized:
         """The Scan's stocks ranked; without a Scan there are none."""

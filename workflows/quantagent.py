@@ -34,20 +34,20 @@ with workflow.unsafe.imports_passed_through():
         load_bars,
     )
     from shared.agents import quantagent as qa
-    from shared.llm.contracts import ChatRequest, LlmChoice, UsageReport
+    from shared.agents import quantagent_agents as agents
+    from shared.agents.spec import AgentSpec, InputsT, OutputT
+    from shared.llm.contracts import LlmChoice, UsageReport
     from shared.llm.providers import LlmRole, ProviderSpec
     from shared.market.bars import Bar, Timeframe
     from shared.queues import TOOLS_QUEUE
-    from shared.storage.buckets import CHARTS_BUCKET, PAYLOADS_BUCKET
+    from shared.storage.buckets import CHARTS_BUCKET
     from shared.storage.objects import ObjectRef
     from shared.ta.patterns import PatternMatch
     from shared.ta.trend_summary import TrendLines
-    from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
-    from shared.tools.registry import tool_specs
     from workflows.activity_calls import GroupActivity, run_activity
     from workflows.concurrency import gather_all
     from workflows.inputs import RunInput, ZonedTime, scheduled_time
-    from workflows.llm_calls import chat, run_tool_loop
+    from workflows.llm_calls import ToolUse, call_agent, call_agent_tools
     from workflows.progress import RunProgress, StepState, track
     from workflows.provider_check import check_provider
     from workflows.resume import Resumable
@@ -155,17 +155,24 @@ class QuantAgentWorkflow(Resumable):
     def _key(self, step: str, suffix: str) -> str:
         return f"{run_key_prefix('quantagent')}/{step}.{suffix}"
 
-    def _request(
-        self, args: QuantAgentInput, agent: str, role: LlmRole, **fields: Any
-    ) -> ChatRequest:
-        return ChatRequest(
-            agent=agent,
+    async def _ask(
+        self,
+        args: QuantAgentInput,
+        spec: AgentSpec[InputsT, OutputT],
+        inputs: InputsT,
+        role: LlmRole | None = None,
+    ) -> OutputT:
+        """One agent's call from its spec and typed inputs, shown as its own step."""
+        answer = call_agent(
+            spec,
+            inputs,
+            llm=args.llm,
+            raw_key=self._key(spec.name, "raw.txt"),
+            usage=self.usage,
             role=role,
-            provider=args.llm.provider,
-            model=args.llm.model_for(role),
-            raw_reply_key=ObjectRef(bucket=PAYLOADS_BUCKET, key=self._key(agent, "raw.txt")),
-            **fields,
         )
+        output: OutputT = await self._step(spec.name, answer)
+        return output
 
     @workflow.run
     async def run(self, args: QuantAgentInput) -> QuantAgentResult:
@@ -198,27 +205,18 @@ class QuantAgentWorkflow(Resumable):
         )
         (pattern_report, pattern_chart, matches), (trend_report, trend_chart) = pattern, trend
         indicator_outputs = {p["indicator"]: p for p in tool_payloads}
-        response = await self._step(
-            "decision_agent",
-            chat(
-                self._request(
-                    args,
-                    qa.DECISION_AGENT,
-                    LlmRole.DEEP,
-                    messages=qa.decision_messages(
-                        loaded.symbol, args.timeframe.value, report, pattern_report, trend_report
-                    ),
-                    response_schema="QuantDecision",
-                    context={
-                        "indicator_outputs": indicator_outputs,
-                        "pattern_report": pattern_report.model_dump(mode="json"),
-                        "trend_report": trend_report.model_dump(mode="json"),
-                    },
-                )
+        decision: qa.QuantDecision = await self._ask(
+            args,
+            agents.DECISION,
+            qa.DecisionInputs(
+                symbol=loaded.symbol,
+                timeframe=args.timeframe.value,
+                indicator_report=report,
+                pattern_report=pattern_report,
+                trend_report=trend_report,
+                indicator_outputs=indicator_outputs,
             ),
         )
-        self.usage.add(qa.DECISION_AGENT, response.usage)
-        decision = qa.QuantDecision.model_validate(response.structured)
         assert trend_chart.trendlines is not None
         return QuantAgentResult(
             symbol=loaded.symbol,
@@ -247,29 +245,25 @@ class QuantAgentWorkflow(Resumable):
         self, args: QuantAgentInput, loaded: LoadedBars
     ) -> tuple[str, list[dict[str, Any]]]:
         """The indicator agent's tool loop; returns its report and the parsed tool results."""
-        request = self._request(
-            args,
-            qa.INDICATOR_AGENT,
-            LlmRole.QUICK,
-            messages=qa.indicator_messages(
-                loaded.symbol,
-                args.timeframe.value,
-                len(loaded.bars),
-                loaded.bars[-1].time.isoformat(),
-            ),
-            tools=tool_specs(INDICATOR_TOOL_NAMES, fixed=["bars"]),
-            context={"symbol": loaded.symbol, "timeframe": args.timeframe.value},
+        inputs = qa.IndicatorInputs(
+            symbol=loaded.symbol,
+            timeframe=args.timeframe.value,
+            bar_count=len(loaded.bars),
+            last_time=loaded.bars[-1].time.isoformat(),
         )
         bars = [bar.model_dump(mode="json") for bar in loaded.bars]
-        loop = await self._step(
-            "indicator_agent",
-            run_tool_loop(
-                request,
-                tools_queue=TOOLS_QUEUE,
-                tool_context={"bars": bars},
+        run = await self._step(
+            agents.INDICATOR.name,
+            call_agent_tools(
+                agents.INDICATOR,
+                inputs,
+                llm=args.llm,
+                raw_key=self._key(agents.INDICATOR.name, "raw.txt"),
                 usage=self.usage,
+                tools=ToolUse(queue=TOOLS_QUEUE, context={"bars": bars}, hidden=("bars",)),
             ),
         )
+        loop = run.loop
         payloads = []
         for result in loop.tool_results:
             if result.ok:
@@ -317,26 +311,16 @@ class QuantAgentWorkflow(Resumable):
                 ),
             ),
         )
-        symbol, timeframe = loaded.symbol, args.timeframe.value
-        if reader.input == "image":
-            messages = qa.pattern_messages(symbol, timeframe, chart.chart)
-        else:
-            messages = qa.pattern_text_messages(symbol, timeframe, window, scan.matches)
-        response = await self._step(
-            "pattern_agent",
-            chat(
-                self._request(
-                    args,
-                    qa.PATTERN_AGENT,
-                    reader.role,
-                    messages=messages,
-                    response_schema="PatternReport",
-                    context={"patterns": [m.model_dump(mode="json") for m in scan.matches]},
-                )
-            ),
+        image = reader.input == "image"
+        inputs = qa.ChartInputs(
+            symbol=loaded.symbol,
+            timeframe=args.timeframe.value,
+            chart=chart.chart if image else None,
+            window=[] if image else window,
+            patterns=scan.matches,
         )
-        self.usage.add(qa.PATTERN_AGENT, response.usage)
-        return qa.PatternReport.model_validate(response.structured), chart, scan.matches
+        report = await self._ask(args, agents.PATTERN, inputs, reader.role)
+        return report, chart, scan.matches
 
     async def _trend(
         self, args: QuantAgentInput, loaded: LoadedBars, reader: ChartReader
@@ -345,23 +329,12 @@ class QuantAgentWorkflow(Resumable):
         window = loaded.bars[-qa.TREND_WINDOW :]
         chart = await self._chart("trend_chart", ChartActivities.render_trend_chart, args, window)
         assert chart.trendlines is not None
-        symbol, timeframe = loaded.symbol, args.timeframe.value
-        if reader.input == "image":
-            messages = qa.trend_messages(symbol, timeframe, chart.chart)
-        else:
-            messages = qa.trend_text_messages(symbol, timeframe, window, chart.trendlines)
-        response = await self._step(
-            "trend_agent",
-            chat(
-                self._request(
-                    args,
-                    qa.TREND_AGENT,
-                    reader.role,
-                    messages=messages,
-                    response_schema="TrendReport",
-                    context={"trendlines": chart.trendlines.model_dump(mode="json")},
-                )
-            ),
+        image = reader.input == "image"
+        inputs = qa.ChartInputs(
+            symbol=loaded.symbol,
+            timeframe=args.timeframe.value,
+            chart=chart.chart if image else None,
+            window=[] if image else window,
+            trendlines=chart.trendlines,
         )
-        self.usage.add(qa.TREND_AGENT, response.usage)
-        return qa.TrendReport.model_validate(response.structured), chart
+        return await self._ask(args, agents.TREND, inputs, reader.role), chart

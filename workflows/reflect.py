@@ -33,15 +33,13 @@ with workflow.unsafe.imports_passed_through():
         ReflectionActivities,
     )
     from shared.agents import reflection as rf
+    from shared.agents import reflector
     from shared.errors import InvalidInput
-    from shared.llm.contracts import ChatRequest, LlmChoice, UsageReport
-    from shared.llm.providers import LlmRole
+    from shared.llm.contracts import LlmChoice, UsageReport
     from shared.memory import Lesson, MemoryRole, Outcome, SourceRun
-    from shared.storage.buckets import PAYLOADS_BUCKET
-    from shared.storage.objects import ObjectRef
     from workflows.activity_calls import run_activity
     from workflows.inputs import RunInput
-    from workflows.llm_calls import chat
+    from workflows.llm_calls import call_agent
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
     from workflows.retries import durable
@@ -262,22 +260,24 @@ class ReflectWorkflow(Resumable):
         decision = args.decisions[role].text
         info = workflow.info()
         key = f"reflect/{info.workflow_id}/{info.run_id}/{role.value}.raw.txt"
-        request = ChatRequest(
-            agent=rf.REFLECTOR,
-            role=LlmRole.QUICK,
-            provider=args.llm.provider,
-            model=args.llm.model_for(LlmRole.QUICK),
-            messages=rf.reflection_messages(role, args.situation, decision, market, stance),
-            response_schema="Reflection",
-            context=rf.reflection_context(role, stance, decision, market),
-            raw_reply_key=ObjectRef(bucket=PAYLOADS_BUCKET, key=key),
+        inputs = rf.ReflectionInputs(
+            role=role, stance=stance, situation=args.situation, decision=decision, outcome=market
         )
-        response = await self._step(
-            f"reflect:{role.value}", chat(request, summary=f"{rf.REFLECTOR}: {role.value}")
+        usage = UsageReport()  # counted per role below, as reflector:<role>
+        reflection = await self._step(
+            f"reflect:{role.value}",
+            call_agent(
+                reflector.SPEC,
+                inputs,
+                llm=args.llm,
+                raw_key=key,
+                usage=usage,
+                summary=f"{rf.REFLECTOR}: {role.value}",
+            ),
         )
-        self.usage.add(f"{rf.REFLECTOR}:{role.value}", response.usage)
+        self.usage.add(f"{rf.REFLECTOR}:{role.value}", usage.total)
         return RoleReflection(
             stance=stance,
             outcome=market.for_stance(stance),
-            reflection=rf.Reflection.model_validate(response.structured),
+            reflection=reflection,
         )

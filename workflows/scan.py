@@ -35,7 +35,6 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.failures import as_temporal_failures
     from activities.research import (
         ResearchActivities,
         ResolveAsOfRequest,
@@ -51,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
         store_json,
     )
     from shared.agents.missing import MissingStep
+    from shared.agents.scan import industry_deep_dive, macro_synthesis
     from shared.agents.scan.facts import (
         Candidate,
         answers_of_results,
@@ -69,24 +69,20 @@ with workflow.unsafe.imports_passed_through():
         scanner_prefetch,
     )
     from shared.agents.scan.prompts import (
-        deep_dive_messages,
         prefetched_turns,
         render_summary,
-        scanner_messages,
-        synthesis_messages,
     )
     from shared.agents.scan.roles import (
         AGENTS,
         INDUSTRY_DEEP_DIVE,
         MACRO_SYNTHESIS,
-        SCANNER_AGENTS,
+        SCANNER_SPECS,
         ScannerKind,
     )
     from shared.agents.scan.schemas import ScannerReport, ScanSummary
+    from shared.agents.spec import AgentSpec
     from shared.data.contracts import SECTOR_ETFS, Sector, SectorPerformance
     from shared.llm.contracts import (
-        ChatMessage,
-        ChatRequest,
         ChatResponse,
         LlmChoice,
         ToolCall,
@@ -97,17 +93,16 @@ with workflow.unsafe.imports_passed_through():
     from shared.queues import TOOLS_QUEUE
     from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
-    from shared.tools.registry import tool_specs
     from workflows.activity_calls import run_activity
     from workflows.concurrency import gather_all
     from workflows.inputs import RunInput, scheduled_time
     from workflows.llm_calls import (
         ToolLoopResult,
+        ToolUse,
+        agent_request,
+        call_agent_tools,
         chat,
-        request_for,
         run_tool,
-        run_tool_loop,
-        tool_loop_or_missing,
     )
     from workflows.progress import RunProgress, StepState, mark_missing, track
     from workflows.provider_check import check_provider
@@ -197,14 +192,6 @@ class Scanned:
     def missing_list(self) -> list[MissingStep]:
         """``[missing]`` if the report is missing, else ``[]``: what a reader is told."""
         return [self.missing] if self.missing else []
-
-
-def scan_request(
-    llm: LlmChoice, agent: str, prefix: str, *, step: str | None = None, **fields: Any
-) -> ChatRequest:
-    """A chat request for a Scan agent with its table row's model and schema; the raw reply
-    goes to ``{prefix}/{step}.raw.txt``."""
-    return request_for(llm, agent, AGENTS[agent], f"{prefix}/{step or agent}.raw.txt", **fields)
 
 
 def _invalid_reply(agent: str, problem: str) -> ApplicationError:
@@ -317,8 +304,7 @@ class ScanWorkflow(Resumable):
     async def _run_agent(
         self,
         args: ScanInput,
-        agent: str,
-        messages: list[ChatMessage],
+        spec: AgentSpec[Any, Any],
         inputs: ScannerInputs | DeepDiveInputs | SynthesisInputs,
         prefetch: Sequence[ToolCall] = (),
         *,
@@ -327,10 +313,11 @@ class ScanWorkflow(Resumable):
         """The workflow's own calls first (if any), then the agent's tool loop, as one step.
 
         The tool context fixes the scan time, so no tool reads past it whatever the
-        model asks for; the request context is the agent's typed inputs. An ``optional``
+        model asks for; the request carries the agent's typed inputs. An ``optional``
         agent whose reply stays invalid comes back with the reason and its step shows
         as missing.
         """
+        agent = spec.name
         prefix = run_key_prefix(FLOW)
         context = {"as_of": inputs.as_of.isoformat(), "result_key_prefix": f"{prefix}/{agent}"}
 
@@ -341,20 +328,18 @@ class ScanWorkflow(Resumable):
                 )
             )
             turns = prefetched_turns(prefetch, fetched) if prefetch else []
-            request = scan_request(
-                args.llm,
-                agent,
-                prefix,
-                messages=[*messages, *turns],
-                tools=tool_specs(AGENTS[agent].tools),
-                context=inputs.model_dump(mode="json"),
+            ran = await call_agent_tools(
+                spec,
+                inputs,
+                llm=args.llm,
+                raw_key=f"{prefix}/{agent}.raw.txt",
+                usage=self.usage,
+                tools=ToolUse(queue=TOOLS_QUEUE, context=context, prefetched=turns),
+                optional=optional,
             )
-            loop = await (tool_loop_or_missing if optional else run_tool_loop)(
-                request, tools_queue=TOOLS_QUEUE, tool_context=context, usage=self.usage
-            )
-            if isinstance(loop, MissingStep):
-                return AgentRun(None, fetched, loop)
-            return AgentRun(loop, [*fetched, *loop.tool_results])
+            if isinstance(ran, MissingStep):
+                return AgentRun(None, fetched, ran)
+            return AgentRun(ran.loop, [*fetched, *ran.loop.tool_results])
 
         run: AgentRun = await self._step(agent, work())
         if run.missing is not None:
@@ -389,13 +374,9 @@ class ScanWorkflow(Resumable):
 
     async def _scanner(self, args: ScanInput, kind: ScannerKind, inputs: ScannerInputs) -> Scanned:
         """One scanner's tool loop and its stored report."""
-        agent = SCANNER_AGENTS[kind]
-        with as_temporal_failures():
-            messages = scanner_messages(kind, inputs)
-        run = await self._run_agent(
-            args, agent, messages, inputs, scanner_prefetch(kind), optional=True
-        )
-        return await self._reported(agent, run)
+        spec = SCANNER_SPECS[kind]
+        run = await self._run_agent(args, spec, inputs, scanner_prefetch(kind), optional=True)
+        return await self._reported(spec.name, run)
 
     async def _sector_then_smart_money(
         self, args: ScanInput, opening: ScannerInputs
@@ -434,10 +415,8 @@ class ScanWorkflow(Resumable):
             smart_money=[c for c in pool if c.smart_money],
             missing=smart_money.missing_list(),
         )
-        with as_temporal_failures():
-            messages = deep_dive_messages(inputs)
         run = await self._run_agent(
-            args, INDUSTRY_DEEP_DIVE, messages, inputs, inputs.prefetch(), optional=True
+            args, industry_deep_dive.SPEC, inputs, inputs.prefetch(), optional=True
         )
         return await self._reported(INDUSTRY_DEEP_DIVE, run)
 
@@ -471,9 +450,7 @@ class ScanWorkflow(Resumable):
     ) -> tuple[ScanSummary, bool]:
         """The summary, its shortlist checked; one repair turn quoting the problems, then the
         shortlist corrected by the data, each correction recorded (never a failed scan)."""
-        with as_temporal_failures():
-            messages = synthesis_messages(inputs)
-        run = await self._run_agent(args, MACRO_SYNTHESIS, messages, inputs, inputs.prefetch())
+        run = await self._run_agent(args, macro_synthesis.SPEC, inputs, inputs.prefetch())
         assert run.loop is not None  # not optional: a bad reply parked instead
         summary = self._summary(run.loop.response)
         self.phase = CHECK_SHORTLIST
@@ -483,16 +460,10 @@ class ScanWorkflow(Resumable):
             return summary, False
         self.phase = SHORTLIST_REPAIR
         workflow.logger.warning("shortlist needs a repair: %s", "; ".join(problems))
-        request = scan_request(
-            args.llm,
-            MACRO_SYNTHESIS,
-            run_key_prefix(FLOW),
-            step=SHORTLIST_REPAIR,
-            messages=[
-                *run.loop.messages,
-                *repair_messages(run.loop.response.text, "; ".join(problems)),
-            ],
-            context=inputs.model_dump(mode="json"),
+        raw_key = f"{run_key_prefix(FLOW)}/{SHORTLIST_REPAIR}.raw.txt"
+        repair = [*run.loop.messages, *repair_messages(run.loop.response.text, "; ".join(problems))]
+        request = agent_request(macro_synthesis.SPEC, inputs, args.llm, raw_key).model_copy(
+            update={"messages": repair}
         )
         response = await self._step(SHORTLIST_REPAIR, chat(request, summary=SHORTLIST_REPAIR))
         self.usage.add(MACRO_SYNTHESIS, response.usage)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -222,6 +223,41 @@ def decision_messages(
             ),
         ),
     ]
+
+
+class IndicatorInputs(BaseModel):
+    """The indicator agent's brief; its data comes from its tools, over the loaded bars."""
+
+    symbol: str = Field(min_length=1)
+    timeframe: str = Field(min_length=1)
+    bar_count: int = Field(ge=1)
+    last_time: str = Field(description="the last bar's time, ISO 8601")
+
+
+class ChartInputs(BaseModel):
+    """What a chart agent is shown: the chart (a model that sees) or its bars as a table
+    (one that does not), and what the code measured on it, which the offline agent reads."""
+
+    symbol: str = Field(min_length=1)
+    timeframe: str = Field(min_length=1)
+    chart: ObjectRef | None = Field(None, description="the chart image; null: read as text")
+    window: list[Bar] = Field(default_factory=list, description="the charted bars, as text")
+    patterns: list[PatternMatch] = Field(
+        default_factory=list, description="pattern agent: the geometric scan's matches"
+    )
+    trendlines: TrendLines | None = Field(None, description="trend agent: the four fitted lines")
+
+
+class DecisionInputs(BaseModel):
+    """The decision agent's material: the three reports (and the indicator values behind the
+    first, which the offline agent recomputes momentum from)."""
+
+    symbol: str = Field(min_length=1)
+    timeframe: str = Field(min_length=1)
+    indicator_report: str
+    pattern_report: PatternReport
+    trend_report: TrendReport
+    indicator_outputs: dict[str, Any] = Field(default_factory=dict)
 
 
 def horizon_text(bars: int, timeframe_label: str, bar_hours: float) -> str:

@@ -144,7 +144,7 @@ def _pct(value: float) -> str:
 def reflection_context(
     role: MemoryRole, stance: Stance, decision_text: str, outcome: MarketOutcome
 ) -> dict[str, Any]:
-    """The numbers behind the prompt, for the request's ``context`` (the offline engine
+    """The numbers behind the prompt, for the request's ``inputs`` (the offline engine
     reads them; the Web UI shows them)."""
     position = outcome.for_stance(stance)
     return {
@@ -164,6 +164,21 @@ def reflection_context(
         "position_alpha": position.alpha,
         "hold_alpha_band": HOLD_ALPHA_BAND,
     }
+
+
+class ReflectionInputs(BaseModel):
+    """What the reflector reads about one role's decision: the situation, the call, what
+    followed."""
+
+    role: MemoryRole
+    stance: Stance
+    situation: str
+    decision: str
+    outcome: MarketOutcome
+
+    def numbers(self) -> dict[str, Any]:
+        """The numbers behind the prompt (``reflection_context``)."""
+        return reflection_context(self.role, self.stance, self.decision, self.outcome)
 
 
 def _date(value: datetime) -> str:

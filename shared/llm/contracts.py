@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from shared.llm.providers import LlmRole
 from shared.storage.objects import ObjectRef
@@ -97,9 +97,12 @@ class ChatRequest(BaseModel):
     response_schema: str | None = Field(None, description="name in shared.agents.schemas")
     temperature: float | None = Field(None, ge=0, le=2)
     max_tokens: int | None = Field(None, ge=1, le=200_000)
-    context: dict[str, Any] = Field(
+    inputs: dict[str, Any] = Field(
         default_factory=dict,
-        description="the structured data the prompt was built from; the offline engine reads it",
+        # Requests recorded before the rename carry it as ``context``.
+        validation_alias=AliasChoices("inputs", "context"),
+        description="the agent's inputs model, serialized once: the prompt was built from it, "
+        "and the offline engine validates it back into the agent's inputs type",
     )
     raw_reply_key: ObjectRef | None = Field(
         None, description="where to keep an unusable reply for inspection (chosen by the workflow)"

@@ -15,7 +15,7 @@ not SQL: the cache is a key-to-blob map with no query but "get by key", every
 LLM worker already reaches S3 (images, kept raw replies), and the same bucket
 serves every worker replica on every machine without a shared database. A miss
 costs one GET. The offline provider is never cached: it is free and
-deterministic, and its answers depend on the request's ``context``, which is
+deterministic, and its answers depend on the request's ``inputs``, which are
 not part of the key.
 """
 

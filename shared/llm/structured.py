@@ -27,6 +27,15 @@ def schema_instruction(model: type[BaseModel]) -> str:
     )
 
 
+def with_schema_instruction(
+    messages: list[ChatMessage], schema: type[BaseModel] | None
+) -> list[ChatMessage]:
+    """The messages as sent: with the schema instruction last, when a schema is asked for."""
+    if schema is None:
+        return messages
+    return [*messages, ChatMessage(role="system", content=schema_instruction(schema))]
+
+
 def extract_json(text: str) -> Any:
     """The JSON value in ``text``: the whole reply, or the outermost ``{...}`` in it."""
     stripped = text.strip()

@@ -132,6 +132,11 @@ def _volatility(closes: list[float]) -> float | None:
     return statistics.stdev(returns) if len(returns) >= 2 else None
 
 
+def positive(value: float | None) -> float | None:
+    """A price fact an agent may use: the typed inputs refuse zero and negatives."""
+    return value if value is not None and value > 0 else None
+
+
 def price_facts(found: Payloads) -> PriceFacts:
     """The price facts in the answers of ``get_ohlcv`` and ``get_indicators``."""
     rows = _rows(found.get("get_ohlcv"))

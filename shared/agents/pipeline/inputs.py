@@ -1,13 +1,13 @@
-"""What each kind of Pipeline agent is given: the data of its prompt and of its request's context.
+"""What each kind of Pipeline agent is given: the data of its prompt, which its request carries.
 
 One model per kind of agent. The workflow builds it, the prompt builder renders
-it, and ``model_dump(mode="json")`` is the ``ChatRequest.context`` the offline
+it, and ``model_dump(mode="json")`` is the ``ChatRequest.inputs`` the offline
 analyst validates back: prompt and offline analyst read the same data by
-construction. Reports travel by name (``AnalystReports.fundamentals`` holds
+construction. Reports travel by kind (``reports.get(AnalystKind.FUNDAMENTALS)`` holds
 only the fundamentals analyst's report), so nobody can be handed the news
 report as the fundamentals one, which is what TradingAgents' risk manager read.
 
-| agent kind (builder)            | inputs model     | context keys                                                   |
+| agent kind (builder)            | inputs model     | fields                                                         |
 |---------------------------------|------------------|----------------------------------------------------------------|
 | analysts (``analyst_messages``) | ``AnalystInputs``  | symbol, as_of, macro_context, position, names (+ tool results) |
 | researchers, risk debaters      | ``DebaterInputs``  | symbol, reports, transcript, memories, proposal (risk only)    |
@@ -22,9 +22,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import AwareDatetime, BaseModel, Field, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    Field,
+    SerializeAsAny,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from shared.agents.missing import MissingStep
+from shared.agents.pipeline.facts import PriceFacts, positive
+from shared.agents.pipeline.roles import ANALYST_SCHEMAS
 from shared.agents.pipeline.schemas import (
     DEBATE_OF,
     SPEAKERS,
@@ -32,11 +42,13 @@ from shared.agents.pipeline.schemas import (
     AnalystReport,
     DebateTurn,
     ResearchPlan,
-    SentimentReport,
     Speaker,
     TraderProposal,
 )
 from shared.ta.indicators_by_name import IndicatorByName
+
+MISSING = "missing"
+"""The key of the missing reports in the flat JSON (no analyst may be named so)."""
 
 MARKET_INDICATORS: tuple[IndicatorByName, ...] = (
     IndicatorByName.SMA_50,
@@ -54,27 +66,46 @@ MARKET_INDICATORS: tuple[IndicatorByName, ...] = (
 
 
 class AnalystReports(BaseModel):
-    """The four analysts' reports, each under its analyst's name (null: not run, or missing).
+    """The analysts' reports, each under its analyst's kind, and the ones the run went without.
 
+    A mapping, not a field per analyst, so a new analyst's report travels like the
+    others. Its JSON stays flat and readable: ``{"market": {...}, "news": {...},
+    "missing": {"social": {...}}}``, each report validated as its analyst's schema.
     ``missing`` says which analysts ran but gave no usable report, and why: every agent
     that reads the reports is told, so an absent report never passes for a quiet one.
     """
 
-    market: AnalystReport | None = None
-    social: SentimentReport | None = None
-    news: AnalystReport | None = None
-    fundamentals: AnalystReport | None = None
+    reports: dict[AnalystKind, SerializeAsAny[AnalystReport]] = Field(default_factory=dict)
     missing: dict[AnalystKind, MissingStep] = Field(
         default_factory=dict, description="analysts whose report the run went on without"
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _flat(cls, data: Any) -> Any:
+        """The flat JSON (or keyword arguments) read back into ``reports`` by kind."""
+        if not isinstance(data, Mapping) or "reports" in data:
+            return data
+        reports = {}
+        for name, report in data.items():
+            if name == MISSING or report is None:
+                continue
+            kind = AnalystKind(name)
+            schema = ANALYST_SCHEMAS.get(kind, AnalystReport)
+            reports[kind] = report if isinstance(report, schema) else schema.model_validate(report)
+        return {"reports": reports, "missing": data.get(MISSING, {})}
+
+    @model_serializer(mode="wrap")
+    def _flatten(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped = handler(self)
+        return {**dumped["reports"], MISSING: dumped["missing"]}
+
     @model_validator(mode="after")
     def _each_under_its_name(self) -> AnalystReports:
-        for kind in AnalystKind:
-            report = getattr(self, kind.value)
-            if report is not None and report.analyst is not kind:
+        for kind, report in self.reports.items():
+            if report.analyst != kind:
                 raise ValueError(f"the {report.analyst.value} report was given as {kind.value}")
-            if report is not None and kind in self.missing:
+            if kind in self.missing:
                 raise ValueError(f"the {kind.value} report is given and also marked missing")
         return self
 
@@ -84,15 +115,16 @@ class AnalystReports(BaseModel):
         reports: Iterable[AnalystReport],
         missing: Mapping[AnalystKind, MissingStep] | None = None,
     ) -> AnalystReports:
-        """The reports, each put under its own analyst's name, and the missing ones."""
-        return cls.model_validate(
-            {**{report.analyst.value: report for report in reports}, "missing": missing or {}}
-        )
+        """The reports, each put under its own analyst's kind, and the missing ones."""
+        return cls(reports={r.analyst: r for r in reports}, missing=dict(missing or {}))
+
+    def get(self, kind: AnalystKind) -> AnalystReport | None:
+        """The report of ``kind``'s analyst; None when it was not run or is missing."""
+        return self.reports.get(kind)
 
     def by_kind(self) -> dict[AnalystKind, AnalystReport]:
         """The reports given, in the analysts' order."""
-        found = {kind: getattr(self, kind.value) for kind in AnalystKind}
-        return {kind: report for kind, report in found.items() if report is not None}
+        return {kind: self.reports[kind] for kind in AnalystKind if kind in self.reports}
 
     def critical_abort(self) -> AnalystReport | None:
         """The first report that raised a critical abort, if any: the Pipeline's typed route."""
@@ -146,6 +178,27 @@ class TraderInputs(BaseModel):
     last_price: float | None = Field(None, gt=0, description="the last close the market tools read")
     atr: float | None = Field(None, gt=0, description="average true range, in price units")
     volatility: float | None = Field(None, ge=0, description="stdev of daily close returns")
+
+    @classmethod
+    def of(
+        cls,
+        symbol: str,
+        reports: AnalystReports,
+        research_plan: ResearchPlan,
+        price: PriceFacts | None,
+        memories: str = "",
+    ) -> TraderInputs:
+        """The trader's inputs with the price facts it may use (zero and negatives dropped)."""
+        price = price or PriceFacts()
+        return cls(
+            symbol=symbol,
+            reports=reports,
+            research_plan=research_plan,
+            memories=memories,
+            last_price=positive(price.last_close),
+            atr=positive(price.atr),
+            volatility=price.volatility if price.volatility and price.volatility >= 0 else None,
+        )
 
 
 class ManagerInputs(BaseModel):

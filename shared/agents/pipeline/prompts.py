@@ -1,9 +1,9 @@
 """The Pipeline's prompts: one pure builder per kind of agent, parameterised by its role.
 
 TradingAgents pasted one preamble into four analyst files and kept near-identical
-bull/bear and risk-debater files. Here the role is a row of a table (its title,
-its focus or goal, its tools) and each builder renders that row with the
-agent's typed inputs (``shared.agents.pipeline.inputs``). Each agent sees only
+bull/bear and risk-debater files. Here the role is the agent's spec (its title,
+its brief, its tools: ``shared.agents.pipeline.agents``) and each builder renders
+that spec with the agent's typed inputs (``shared.agents.pipeline.inputs``). Each agent sees only
 what its kind should: analysts their brief, researchers the reports and their
 own debate, risk debaters also the trader's proposal, the research manager no
 proposal, the portfolio manager the risk debate and, after a critical abort,
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import Any
 
 from shared.agents.missing import MISSING_NOTE
 from shared.agents.pipeline.inputs import (
@@ -26,7 +26,16 @@ from shared.agents.pipeline.inputs import (
     ManagerInputs,
     TraderInputs,
 )
-from shared.agents.pipeline.roles import MANAGER_DEBATE, ManagerKind
+from shared.agents.pipeline.roles import (
+    AGENTS,
+    ANALYST,
+    ANALYST_SPECS,
+    DEBATER,
+    MANAGER,
+    MANAGER_DEBATE,
+    TRADER,
+    ManagerKind,
+)
 from shared.agents.pipeline.schemas import (
     ABORT_ANALYSTS,
     DEBATE_OF,
@@ -40,107 +49,30 @@ from shared.agents.pipeline.schemas import (
     Speaker,
     TraderProposal,
 )
+from shared.agents.spec import AgentSpec, SpecTable
 from shared.errors import InvalidInput
 from shared.llm.contracts import ChatMessage
-from shared.tools.catalog import FUNDAMENTALS_TOOLS, MARKET_TOOLS, NEWS_TOOLS, SOCIAL_TOOLS
 
 NOT_GIVEN = "not given"
 
 
-@dataclass(frozen=True)
-class AnalystBrief:
-    """One analyst's row: who it is, what it looks at, which tools it is offered."""
+ANALYST_BRIEFS: SpecTable[AnalystKind, AgentSpec[Any, Any]] = ANALYST_SPECS
+"""Each analyst's spec: who it is (title), what it looks at (brief), its tools."""
 
-    title: str
-    focus: str
-    tools: tuple[str, ...]
+REPORT_HEADINGS: SpecTable[AnalystKind, str] = SpecTable(
+    (ANALYST,), lambda spec: AnalystKind(spec.key), lambda spec: spec.heading
+)
+"""The heading each analyst's report appears under, in prompts and the run report."""
 
+DEBATER_BRIEFS: SpecTable[Speaker, AgentSpec[Any, Any]] = SpecTable(
+    (DEBATER,), lambda spec: Speaker(spec.key), lambda spec: spec
+)
+"""Each debater's spec: who it is (title) and what it argues for (brief)."""
 
-ANALYST_BRIEFS: dict[AnalystKind, AnalystBrief] = {
-    AnalystKind.MARKET: AnalystBrief(
-        "the market (technical) analyst",
-        "Read the price trend and momentum: where the close sits against its 50- and 200-bar "
-        "SMAs and 10-bar EMA, the MACD against its signal line, RSI zones, the Bollinger bands, "
-        "and ATR for volatility. Choose complementary indicators (e.g. {names}) and avoid "
-        "redundant ones. Report the drawdown from the window's high.",
-        MARKET_TOOLS,
-    ),
-    AnalystKind.SOCIAL: AnalystBrief(
-        "the social-media sentiment analyst",
-        "Read what people post about the company over the last week, weighting posts by their "
-        "reach, and the news they react to. Give the crowd's mood as a 0-10 score (0 very "
-        "negative, 5 neutral, 10 very positive; its band follows from it) and a short narrative.",
-        SOCIAL_TOOLS,
-    ),
-    AnalystKind.NEWS: AnalystBrief(
-        "the news and macro analyst",
-        "Read the company's news, the world and market news and the macro series behind them "
-        "(rates, inflation, jobs): what happened, how the coverage leans, what it means for the "
-        "stock. Count the articles and quote the tone.",
-        NEWS_TOOLS,
-    ),
-    AnalystKind.FUNDAMENTALS: AnalystBrief(
-        "the fundamentals analyst",
-        "Read the company's ratios (P/E, price/book, debt/equity), its last statements (revenue "
-        "growth, margins, free cash flow, equity) and insider trades; use only periods reported "
-        "before the analysis time. Check the company news for corporate events.",
-        # Bankruptcy, delisting, fraud and halts, which decide a critical abort, are news first.
-        (*FUNDAMENTALS_TOOLS, "get_company_news"),
-    ),
-}
-
-ABORT_RULES: dict[bool, str] = {
-    True: "If the data shows a catastrophic condition (a trading halt, delisting, bankruptcy, "
-    "fraud, a crash of more than 90%, negative equity), set critical_abort.flag to true with "
-    "the reason: the Pipeline then goes straight to a Sell. Otherwise leave it false.",
-    False: "Leave critical_abort.flag false: only the market and fundamentals analysts may "
-    "raise one.",
-}
-"""What an analyst is told about the critical abort, by whether it may raise one."""
-
-REPORT_HEADINGS: dict[AnalystKind, str] = {
-    AnalystKind.MARKET: "Market analyst report",
-    AnalystKind.SOCIAL: "Social sentiment report",
-    AnalystKind.NEWS: "News analyst report",
-    AnalystKind.FUNDAMENTALS: "Fundamentals analyst report",
-}
-
-
-@dataclass(frozen=True)
-class DebaterBrief:
-    """One debater's row: who it is and what it argues for."""
-
-    title: str
-    goal: str
-
-
-DEBATER_BRIEFS: dict[Speaker, DebaterBrief] = {
-    Speaker.BULL: DebaterBrief(
-        "the bull researcher",
-        "Make the strongest evidence-based case for investing: growth, competitive strengths "
-        "and the bullish signals in the reports.",
-    ),
-    Speaker.BEAR: DebaterBrief(
-        "the bear researcher",
-        "Make the strongest evidence-based case against investing: risks, weaknesses and the "
-        "bearish signals in the reports.",
-    ),
-    Speaker.AGGRESSIVE: DebaterBrief(
-        "the aggressive risk analyst",
-        "Champion the reward: argue for taking the trader's proposal with a larger position "
-        "where the upside justifies it, and challenge excessive caution.",
-    ),
-    Speaker.CONSERVATIVE: DebaterBrief(
-        "the conservative risk analyst",
-        "Protect the capital: argue for a smaller position or tighter stops wherever the "
-        "downside is underpriced, and challenge over-confidence.",
-    ),
-    Speaker.NEUTRAL: DebaterBrief(
-        "the neutral risk analyst",
-        "Weigh both sides: argue for the position size that balances the upside against the "
-        "risks, correcting whichever side overreaches.",
-    ),
-}
+MANAGER_BRIEFS: SpecTable[ManagerKind, AgentSpec[Any, Any]] = SpecTable(
+    (MANAGER,), lambda spec: ManagerKind(spec.name), lambda spec: spec
+)
+"""Each manager's spec: who it is, its task, and which inputs it needs or must not see."""
 
 SIZING_RULES: dict[Debate, str] = {
     Debate.RESEARCH: "Leave position_sizing null: sizing is the risk debate's job.",
@@ -148,33 +80,20 @@ SIZING_RULES: dict[Debate, str] = {
 }
 
 
-@dataclass(frozen=True)
-class ManagerBrief:
-    """One manager's row: who it is, its task, and which inputs it needs or must not see."""
+def abort_rule(may_abort: bool) -> str:
+    """What an analyst is told about the critical abort, by whether it may raise one."""
+    if may_abort:
+        return (
+            "If the data shows a catastrophic condition (a trading halt, delisting, bankruptcy, "
+            "fraud, a crash of more than 90%, negative equity), set critical_abort.flag to true "
+            "with the reason: the Pipeline then goes straight to a Sell. Otherwise leave it false."
+        )
+    allowed = [kind.value for kind in ABORT_ANALYSTS]
+    if not allowed:
+        return "Leave critical_abort.flag false: no analyst may raise one."
+    who = " and ".join([", ".join(allowed[:-1]), allowed[-1]] if len(allowed) > 1 else allowed)
+    return f"Leave critical_abort.flag false: only the {who} analysts may raise one."
 
-    title: str
-    task: str
-    needs: tuple[str, ...] = ()
-    refuses: tuple[str, ...] = ()
-
-
-MANAGER_BRIEFS: dict[ManagerKind, ManagerBrief] = {
-    ManagerKind.RESEARCH_MANAGER: ManagerBrief(
-        "the research manager and judge of the bull/bear debate",
-        "Weigh the debate and the reports and commit to Buy, Sell or Hold: Hold only when the "
-        "evidence truly balances, never as a safe default. Give the rationale (the strongest "
-        "points on each side and why one wins) and concrete strategic actions for the trader.",
-        refuses=("research_plan", "proposal"),
-    ),
-    ManagerKind.PORTFOLIO_MANAGER: ManagerBrief(
-        "the portfolio manager",
-        "Judge the risk debate and decide: rate the stock Buy, Overweight, Hold, Underweight or "
-        "Sell (the BUY/HOLD/SELL signal follows from the rating), with an executive summary, the "
-        "investment thesis, a price target and the time horizon; leave abort_reason null. Learn "
-        "from the lessons of past decisions.",
-        needs=("research_plan", "proposal"),
-    ),
-}
 
 ABORT_TASK = (
     "The {analyst} analyst raised a critical abort: {reason}. The debates and the trader were "
@@ -289,19 +208,23 @@ def _check_debate(debate: Debate, transcript: list[DebateTurn], agent: str) -> N
 
 
 def analyst_messages(kind: AnalystKind, inputs: AnalystInputs) -> list[ChatMessage]:
+    """The messages of ``kind``'s analyst (its spec's prompt)."""
+    return analyst_prompt(ANALYST_SPECS[kind], inputs)
+
+
+def analyst_prompt(spec: AgentSpec[AnalystInputs, Any], inputs: AnalystInputs) -> list[ChatMessage]:
     """An analyst's opening turns: its focus, its tools, the abort rule and its context."""
-    brief = ANALYST_BRIEFS[kind]
-    focus = brief.focus.format(names=", ".join(name.value for name in inputs.names))
+    focus = spec.brief.format(names=", ".join(name.value for name in inputs.names))
     task = (
         f"Analyse {inputs.symbol} as of {inputs.as_of.isoformat()}. {focus} Call your tools "
-        f"({', '.join(brief.tools)}) to gather the data first. Then give your stance with a "
+        f"({', '.join(spec.tools)}) to gather the data first. Then give your stance with a "
         "confidence, the key points (each fact with its number, and which way it leans) and a "
-        f'full Markdown report, with analyst "{kind.value}". '
-        f"{ABORT_RULES[kind in ABORT_ANALYSTS]}"
+        f'full Markdown report, with analyst "{spec.key}". '
+        f"{abort_rule(spec.may_abort)}"
     )
     position = None if inputs.position is None else json.dumps(inputs.position, default=str)
     return [
-        _system(brief.title, inputs.symbol),
+        _system(spec.title, inputs.symbol),
         _user(
             [
                 _section("Task", task),
@@ -313,13 +236,18 @@ def analyst_messages(kind: AnalystKind, inputs: AnalystInputs) -> list[ChatMessa
 
 
 def debater_messages(speaker: Speaker, inputs: DebaterInputs) -> list[ChatMessage]:
+    """The messages of ``speaker``'s turn (its spec's prompt)."""
+    return debater_prompt(DEBATER_BRIEFS[speaker], inputs)
+
+
+def debater_prompt(spec: AgentSpec[DebaterInputs, Any], inputs: DebaterInputs) -> list[ChatMessage]:
     """A debater's turn: the reports, its debate so far, the turns to answer, its lessons."""
+    speaker = Speaker(spec.key)
     debate = DEBATE_OF[speaker]
-    brief = DEBATER_BRIEFS[speaker]
-    _check_debate(debate, inputs.transcript, brief.title)
+    _check_debate(debate, inputs.transcript, spec.title)
     if debate is Debate.RISK and inputs.proposal is None:
         raise InvalidInput(
-            "proposal", f"{brief.title} debates the trader's proposal, and none was given"
+            "proposal", f"{spec.title} debates the trader's proposal, and none was given"
         )
     answering = inputs.answering(speaker)
     round_ = inputs.next_round(speaker)
@@ -330,12 +258,12 @@ def debater_messages(speaker: Speaker, inputs: DebaterInputs) -> list[ChatMessag
         else "You open the debate: set rebuttal_of to null."
     )
     task = (
-        f"{brief.goal} {answer} {SIZING_RULES[debate]} Reply as one debate turn with speaker "
+        f"{spec.brief} {answer} {SIZING_RULES[debate]} Reply as one debate turn with speaker "
         f'"{speaker.value}", round {round_}, your argument and the key points it rests on.'
     )
     proposal = inputs.proposal if debate is Debate.RISK else None
     return [
-        _system(brief.title, inputs.symbol),
+        _system(spec.title, inputs.symbol),
         _user(
             [
                 _reports_section(inputs.reports),
@@ -352,19 +280,19 @@ def debater_messages(speaker: Speaker, inputs: DebaterInputs) -> list[ChatMessag
 
 
 def trader_messages(inputs: TraderInputs) -> list[ChatMessage]:
+    """The trader's messages (its spec's prompt)."""
+    return trader_prompt(AGENTS[TRADER], inputs)
+
+
+def trader_prompt(spec: AgentSpec[TraderInputs, Any], inputs: TraderInputs) -> list[ChatMessage]:
     """The trader's turns: the plan, the reports and the price facts to set levels from."""
     prices = (
         f"Last price: {_number(inputs.last_price)}; ATR: {_number(inputs.atr)}; daily "
         f"volatility: {_number(inputs.volatility)}"
     )
-    task = (
-        f"Turn the research plan into an order for {inputs.symbol}: Buy, Hold or Sell, an entry "
-        "near the last price, a stop loss and a take profit set from the ATR or volatility "
-        "(for a Buy stop < entry < take profit; for a Sell take profit < entry < stop), and a "
-        "position size as a fraction of the portfolio. Explain the reasoning."
-    )
+    task = spec.brief.format(symbol=inputs.symbol)
     return [
-        _system("the trader", inputs.symbol),
+        _system(spec.title, inputs.symbol),
         _user(
             [
                 _section("Research plan", render_plan(inputs.research_plan)),
@@ -377,13 +305,13 @@ def trader_messages(inputs: TraderInputs) -> list[ChatMessage]:
     ]
 
 
-def _check_inputs(brief: ManagerBrief, inputs: ManagerInputs) -> None:
-    for name in brief.needs:
+def _check_inputs(spec: AgentSpec[ManagerInputs, Any], inputs: ManagerInputs) -> None:
+    for name in spec.needs:
         if getattr(inputs, name) is None:
-            raise InvalidInput(name, f"{brief.title} decides from it, and none was given")
-    for name in brief.refuses:
+            raise InvalidInput(name, f"{spec.title} decides from it, and none was given")
+    for name in spec.refuses:
         if getattr(inputs, name) is not None:
-            raise InvalidInput(name, f"{brief.title} decides before it exists; give none")
+            raise InvalidInput(name, f"{spec.title} decides before it exists; give none")
 
 
 def _abort_messages(report: AnalystReport, inputs: ManagerInputs) -> list[ChatMessage]:
@@ -406,21 +334,26 @@ def _abort_messages(report: AnalystReport, inputs: ManagerInputs) -> list[ChatMe
 
 
 def manager_messages(kind: ManagerKind, inputs: ManagerInputs) -> list[ChatMessage]:
+    """The messages of ``kind``'s manager (its spec's prompt)."""
+    return manager_prompt(MANAGER_BRIEFS[kind], inputs)
+
+
+def manager_prompt(spec: AgentSpec[ManagerInputs, Any], inputs: ManagerInputs) -> list[ChatMessage]:
     """A manager's turns: the reports, the debate it judges, and (portfolio) plan and proposal.
 
     When a report raised a critical abort, the portfolio manager gets the abort path instead:
     no debate and no proposal, only the reason and a Sell/Underweight to decide.
     """
+    kind = ManagerKind(spec.name)
     aborted = inputs.reports.critical_abort()
     if kind is ManagerKind.PORTFOLIO_MANAGER and aborted is not None:
         return _abort_messages(aborted, inputs)
-    brief = MANAGER_BRIEFS[kind]
     debate = MANAGER_DEBATE[kind]
-    _check_debate(debate, inputs.transcript, brief.title)
-    _check_inputs(brief, inputs)
+    _check_debate(debate, inputs.transcript, spec.title)
+    _check_inputs(spec, inputs)
     plan, proposal = inputs.research_plan, inputs.proposal
     return [
-        _system(brief.title, inputs.symbol),
+        _system(spec.title, inputs.symbol),
         _user(
             [
                 _section("Research plan", render_plan(plan)) if plan else None,
@@ -430,7 +363,7 @@ def manager_messages(kind: ManagerKind, inputs: ManagerInputs) -> list[ChatMessa
                 _reports_section(inputs.reports),
                 _turns_section(f"The {debate.value} debate", inputs.transcript),
                 _memories_section(inputs.memories),
-                _section("Task", brief.task),
+                _section("Task", spec.brief),
             ]
         ),
     ]

@@ -1,30 +1,20 @@
-"""The Pipeline's twelve agents as one table: name, kind of prompt, LLM role and output schema.
+"""The Pipeline's agents by name, and the tables derived from their specs.
 
 A workflow step, its activity summary, its offline analyst and its memory all
-find an agent by the name here. The LLM role follows TradingAgents: the two
-managers, who weigh everything, get the deep model; everyone else the quick one.
+find an agent by the name here; every table is a live view of the registered
+specs (``shared.agents.spec``), so a new analyst's spec puts it in all of them. The
+LLM role follows TradingAgents: the two managers, who weigh everything, get the deep
+model; everyone else the quick one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel
-
-from shared.agents.pipeline.schemas import (
-    SPEAKERS,
-    AnalystKind,
-    AnalystReport,
-    Debate,
-    DebateTurn,
-    PortfolioDecision,
-    ResearchPlan,
-    SentimentReport,
-    Speaker,
-    TraderProposal,
-)
-from shared.llm.providers import LlmRole
+from shared.agents.pipeline.kinds import ANALYST_GROUP
+from shared.agents.pipeline.schemas import SPEAKERS, AnalystKind, AnalystReport, Debate, Speaker
+from shared.agents.spec import AgentSpec, SpecTable
 
 MARKET_ANALYST = "market_analyst"
 SOCIAL_ANALYST = "social_analyst"
@@ -40,13 +30,12 @@ NEUTRAL_DEBATER = "neutral_debater"
 PORTFOLIO_MANAGER = "portfolio_manager"
 
 
-class AgentKind(StrEnum):
-    """The kinds of agent: one prompt builder each, parameterised by the agent's role."""
-
-    ANALYST = "analyst"
-    DEBATER = "debater"
-    MANAGER = "manager"
-    TRADER = "trader"
+ANALYST = ANALYST_GROUP
+DEBATER = "pipeline.debater"
+MANAGER = "pipeline.manager"
+TRADING = "pipeline.trader"
+GROUPS: tuple[str, ...] = (ANALYST, DEBATER, MANAGER, TRADING)
+"""The kinds of Pipeline agent: one prompt builder each, parameterised by the agent's spec."""
 
 
 class ManagerKind(StrEnum):
@@ -56,54 +45,28 @@ class ManagerKind(StrEnum):
     PORTFOLIO_MANAGER = PORTFOLIO_MANAGER
 
 
-@dataclass(frozen=True)
-class AgentRole:
-    """One row: who the agent is, which builder writes its prompt, which model, which schema."""
+AGENTS: SpecTable[str, AgentSpec[Any, Any]] = SpecTable(
+    GROUPS, lambda spec: spec.name, lambda spec: spec
+)
+"""Every agent of the Pipeline, by name: its spec (LLM role, schema, brief, offline rule)."""
 
-    name: str
-    kind: AgentKind
-    llm_role: LlmRole
-    schema: type[BaseModel]
+ANALYST_SPECS: SpecTable[AnalystKind, AgentSpec[Any, Any]] = SpecTable(
+    (ANALYST,), lambda spec: AnalystKind(spec.key), lambda spec: spec
+)
+"""The analysts' specs, by kind, in registration order (the order reports appear in)."""
 
-    @property
-    def schema_name(self) -> str:
-        """The ``response_schema`` of its requests."""
-        return self.schema.__name__
+ANALYST_AGENTS: SpecTable[AnalystKind, str] = SpecTable(
+    (ANALYST,), lambda spec: AnalystKind(spec.key), lambda spec: spec.name
+)
 
+ANALYST_SCHEMAS: SpecTable[AnalystKind, type[AnalystReport]] = SpecTable(
+    (ANALYST,), lambda spec: AnalystKind(spec.key), lambda spec: spec.schema
+)
+"""The schema each analyst's report is validated as (the social one adds the crowd's mood)."""
 
-AGENTS: dict[str, AgentRole] = {
-    row.name: row
-    for row in (
-        AgentRole(MARKET_ANALYST, AgentKind.ANALYST, LlmRole.QUICK, AnalystReport),
-        AgentRole(SOCIAL_ANALYST, AgentKind.ANALYST, LlmRole.QUICK, SentimentReport),
-        AgentRole(NEWS_ANALYST, AgentKind.ANALYST, LlmRole.QUICK, AnalystReport),
-        AgentRole(FUNDAMENTALS_ANALYST, AgentKind.ANALYST, LlmRole.QUICK, AnalystReport),
-        AgentRole(BULL_RESEARCHER, AgentKind.DEBATER, LlmRole.QUICK, DebateTurn),
-        AgentRole(BEAR_RESEARCHER, AgentKind.DEBATER, LlmRole.QUICK, DebateTurn),
-        AgentRole(RESEARCH_MANAGER, AgentKind.MANAGER, LlmRole.DEEP, ResearchPlan),
-        AgentRole(TRADER, AgentKind.TRADER, LlmRole.QUICK, TraderProposal),
-        AgentRole(AGGRESSIVE_DEBATER, AgentKind.DEBATER, LlmRole.QUICK, DebateTurn),
-        AgentRole(CONSERVATIVE_DEBATER, AgentKind.DEBATER, LlmRole.QUICK, DebateTurn),
-        AgentRole(NEUTRAL_DEBATER, AgentKind.DEBATER, LlmRole.QUICK, DebateTurn),
-        AgentRole(PORTFOLIO_MANAGER, AgentKind.MANAGER, LlmRole.DEEP, PortfolioDecision),
-    )
-}
-"""Every agent of the Pipeline, by name."""
-
-ANALYST_AGENTS: dict[AnalystKind, str] = {
-    AnalystKind.MARKET: MARKET_ANALYST,
-    AnalystKind.SOCIAL: SOCIAL_ANALYST,
-    AnalystKind.NEWS: NEWS_ANALYST,
-    AnalystKind.FUNDAMENTALS: FUNDAMENTALS_ANALYST,
-}
-
-DEBATER_AGENTS: dict[Speaker, str] = {
-    Speaker.BULL: BULL_RESEARCHER,
-    Speaker.BEAR: BEAR_RESEARCHER,
-    Speaker.AGGRESSIVE: AGGRESSIVE_DEBATER,
-    Speaker.CONSERVATIVE: CONSERVATIVE_DEBATER,
-    Speaker.NEUTRAL: NEUTRAL_DEBATER,
-}
+DEBATER_AGENTS: SpecTable[Speaker, str] = SpecTable(
+    (DEBATER,), lambda spec: Speaker(spec.key), lambda spec: spec.name
+)
 
 MANAGER_DEBATE: dict[ManagerKind, Debate] = {
     ManagerKind.RESEARCH_MANAGER: Debate.RESEARCH,
@@ -125,3 +88,8 @@ def speaking_order(debate: Debate, rounds: int | None = None) -> list[Speaker]:
     if count < 1:
         raise ValueError(f"a debate needs at least one round, not {count}")
     return list(SPEAKERS[debate]) * count
+
+
+def all_analysts() -> str:
+    """Every registered analyst's kind, comma-separated: the CLI's default ``--analysts``."""
+    return ",".join(kind.value for kind in AnalystKind)

@@ -17,25 +17,12 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated
 
-from pydantic import BaseModel, Field, computed_field, model_validator
+from pydantic import BaseModel, Field, WithJsonSchema, computed_field, model_validator
 
+from shared.agents.pipeline.kinds import ABORT_ANALYSTS, AnalystKind
 from shared.agents.schemas import Confidence, Fraction, Stance, register_schema
-
-
-class AnalystKind(StrEnum):
-    """The four analysts of the Pipeline, each reading its own kind of data."""
-
-    MARKET = "market"
-    SOCIAL = "social"
-    NEWS = "news"
-    FUNDAMENTALS = "fundamentals"
-
-
-ABORT_ANALYSTS: frozenset[AnalystKind] = frozenset({AnalystKind.MARKET, AnalystKind.FUNDAMENTALS})
-"""The analysts who may raise a critical abort: a price collapse and a failing balance sheet
-are facts they read; news tone and social chatter are not grounds to skip the debate."""
 
 
 class CriticalAbort(BaseModel):
@@ -130,7 +117,9 @@ class SentimentReport(AnalystReport):
     the score, never asked for: models gave bands that disagreed with their scores.
     """
 
-    analyst: Literal[AnalystKind.SOCIAL] = AnalystKind.SOCIAL
+    analyst: Annotated[AnalystKind, WithJsonSchema({"type": "string", "const": "social"})] = (
+        AnalystKind.SOCIAL
+    )
     score: float = Field(
         ge=0,
         le=10,
@@ -139,6 +128,12 @@ class SentimentReport(AnalystReport):
         "positive) is derived from it",
     )
     narrative: str = Field(min_length=1, description="what the crowd says and how loudly")
+
+    @model_validator(mode="after")
+    def _social_only(self) -> SentimentReport:
+        if self.analyst is not AnalystKind.SOCIAL:
+            raise ValueError(f"a sentiment report is the social analyst's, not {self.analyst}'s")
+        return self
 
     @computed_field  # type: ignore[prop-decorator]
     @property

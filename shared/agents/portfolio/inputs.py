@@ -1,7 +1,7 @@
-"""What each Portfolio agent is given: the data of its prompt and of its request's context.
+"""What each Portfolio agent is given: the data of its prompt, which its request carries.
 
 As in the Pipeline, the workflow builds one model per agent, the prompt builder
-renders it and ``model_dump(mode="json")`` is the request's context that the
+renders it and ``model_dump(mode="json")`` is the request's ``inputs`` that the
 offline analyst validates back, so prompt and offline analyst read the same
 numbers. The PM sees the book at the as-of closes (cash, total value, every
 holding's price, weight and P&L), the candidates with their closes, every

@@ -1,4 +1,4 @@
-"""The Portfolio flow's prompts: pure builders from each agent's typed inputs.
+"""The Portfolio flow's prompts: pure builders from each agent's spec and typed inputs.
 
 The fork's PM saw no prices and none of the risk it computed. Here every price
 is in the prompt next to its holding or candidate, the risk report is rendered
@@ -9,6 +9,7 @@ reads the limits its orders will be scaled to before it writes them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from shared.agents.portfolio.inputs import (
     BookFacts,
@@ -21,6 +22,7 @@ from shared.agents.portfolio.inputs import (
     TickerDecision,
 )
 from shared.agents.portfolio.schemas import HoldingsReview, MacroSummary, MicroSummary
+from shared.agents.spec import AgentSpec
 from shared.llm.contracts import ChatMessage
 from shared.portfolio.limits import Limits
 from shared.portfolio.market import Quote
@@ -169,16 +171,11 @@ def render_micro(micro: MicroSummary) -> str:
     return "\n".join([micro.summary, *lines])
 
 
-def review_messages(inputs: ReviewInputs) -> list[ChatMessage]:
+def review_prompt(spec: AgentSpec[ReviewInputs, Any], inputs: ReviewInputs) -> list[ChatMessage]:
     """The holdings reviewer: each holding's close, P&L, weight and fresh Pipeline decision."""
-    task = (
-        "Review every holding: keep, add, trim or exit, each with the figure it rests on (its "
-        "P&L against cost, its weight against the position limit, its Pipeline rating and "
-        f"price target). Leave {inputs.book.cash_equivalent} to the cash sweep (keep). "
-        "Finish with a one-paragraph summary."
-    )
+    task = spec.brief.format(cash_equivalent=inputs.book.cash_equivalent)
     return _messages(
-        "the holdings reviewer",
+        spec.title,
         inputs.book.portfolio,
         [
             _heading("Book", render_book(inputs.book)),
@@ -189,7 +186,7 @@ def review_messages(inputs: ReviewInputs) -> list[ChatMessage]:
     )
 
 
-def macro_messages(inputs: MacroInputs) -> list[ChatMessage]:
+def macro_prompt(spec: AgentSpec[MacroInputs, Any], inputs: MacroInputs) -> list[ChatMessage]:
     """The macro summarizer: the Scan's macro picture, themes and risks."""
     scan = inputs.scan
     if scan is None:
@@ -206,59 +203,42 @@ def macro_messages(inputs: MacroInputs) -> list[ChatMessage]:
             f"{'; '.join(context.geopolitical_risks) or NONE}\n\nThemes:\n{themes}\n\n"
             f"Risk factors: {'; '.join(scan.risk_factors) or NONE}"
         )
-    task = (
-        f"Summarise the market regime as of {inputs.as_of.date().isoformat()} for the PM: a "
-        "stance (risk_on, neutral or risk_off), the regime in a phrase, the key points it rests "
-        "on and a short summary. Without a Scan summary, say so and stay neutral."
-    )
+    task = spec.brief.format(date=inputs.as_of.date().isoformat())
     return _messages(
-        "the macro strategist",
+        spec.title,
         inputs.portfolio,
         [_heading("Scan summary", material), _heading("Task", task)],
     )
 
 
-def micro_messages(inputs: MicroInputs) -> list[ChatMessage]:
+def micro_prompt(spec: AgentSpec[MicroInputs, Any], inputs: MicroInputs) -> list[ChatMessage]:
     """The micro summarizer: holdings and candidates, with their Pipeline decisions."""
     decisions = [
         f"- {d.symbol}: {render_decision(d)}. {d.executive_summary}"
         for d in [v.decision for v in inputs.holdings] + [v.decision for v in inputs.candidates]
         if d is not None
     ]
-    task = (
-        "Give one view per holding and per candidate (bullish, bearish or neutral) with a note "
-        "citing its Pipeline rating, its close against the price target and, for holdings, "
-        "the P&L. Then summarise."
-    )
     return _messages(
-        "the equity analyst",
+        spec.title,
         inputs.portfolio,
         [
             _heading("Holdings", render_holdings(inputs.holdings)),
             _heading("Candidates", render_candidates(inputs.candidates)),
             _heading("Pipeline decisions", "\n".join(decisions)),
-            _heading("Task", task),
+            _heading("Task", spec.brief),
         ],
     )
 
 
-def pm_messages(inputs: PmInputs) -> list[ChatMessage]:
+def pm_prompt(spec: AgentSpec[PmInputs, Any], inputs: PmInputs) -> list[ChatMessage]:
     """The book manager: prices, cash, total value, holdings, risk, limits, then decide."""
     book = inputs.book
-    task = (
-        "Decide for the whole book. Sells: holdings to sell, with whole share counts. Buys: "
-        "whole share counts at about the close shown (cost = shares x close), most wanted "
-        "first, each with a price target, a stop loss 5-15% below the close and a take profit "
-        "10-30% above it, and the rationale. Holds: the holdings kept. A cash reserve (the "
-        f"fraction kept in cash and T-bills, at least {book.limits.min_cash_weight:.0%}), the "
-        "portfolio thesis and a risk summary that cites the metrics above. Stay within the "
-        "limits: what breaks them is scaled down."
-    )
+    task = spec.brief.format(min_cash=f"{book.limits.min_cash_weight:.0%}")
     candidates = [
         f"- {v.candidate.ticker}: " + "; ".join(v.candidate.reasons) for v in inputs.candidates
     ]
     return _messages(
-        "the portfolio manager",
+        spec.title,
         book.portfolio,
         [
             _heading("Book", render_book(book)),

@@ -1,8 +1,8 @@
-"""What each kind of Scan agent is given: the data of its prompt and of its request's context.
+"""What each kind of Scan agent is given: the data of its prompt, which its request carries.
 
 As in the Pipeline, one model per kind of agent: the workflow builds it, the
 prompt builder renders it, and ``model_dump(mode="json")`` is the request's
-``context`` the offline analyst validates back, so prompt and offline analyst
+``inputs`` the offline analyst validates back, so prompt and offline analyst
 read the same data by construction.
 
 | agent kind (builder)                 | inputs model       | holds                                          |

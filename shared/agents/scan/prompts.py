@@ -1,7 +1,7 @@
 """The Scan's prompts: one pure builder per kind of agent, and the Markdown of its outputs.
 
-The four scanners share one builder parameterised by their row of
-``SCANNER_BRIEFS`` (title and focus; the tools come from the roles table); the
+The four scanners share one builder parameterised by their spec (title, focus
+and tools: ``shared/agents/scan/<agent>.py``); the
 smart-money scanner also reads the sector scanner's report and numbers. The deep
 dive is told which sectors to dig into (chosen in code) and what smart money
 flagged; the synthesis reads every report and every candidate with its numbers,
@@ -12,8 +12,8 @@ on without is named, with why, wherever it would have been read.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from shared.agents.missing import MissingStep, missing_section
 from shared.agents.scan.facts import Candidate
@@ -23,49 +23,17 @@ from shared.agents.scan.inputs import (
     ScannerInputs,
     SynthesisInputs,
 )
-from shared.agents.scan.roles import AGENTS, INDUSTRY_DEEP_DIVE, SCANNER_AGENTS, ScannerKind
+from shared.agents.scan.roles import SCANNER_SPECS, ScannerKind
 from shared.agents.scan.schemas import ScannerReport, ScanSummary
+from shared.agents.spec import AgentSpec, SpecTable
 from shared.data.contracts import IndexLevel, SectorPerformance
 from shared.llm.contracts import ChatMessage, ToolCall, ToolResult
 
 NOT_GIVEN = "not given"
 
 
-@dataclass(frozen=True)
-class ScannerBrief:
-    """One scanner's row: who it is and what it looks for."""
-
-    title: str
-    focus: str
-
-
-SCANNER_BRIEFS: dict[ScannerKind, ScannerBrief] = {
-    ScannerKind.GEOPOLITICAL: ScannerBrief(
-        "the geopolitical scanner",
-        "Read the geopolitical and world news of the last week (topics such as geopolitics, "
-        "energy, central-bank, macro): conflicts, sanctions, trade, elections, commodity "
-        "shocks. Count the articles, quote the tone, and list the risks that could move "
-        "markets, worst first.",
-    ),
-    ScannerKind.MARKET_MOVERS: ScannerBrief(
-        "the market-movers scanner",
-        "Read the last session's top gainers, losers and most active stocks and the major "
-        "indices (S&P 500, Dow, NASDAQ, VIX, Russell 2000): breadth, leadership, volatility, "
-        "and who moved on unusual volume.",
-    ),
-    ScannerKind.SECTOR: ScannerBrief(
-        "the sector-rotation scanner",
-        "Read the 11 SPDR sector ETFs' 1-day, 5-day, 21-day and year-to-date returns: which "
-        "sectors lead and lag, and whether money rotates into defensives (utilities, staples, "
-        "health care, real estate) or into cyclicals.",
-    ),
-    ScannerKind.SMART_MONEY: ScannerBrief(
-        "the smart-money scanner",
-        "Run the smart-money screens (unusual volume, insider buying, 52-week-high "
-        "breakouts) and say which flagged stocks sit in the sectors the sector scanner found "
-        "leading: there informed money agrees with the trend.",
-    ),
-}
+SCANNER_BRIEFS: SpecTable[ScannerKind, AgentSpec[Any, Any]] = SCANNER_SPECS
+"""Each scanner's spec: who it is (title) and what it looks for (brief)."""
 
 REPORT_TASK = (
     "Then give a one-sentence headline, the findings (each fact with its number and date), "
@@ -155,9 +123,14 @@ def _missing_section(missing: list[MissingStep]) -> str | None:
 
 
 def scanner_messages(kind: ScannerKind, inputs: ScannerInputs) -> list[ChatMessage]:
+    """The messages of ``kind``'s scanner (its spec's prompt)."""
+    return scanner_prompt(SCANNER_SPECS[kind], inputs)
+
+
+def scanner_prompt(spec: AgentSpec[ScannerInputs, Any], inputs: ScannerInputs) -> list[ChatMessage]:
     """A scanner's opening turns: its focus, its tools and (smart money) the sector picture."""
-    brief = SCANNER_BRIEFS[kind]
-    tools = ", ".join(AGENTS[SCANNER_AGENTS[kind]].tools)
+    kind = ScannerKind(spec.key)
+    tools = ", ".join(spec.tools)
     fetched = SCANNER_PREFETCH.get(kind)
     gather = (
         f"The answers of {', '.join(fetched)} are read for you first; call your tools again "
@@ -165,10 +138,10 @@ def scanner_messages(kind: ScannerKind, inputs: ScannerInputs) -> list[ChatMessa
         if fetched
         else f"Call your tools ({tools}) to gather the data first."
     )
-    task = f"Scan the market as of {inputs.as_of.isoformat()}. {brief.focus} {gather} {REPORT_TASK}"
+    task = f"Scan the market as of {inputs.as_of.isoformat()}. {spec.brief} {gather} {REPORT_TASK}"
     prior = inputs.sector_report if kind is ScannerKind.SMART_MONEY else None
     return [
-        _system(brief.title, inputs.as_of),
+        _system(spec.title, inputs.as_of),
         _user(
             [
                 _section("Task", task),
@@ -182,20 +155,19 @@ def scanner_messages(kind: ScannerKind, inputs: ScannerInputs) -> list[ChatMessa
     ]
 
 
-def deep_dive_messages(inputs: DeepDiveInputs) -> list[ChatMessage]:
+def deep_dive_prompt(
+    spec: AgentSpec[DeepDiveInputs, Any], inputs: DeepDiveInputs
+) -> list[ChatMessage]:
     """The deep dive's opening turns: the sectors chosen for it and the smart-money findings."""
     names = ", ".join(sector.value for sector in inputs.sector_names)
-    tools = ", ".join(AGENTS[INDUSTRY_DEEP_DIVE].tools)
-    task = (
-        f"Dig into the industries of {names}: the sectors that moved most over 21 sessions up to "
-        f"{inputs.as_of.isoformat()}. Their leading companies are read for you first; call your "
-        f"tools ({tools}) for anything else you need. Say which companies lead or lag their "
-        "sector and by how much, and where the smart-money screens agree. " + REPORT_TASK
+    brief = spec.brief.format(
+        names=names, as_of=inputs.as_of.isoformat(), tools=", ".join(spec.tools)
     )
+    task = f"{brief} {REPORT_TASK}"
     flagged = "\n".join(render_candidate(candidate) for candidate in inputs.smart_money)
     report = inputs.smart_money_report
     return [
-        _system("the industry deep-dive analyst", inputs.as_of),
+        _system(spec.title, inputs.as_of),
         _user(
             [
                 _section("Task", task),
@@ -210,27 +182,21 @@ def deep_dive_messages(inputs: DeepDiveInputs) -> list[ChatMessage]:
     ]
 
 
-def synthesis_messages(inputs: SynthesisInputs) -> list[ChatMessage]:
+def synthesis_prompt(
+    spec: AgentSpec[SynthesisInputs, Any], inputs: SynthesisInputs
+) -> list[ChatMessage]:
     """The synthesis' turns: every report, the sector and index picture, every candidate."""
-    task = (
-        f"Write the macro synthesis as of {inputs.as_of.isoformat()}: the timeframe of your "
-        "view, an executive summary, the macro context (economic cycle, central bank stance, "
-        "geopolitical risks), the key themes with their conviction and timeframe, then at most "
-        f"{inputs.max_tickers} stocks to investigate, best first. Each stock needs its GICS "
-        "sector exactly as the data spells it, a rationale with numbers, a thesis angle "
-        "(growth, value, catalyst, turnaround, defensive or momentum), a conviction (high, "
-        "medium or low), catalysts and risks. Choose only among the candidates below, which "
-        "exist in the data as of the scan; set smart_money to true only for a stock a "
-        "smart-money screen flagged that fits your macro thesis. End with the risk factors. "
-        f"The macro series {', '.join(inputs.series)} are read for you first; your tools can "
-        "read more."
+    task = spec.brief.format(
+        as_of=inputs.as_of.isoformat(),
+        max_tickers=inputs.max_tickers,
+        series=", ".join(inputs.series),
     )
     reports = "\n\n".join(
         f"### {name}\n{render_scanner_report(report)}"
         for name, report in inputs.reports.given().items()
     )
     return [
-        _system("the chief macro strategist", inputs.as_of),
+        _system(spec.title, inputs.as_of),
         _user(
             [
                 _section("Scanner reports", reports),
@@ -243,6 +209,11 @@ def synthesis_messages(inputs: SynthesisInputs) -> list[ChatMessage]:
             ]
         ),
     ]
+
+
+def report_json(report: ScannerReport | ScanSummary) -> str:
+    """A Scan agent's answer as text: its JSON (the Scan reads it structured)."""
+    return report.model_dump_json()
 
 
 def prefetched_turns(calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> list[ChatMessage]:

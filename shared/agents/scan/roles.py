@@ -1,4 +1,4 @@
-"""The Scan's six agents as one table: name, kind of prompt, LLM role, output schema, tools.
+"""The Scan's six agents by name, and the tables derived from their specs.
 
 A workflow step, its activity summary, its offline analyst and its stored report
 all find an agent by the name here. As in the fork, the scanners get the quick
@@ -8,21 +8,10 @@ macro synthesis) the deep one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel
-
-from shared.agents.scan.schemas import ScannerReport, ScanSummary
-from shared.llm.providers import LlmRole
-from shared.tools.catalog import (
-    GEOPOLITICAL_TOOLS,
-    INDUSTRY_TOOLS,
-    MACRO_TOOLS,
-    MOVERS_TOOLS,
-    SECTOR_TOOLS,
-    SMART_MONEY_TOOLS,
-)
+from shared.agents.spec import AgentSpec, SpecTable
 
 GEOPOLITICAL_SCANNER = "geopolitical_scanner"
 MARKET_MOVERS_SCANNER = "market_movers_scanner"
@@ -32,12 +21,11 @@ INDUSTRY_DEEP_DIVE = "industry_deep_dive"
 MACRO_SYNTHESIS = "macro_synthesis"
 
 
-class ScanAgentKind(StrEnum):
-    """The kinds of Scan agent: one prompt builder each."""
-
-    SCANNER = "scanner"
-    DEEP_DIVE = "deep_dive"
-    SYNTHESIS = "synthesis"
+SCANNER = "scan.scanner"
+DEEP_DIVE = "scan.deep_dive"
+SYNTHESIS = "scan.synthesis"
+GROUPS: tuple[str, ...] = (SCANNER, DEEP_DIVE, SYNTHESIS)
+"""The kinds of Scan agent: one prompt builder each."""
 
 
 class ScannerKind(StrEnum):
@@ -49,63 +37,17 @@ class ScannerKind(StrEnum):
     SMART_MONEY = "smart_money"
 
 
-@dataclass(frozen=True)
-class ScanAgent:
-    """One row: who the agent is, which builder writes its prompt, which model, schema, tools."""
+AGENTS: SpecTable[str, AgentSpec[Any, Any]] = SpecTable(
+    GROUPS, lambda spec: spec.name, lambda spec: spec
+)
+"""Every agent of the Scan, by name, in graph order: its spec."""
 
-    name: str
-    kind: ScanAgentKind
-    llm_role: LlmRole
-    schema: type[BaseModel]
-    tools: tuple[str, ...]
-
-    @property
-    def schema_name(self) -> str:
-        """The ``response_schema`` of its requests."""
-        return self.schema.__name__
-
-
-AGENTS: dict[str, ScanAgent] = {
-    row.name: row
-    for row in (
-        ScanAgent(
-            GEOPOLITICAL_SCANNER,
-            ScanAgentKind.SCANNER,
-            LlmRole.QUICK,
-            ScannerReport,
-            GEOPOLITICAL_TOOLS,
-        ),
-        ScanAgent(
-            MARKET_MOVERS_SCANNER, ScanAgentKind.SCANNER, LlmRole.QUICK, ScannerReport, MOVERS_TOOLS
-        ),
-        ScanAgent(
-            SECTOR_SCANNER, ScanAgentKind.SCANNER, LlmRole.QUICK, ScannerReport, SECTOR_TOOLS
-        ),
-        ScanAgent(
-            SMART_MONEY_SCANNER,
-            ScanAgentKind.SCANNER,
-            LlmRole.QUICK,
-            ScannerReport,
-            SMART_MONEY_TOOLS,
-        ),
-        ScanAgent(
-            INDUSTRY_DEEP_DIVE,
-            ScanAgentKind.DEEP_DIVE,
-            LlmRole.DEEP,
-            ScannerReport,
-            INDUSTRY_TOOLS,
-        ),
-        ScanAgent(MACRO_SYNTHESIS, ScanAgentKind.SYNTHESIS, LlmRole.DEEP, ScanSummary, MACRO_TOOLS),
-    )
-}
-"""Every agent of the Scan, by name, in graph order."""
-
-SCANNER_AGENTS: dict[ScannerKind, str] = {
-    ScannerKind.GEOPOLITICAL: GEOPOLITICAL_SCANNER,
-    ScannerKind.MARKET_MOVERS: MARKET_MOVERS_SCANNER,
-    ScannerKind.SECTOR: SECTOR_SCANNER,
-    ScannerKind.SMART_MONEY: SMART_MONEY_SCANNER,
-}
+SCANNER_SPECS: SpecTable[ScannerKind, AgentSpec[Any, Any]] = SpecTable(
+    (SCANNER,), lambda spec: ScannerKind(spec.key), lambda spec: spec
+)
+SCANNER_AGENTS: SpecTable[ScannerKind, str] = SpecTable(
+    (SCANNER,), lambda spec: ScannerKind(spec.key), lambda spec: spec.name
+)
 
 PHASE_ONE: tuple[ScannerKind, ...] = (
     ScannerKind.GEOPOLITICAL,

@@ -1,10 +1,6 @@
 """The offline provider: deterministic analysts that read their inputs."""
 
-from shared.llm.offline import pipeline as _pipeline  # noqa: F401  (registers its analysts)
-from shared.llm.offline import portfolio as _portfolio  # noqa: F401  (registers its analysts)
-from shared.llm.offline import quantagent as _quantagent  # noqa: F401  (registers its analysts)
-from shared.llm.offline import reflection as _reflection  # noqa: F401  (registers its analyst)
-from shared.llm.offline import scan as _scan  # noqa: F401  (registers its analysts)
-from shared.llm.offline.engine import answer_offline, register_analyst
+from shared.agents import catalog as _catalog  # noqa: F401  (registers the agents' specs)
+from shared.llm.offline.engine import answer_offline
 
-__all__ = ["answer_offline", "register_analyst"]
+__all__ = ["answer_offline"]

@@ -1,18 +1,21 @@
 """The offline provider: a deterministic rule-based analyst engine.
 
 It is the embedded default (no key, no network) and the baseline every LLM must
-beat. It answers a ``ChatRequest`` from the request's ``context`` and the tool
+beat. It answers a ``ChatRequest`` from the request's ``inputs`` and the tool
 results in the conversation: same input, same output; different data,
-different conclusions. Agents get a dedicated analyst from ``ANALYSTS`` by agent
-name; the rest get the generic one, which reads whatever numbers it is given.
+different conclusions. An agent with a spec (``shared.agents.spec``) is answered
+by its spec's offline rule, over its typed inputs; any other agent by the generic
+analyst, which reads whatever numbers it is given.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel
 
+from shared.agents.spec import AGENT_SPECS, AgentSpec
 from shared.errors import InvalidInput
 from shared.llm.contracts import ChatRequest, ChatResponse, Usage
 from shared.llm.offline.generic import analyse, render_note
@@ -40,18 +43,34 @@ def generic_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
         raise InvalidInput(
             "response_schema",
             f"the offline engine has no analyst writing {schema!r} for agent {offline.agent!r}",
-            fix="Register one in shared.llm.offline.engine.ANALYSTS, or use an LLM provider.",
+            fix="Give the agent a spec with its offline rule (shared.agents.spec), or use an "
+            "LLM provider.",
         )
     note = analyse(offline)
     return OfflineAnswer(text=render_note(note), structured=note)
 
 
-ANALYSTS: dict[str, OfflineAnalyst] = {}
+def spec_analyst(spec: AgentSpec[Any, Any]) -> OfflineAnalyst:
+    """``spec``'s offline rule as an offline analyst: it reads the request's inputs as the
+    spec's inputs model and writes only the spec's schema."""
+
+    def answer(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
+        if schema not in (None, spec.schema_name):
+            raise InvalidInput(
+                "response_schema",
+                f"the offline {spec.name} writes {spec.schema_name}, not {schema!r}",
+                fix=f"Ask {spec.name} for {spec.schema_name}.",
+            )
+        result = spec.answer_offline(offline.inputs, offline)
+        return OfflineAnswer(text=spec.as_text(result), structured=result)
+
+    return answer
 
 
-def register_analyst(agent: str, analyst: OfflineAnalyst) -> None:
-    """Give ``agent`` its own offline analyst."""
-    ANALYSTS[agent] = analyst
+def analyst_for(agent: str) -> OfflineAnalyst:
+    """The offline analyst of ``agent``: its spec's rule, or the generic one."""
+    spec = AGENT_SPECS.get(agent)
+    return generic_analyst if spec is None else spec_analyst(spec)
 
 
 def _tokens(text: str) -> int:
@@ -68,7 +87,7 @@ def answer_offline(request: ChatRequest, model: str) -> ChatResponse:
         )
     prompt_tokens = sum(_tokens(m.content) for m in request.messages)
     if request.tools and not tools_already_called(request):
-        calls = plan_tool_calls(request.tools, request.context)
+        calls = plan_tool_calls(request.tools, request.inputs)
         if calls:
             return ChatResponse(
                 tool_calls=calls,
@@ -78,7 +97,7 @@ def answer_offline(request: ChatRequest, model: str) -> ChatResponse:
                 usage=Usage(calls=1, input_tokens=prompt_tokens, output_tokens=10 * len(calls)),
             )
     offline = read_request(request)
-    answer = ANALYSTS.get(request.agent, generic_analyst)(offline, request.response_schema)
+    answer = analyst_for(request.agent)(offline, request.response_schema)
     structured = answer.structured if request.response_schema is not None else None
     text = structured.model_dump_json() if structured is not None else answer.text
     return ChatResponse(

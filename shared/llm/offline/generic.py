@@ -86,7 +86,7 @@ def _is_price(reading: SeriesReading) -> bool:
 
 def analyse(offline: OfflineInput) -> AnalystNote:
     """A stance with its confidence and the measured facts behind it."""
-    readings = find_series(offline.context)
+    readings = find_series(offline.inputs)
     for output in offline.tool_outputs:
         if output.ok:
             readings += find_series(output.data, output.name)

@@ -22,7 +22,7 @@ class OfflineInput(BaseModel):
     """Everything an offline analyst may base its answer on."""
 
     agent: str
-    context: dict[str, Any]
+    inputs: dict[str, Any] = Field(description="the agent's inputs, as the request carries them")
     tool_outputs: list[ToolOutput]
     asked: str = Field(description="the last user message: the question being answered")
     has_images: bool
@@ -49,7 +49,7 @@ def read_request(request: ChatRequest) -> OfflineInput:
     users = [message for message in request.messages if message.role == "user"]
     return OfflineInput(
         agent=request.agent,
-        context=request.context,
+        inputs=request.inputs,
         tool_outputs=outputs,
         asked=users[-1].content if users else "",
         has_images=any(message.images for message in request.messages),

@@ -1,4 +1,4 @@
-"""The offline reflector: judges a past decision by the numbers in the request's context.
+"""The reflector: its spec, and its offline rule, which judges a past decision by the numbers.
 
 It applies the rule the prompt states (``judged_correct``: long right when alpha
 > 0, short when alpha < 0, flat when |alpha| is within the band), and writes why,
@@ -10,10 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.agents.reflection import REFLECTOR, Reflection, Stance, judged_correct
+from shared.agents.reflection import (
+    REFLECTOR,
+    Reflection,
+    ReflectionInputs,
+    Stance,
+    judged_correct,
+    reflection_messages,
+)
+from shared.agents.spec import AgentSpec, from_inputs, register_agent
 from shared.errors import InvalidInput
-from shared.llm.offline.engine import OfflineAnswer, register_analyst
-from shared.llm.offline.reading import OfflineInput
+from shared.llm.contracts import ChatMessage
+from shared.llm.providers import LlmRole
 
 # Moves smaller than this (per horizon) are read as noise rather than a verdict.
 SMALL_MOVE = 0.01
@@ -116,10 +124,33 @@ def reflect(context: dict[str, Any]) -> Reflection:
     return Reflection(was_correct=correct, why=why, what_to_change=change, lesson=lesson)
 
 
-def reflector(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
-    """The ``reflector`` agent's offline analyst."""
-    reflection = reflect(offline.context)
-    return OfflineAnswer(text=f"{reflection.why} {reflection.lesson}", structured=reflection)
+def _prompt(
+    spec: AgentSpec[ReflectionInputs, Reflection], inputs: ReflectionInputs
+) -> list[ChatMessage]:
+    return reflection_messages(
+        inputs.role, inputs.situation, inputs.decision, inputs.outcome, inputs.stance
+    )
 
 
-register_analyst(REFLECTOR, reflector)
+def _reflect(inputs: ReflectionInputs) -> Reflection:
+    return reflect(inputs.numbers())
+
+
+def _text(reflection: Reflection) -> str:
+    return f"{reflection.why} {reflection.lesson}"
+
+
+SPEC: AgentSpec[ReflectionInputs, Reflection] = register_agent(
+    AgentSpec(
+        name=REFLECTOR,
+        group="reflection",
+        llm_role=LlmRole.QUICK,
+        inputs=ReflectionInputs,
+        output=Reflection,
+        title="the reviewer of a role's past decisions",
+        brief="judge the decision by what followed, with a lesson for similar situations",
+        prompt=_prompt,
+        offline=from_inputs(_reflect),
+        as_text=_text,
+    )
+)

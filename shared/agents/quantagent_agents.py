@@ -1,14 +1,15 @@
-"""Offline analysts for QuantAgent's four agents: rules over the data the prompts came from.
+"""QuantAgent's four agents: their specs, and their offline rules over the data the prompts
+came from.
 
 - indicator agent: reads the five indicator tool results (MACD crossover and its
   recency, RSI and Williams %R zones, ROC sign, Stochastic %K/%D cross) and
   scores momentum from -1 to +1;
 - pattern agent: its "eyes" are the geometric detectors run on the same 40 bars
-  as the chart (``context["patterns"]``);
+  as the chart (``inputs["patterns"]``);
 - trend agent: where the last close sits against the four fitted lines
-  (``context["trendlines"]``): broken, bounced, rejected or squeezed;
+  (``inputs["trendlines"]``): broken, bounced, rejected or squeezed;
 - decision agent: weighs the three (momentum recomputed from the indicator
-  values in ``context``), momentum first as the original rules ask, and never
+  values in ``inputs``), momentum first as the original rules ask, and never
   returns HOLD.
 
 Every sentence quotes the number it rests on, so a reader can check the call.
@@ -26,18 +27,35 @@ from shared.agents.quantagent import (
     MAX_RISK_REWARD,
     MIN_RISK_REWARD,
     PATTERN_AGENT,
+    PATTERN_QUESTION,
+    PATTERN_ROLE,
     TREND_AGENT,
+    TREND_QUESTION,
+    TREND_ROLE,
+    ChartInputs,
+    DecisionInputs,
     Direction,
+    IndicatorInputs,
     PatternReport,
     PriceAction,
     QuantDecision,
     TrendPrediction,
     TrendReport,
+    decision_messages,
+    indicator_messages,
+    pattern_messages,
+    pattern_text_messages,
+    trend_messages,
+    trend_text_messages,
 )
-from shared.llm.offline.engine import OfflineAnswer, register_analyst
+from shared.agents.spec import AgentSpec, Prose, from_inputs, prose_text, register_agent
+from shared.errors import InvalidInput
+from shared.llm.contracts import ChatMessage
 from shared.llm.offline.reading import OfflineInput
-from shared.ta.patterns import Bias, PatternMatch
+from shared.llm.providers import LlmRole
+from shared.ta.patterns import Bias
 from shared.ta.trend_summary import TrendLines
+from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
 
 # Momentum readings: a crossover within this many bars counts as recent.
 RECENT_CROSS_BARS = 3
@@ -153,7 +171,9 @@ def indicator_outputs(payloads: list[Any]) -> dict[str, Any]:
     return {p["indicator"]: p for p in payloads if isinstance(p, dict) and "indicator" in p}
 
 
-def indicator_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
+def indicator_analyst(
+    spec: AgentSpec[IndicatorInputs, Prose], inputs: IndicatorInputs, offline: OfflineInput
+) -> Prose:
     """The indicator report: each reading with its value, then the balance of momentum."""
     outputs = indicator_outputs([o.data for o in offline.tool_outputs if o.ok])
     failed = [o.data for o in offline.tool_outputs if not o.ok]
@@ -164,12 +184,12 @@ def indicator_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswe
         f"**Momentum: {tone}** (score {score:+.2f} on a -1..+1 scale, "
         f"{len(outputs)} of 5 indicators read)\n\n" + "\n".join(lines)
     )
-    return OfflineAnswer(text=text)
+    return Prose(text=text)
 
 
-def pattern_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
+def read_patterns(inputs: ChartInputs) -> PatternReport:
     """The best detected pattern on the 40-bar window, or none if nothing is convincing."""
-    matches = [PatternMatch.model_validate(m) for m in offline.context.get("patterns", [])]
+    matches = inputs.patterns
     best = max(matches, key=lambda m: m.confidence, default=None)
     if best is None or best.confidence < MIN_PATTERN_CONFIDENCE:
         seen = f" (best was {best.name.value} at {best.confidence:.2f})" if best else ""
@@ -192,7 +212,14 @@ def pattern_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
             analysis=f"{best.description} Spans bars {best.start_index}-{best.end_index}."
             + (f" Also seen: {others}." if others else ""),
         )
-    return OfflineAnswer(text=report.analysis, structured=report)
+    return report
+
+
+def read_trend(inputs: ChartInputs) -> TrendReport:
+    """Price against the four fitted lines of the 50-bar window."""
+    if inputs.trendlines is None:
+        raise InvalidInput("trendlines", "the trend agent reads the fitted lines; none were given")
+    return _read_trend(inputs.trendlines)
 
 
 def _read_trend(lines: TrendLines) -> TrendReport:
@@ -237,12 +264,6 @@ def _read_trend(lines: TrendLines) -> TrendReport:
     )
 
 
-def trend_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
-    """Price against the four fitted lines of the 50-bar window."""
-    report = _read_trend(TrendLines.model_validate(offline.context["trendlines"]))
-    return OfflineAnswer(text=report.analysis, structured=report)
-
-
 _BIAS_VOTE = {Bias.BULLISH: 1.0, Bias.BEARISH: -1.0, Bias.NEUTRAL: 0.0}
 _TREND_VOTE = {TrendPrediction.UP: 1.0, TrendPrediction.DOWN: -1.0, TrendPrediction.SIDEWAYS: 0.0}
 
@@ -275,22 +296,104 @@ def decide(momentum: float, pattern: PatternReport, trend: TrendReport) -> Quant
     )
 
 
-def decision_analyst(offline: OfflineInput, schema: str | None) -> OfflineAnswer:
-    """The call from the three reports the workflow passed in ``context``."""
-    context = offline.context
-    momentum, _ = momentum_score(context.get("indicator_outputs", {}))
-    decision = decide(
-        momentum,
-        PatternReport.model_validate(context["pattern_report"]),
-        TrendReport.model_validate(context["trend_report"]),
+def decide_from(inputs: DecisionInputs) -> QuantDecision:
+    """The call from the three reports (momentum recomputed from the indicator values)."""
+    momentum, _ = momentum_score(inputs.indicator_outputs)
+    return decide(momentum, inputs.pattern_report, inputs.trend_report)
+
+
+def _indicator_prompt(
+    spec: AgentSpec[IndicatorInputs, Prose], inputs: IndicatorInputs
+) -> list[ChatMessage]:
+    return indicator_messages(inputs.symbol, inputs.timeframe, inputs.bar_count, inputs.last_time)
+
+
+def _pattern_prompt(
+    spec: AgentSpec[ChartInputs, PatternReport], inputs: ChartInputs
+) -> list[ChatMessage]:
+    """The chart when the model sees, else the bars and the scan's matches as text."""
+    if inputs.chart is not None:
+        return pattern_messages(inputs.symbol, inputs.timeframe, inputs.chart)
+    return pattern_text_messages(inputs.symbol, inputs.timeframe, inputs.window, inputs.patterns)
+
+
+def _trend_prompt(
+    spec: AgentSpec[ChartInputs, TrendReport], inputs: ChartInputs
+) -> list[ChatMessage]:
+    """The chart when the model sees, else the lines and their bars as text."""
+    if inputs.chart is not None:
+        return trend_messages(inputs.symbol, inputs.timeframe, inputs.chart)
+    if inputs.trendlines is None:
+        raise InvalidInput("trendlines", "the trend agent reads the fitted lines; none were given")
+    return trend_text_messages(inputs.symbol, inputs.timeframe, inputs.window, inputs.trendlines)
+
+
+def _decision_prompt(
+    spec: AgentSpec[DecisionInputs, QuantDecision], inputs: DecisionInputs
+) -> list[ChatMessage]:
+    return decision_messages(
+        inputs.symbol,
+        inputs.timeframe,
+        inputs.indicator_report,
+        inputs.pattern_report,
+        inputs.trend_report,
     )
-    return OfflineAnswer(text=decision.justification, structured=decision)
 
 
-for _agent, _analyst in (
-    (INDICATOR_AGENT, indicator_analyst),
-    (PATTERN_AGENT, pattern_analyst),
-    (TREND_AGENT, trend_analyst),
-    (DECISION_AGENT, decision_analyst),
-):
-    register_analyst(_agent, _analyst)
+QUANTAGENT_GROUP = "quantagent"
+
+INDICATOR: AgentSpec[IndicatorInputs, Prose] = AgentSpec(
+    name=INDICATOR_AGENT,
+    group=QUANTAGENT_GROUP,
+    llm_role=LlmRole.QUICK,
+    inputs=IndicatorInputs,
+    output=None,
+    title="a high-frequency technical indicator analyst",
+    brief="compute MACD, RSI, ROC, Stochastic and Williams %R, then interpret them",
+    prompt=_indicator_prompt,
+    offline=indicator_analyst,
+    as_text=prose_text,
+    tools=INDICATOR_TOOL_NAMES,
+)
+PATTERN: AgentSpec[ChartInputs, PatternReport] = AgentSpec(
+    name=PATTERN_AGENT,
+    group=QUANTAGENT_GROUP,
+    llm_role=LlmRole.VISION,
+    inputs=ChartInputs,
+    output=PatternReport,
+    title=PATTERN_ROLE,
+    brief=PATTERN_QUESTION,
+    prompt=_pattern_prompt,
+    offline=from_inputs(read_patterns),
+    as_text=lambda report: report.analysis,
+)
+TREND: AgentSpec[ChartInputs, TrendReport] = AgentSpec(
+    name=TREND_AGENT,
+    group=QUANTAGENT_GROUP,
+    llm_role=LlmRole.VISION,
+    inputs=ChartInputs,
+    output=TrendReport,
+    title=TREND_ROLE,
+    brief=TREND_QUESTION,
+    prompt=_trend_prompt,
+    offline=from_inputs(read_trend),
+    as_text=lambda report: report.analysis,
+)
+DECISION: AgentSpec[DecisionInputs, QuantDecision] = AgentSpec(
+    name=DECISION_AGENT,
+    group=QUANTAGENT_GROUP,
+    llm_role=LlmRole.DEEP,
+    inputs=DecisionInputs,
+    output=QuantDecision,
+    title="the decision maker of a quantitative trading desk",
+    brief="decide LONG or SHORT from the three reports; HOLD is not allowed",
+    prompt=_decision_prompt,
+    offline=from_inputs(decide_from),
+    as_text=lambda decision: decision.justification,
+)
+
+QUANTAGENT: tuple[AgentSpec[Any, Any], ...] = (INDICATOR, PATTERN, TREND, DECISION)
+"""The indicator agent ∥ the two chart agents, then the decision agent."""
+
+for _spec in QUANTAGENT:
+    register_agent(_spec)
