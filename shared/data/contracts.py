@@ -11,6 +11,8 @@ tool result or a report can never pass them off as real.
 
 from __future__ import annotations
 
+from abc import abstractmethod
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Protocol, runtime_checkable
@@ -357,6 +359,38 @@ class DataVendor(Protocol):
 
     def macro(self, series: str, as_of: datetime, lookback: int = 24) -> MacroSeries:
         raise not_served(self, DataKind.MACRO)
+
+
+@dataclass(frozen=True)
+class NewsQuery:
+    """One ``news`` read's arguments as a single value, for a vendor's ``search_news``."""
+
+    as_of: datetime
+    window: timedelta
+    symbol: str | None
+    topic: str | None
+    limit: int
+
+
+class NewsVendor(DataVendor):
+    """A vendor that serves news: it writes ``search_news`` over one ``NewsQuery`` and
+    inherits ``news``, so the keyword signature is not restated by every vendor."""
+
+    def news(
+        self,
+        as_of: datetime,
+        window: timedelta,
+        *,
+        symbol: str | None = None,
+        topic: str | None = None,
+        limit: int = 20,
+    ) -> list[NewsItem]:
+        return self.search_news(NewsQuery(as_of, window, symbol, topic, limit))
+
+    @abstractmethod
+    def search_news(self, query: NewsQuery) -> list[NewsItem]:
+        """News published in ``(as_of - window, as_of]`` about the query's symbol and/or
+        topic, newest first, at most ``limit``."""
 
 
 def not_served(vendor: DataVendor, kind: DataKind) -> NotConfigured:
