@@ -11,7 +11,7 @@ tool result or a report can never pass them off as real.
 
 from __future__ import annotations
 
-from abc import abstractmethod
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from enum import StrEnum
@@ -299,7 +299,8 @@ class DataVendor(Protocol):
 
     A vendor class that subclasses this protocol states only the reads it offers:
     every other read keeps the body here, ``NotConfigured`` naming the kind and the
-    vendor. (A class that merely matches the protocol must define every read.)
+    vendor; news it offers by also subclassing ``NewsSearch``. (A class that merely
+    matches the protocol must define every read.)
     """
 
     @property
@@ -327,6 +328,10 @@ class DataVendor(Protocol):
         topic: str | None = None,
         limit: int = 20,
     ) -> list[NewsItem]:
+        # A vendor that serves news writes only its ``NewsSearch.search_news``: this
+        # signature is stated here alone.
+        if isinstance(self, NewsSearch):
+            return self.search_news(NewsQuery(as_of, window, symbol, topic, limit))
         raise not_served(self, DataKind.NEWS)
 
     def social(
@@ -372,20 +377,9 @@ class NewsQuery:
     limit: int
 
 
-class NewsVendor(DataVendor):
-    """A vendor that serves news: it writes ``search_news`` over one ``NewsQuery`` and
-    inherits ``news``, so the keyword signature is not restated by every vendor."""
-
-    def news(
-        self,
-        as_of: datetime,
-        window: timedelta,
-        *,
-        symbol: str | None = None,
-        topic: str | None = None,
-        limit: int = 20,
-    ) -> list[NewsItem]:
-        return self.search_news(NewsQuery(as_of, window, symbol, topic, limit))
+class NewsSearch(ABC):
+    """What a vendor serving news implements: one search over a ``NewsQuery``, which
+    ``DataVendor.news`` builds from its keyword arguments."""
 
     @abstractmethod
     def search_news(self, query: NewsQuery) -> list[NewsItem]:

@@ -79,6 +79,7 @@ from shared.data.contracts import (
     INDEX_SYMBOLS,
     SECTOR_ETFS,
     DataKind,
+    DataVendor,
     Fundamentals,
     IndexLevel,
     IndustryCompany,
@@ -90,7 +91,7 @@ from shared.data.contracts import (
     Mover,
     NewsItem,
     NewsQuery,
-    NewsVendor,
+    NewsSearch,
     Sector,
     SectorPerformance,
     SocialPost,
@@ -410,7 +411,7 @@ class _ParsedFiles:
         return value
 
 
-class LocalVendor(NewsVendor):
+class LocalVendor(DataVendor, NewsSearch):
     """Every kind from the files under ``root`` (layout: this module's docstring)."""
 
     name = "local"

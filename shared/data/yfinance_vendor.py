@@ -39,6 +39,7 @@ from shared.data.contracts import (
     INDEX_SYMBOLS,
     SECTOR_ETFS,
     DataKind,
+    DataVendor,
     Fundamentals,
     IndexLevel,
     InsiderTransaction,
@@ -47,7 +48,7 @@ from shared.data.contracts import (
     Mover,
     NewsItem,
     NewsQuery,
-    NewsVendor,
+    NewsSearch,
     Sector,
     SectorPerformance,
     Statement,
@@ -77,7 +78,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class YFinanceVendor(NewsVendor):
+class YFinanceVendor(DataVendor, NewsSearch):
     """Yahoo Finance for OHLCV, news, statements, fundamentals, insider, sectors, movers, indices.
 
     ``module`` replaces the ``yfinance`` import (tests pass a fake); otherwise yfinance

@@ -26,6 +26,7 @@ from shared.data.contracts import (
     SECTOR_ETFS,
     TBILL_ETF,
     DataKind,
+    DataVendor,
     Fundamentals,
     IndexLevel,
     IndustryCompany,
@@ -36,7 +37,7 @@ from shared.data.contracts import (
     Mover,
     NewsItem,
     NewsQuery,
-    NewsVendor,
+    NewsSearch,
     Sector,
     SectorPerformance,
     SocialPost,
@@ -76,7 +77,7 @@ def _listings() -> tuple[Listing, ...]:
     return tuple(listings(frozenset(REAL_INDICES)))
 
 
-class SimVendor(NewsVendor):
+class SimVendor(DataVendor, NewsSearch):
     """The simulated market of ``seed`` over ``start``..``end`` (real S&P 500 sessions).
 
     Generated on first read and shared by every vendor of the same arguments in
