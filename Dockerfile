@@ -10,9 +10,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /src
 COPY . .
-# The postgres extra is the driver of the compose stack's PostgreSQL app database.
+# The postgres extra is the driver of the compose stack's PostgreSQL app database; the
+# console extra serves `quantdesk console` (the compose profile "console").
 RUN --mount=type=cache,target=/root/.cache/pip \
-    pip install ".[postgres]"
+    pip install ".[postgres,console]"
 
 RUN useradd --create-home --uid 10001 quantdesk && install -d -o quantdesk /data
 USER quantdesk

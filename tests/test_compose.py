@@ -140,3 +140,15 @@ def test_dockerignore_keeps_what_the_install_needs() -> None:
     needed = {"pyproject.toml", project["project"]["readme"], *packages}
     assert not needed & ignored
     assert {".env", ".venv", ".git"} <= ignored
+
+
+def test_the_console_is_opt_in_published_on_loopback_and_asks_for_a_token(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    console = services["console"]
+    assert console["profiles"] == ["console"] and console["command"] == ["console"]
+    assert console["ports"] == ["127.0.0.1:8400:8400"]
+    env = _quantdesk_env(console)
+    # Bound beyond the container's loopback, `quantdesk console` refuses to start without it.
+    assert env["QUANTDESK_CONSOLE__HOST"] == "0.0.0.0" and "QUANTDESK_CONSOLE__TOKEN" in env
+    assert "console" in (ROOT / "Dockerfile").read_text().split("pip install", 1)[1].split("\n")[0]
