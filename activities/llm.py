@@ -14,6 +14,7 @@ import hashlib
 import math
 import time
 from collections.abc import Awaitable, Callable
+from functools import cached_property
 
 from pydantic import BaseModel
 from temporalio import activity
@@ -66,14 +67,13 @@ class LlmActivities:
     def __init__(self, settings: Settings, queue: str, store: ObjectStore | None = None) -> None:
         self.settings = settings
         self.queue = queue
-        self._store = store
+        if store is not None:  # injected: stands where ``store`` below looks first
+            vars(self)["store"] = store
 
-    @property
+    @cached_property
     def store(self) -> ObjectStore:
         """The object store, connected on first use (only images and bad replies need it)."""
-        if self._store is None:
-            self._store = ObjectStore.from_settings(self.settings)
-        return self._store
+        return ObjectStore.from_settings(self.settings)
 
     def _check(self, request: ChatRequest) -> tuple[ProviderSpec, str]:
         """Everything that can be refused before any call: provider, model, images, key."""

@@ -2,12 +2,13 @@
 
 Building lazily lets a worker import and register its activities without a
 reachable data vendor, database or S3, and lets tests inject settings or ready
-clients. Two threads racing to build one client build two equal clients, and
-one is dropped: harmless, so there is no lock on the hot path.
+clients. Each client is a ``functools.cached_property``: built once per instance,
+then read from the instance's attributes with no lock on the hot path.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
@@ -43,52 +44,47 @@ class Services(ActivityGroup):
         memory: MemoryStore | None = None,
         books: PortfolioStore | None = None,
     ) -> None:
-        self._settings = settings
-        self._router = router
-        self._store = store
-        self._memory = memory
-        self._books = books
+        # What is injected stands in the instance's own attributes, where each
+        # ``cached_property`` below looks first: only what is missing is built.
+        given = {
+            "settings": settings,
+            "router": router,
+            "store": store,
+            "memory": memory,
+            "books": books,
+        }
+        vars(self).update({name: client for name, client in given.items() if client is not None})
 
-    @property
+    @cached_property
     def settings(self) -> Settings:
         """The injected settings, else the worker's own."""
-        if self._settings is None:
-            self._settings = load_settings()
-        return self._settings
+        return load_settings()
 
-    @property
+    @cached_property
     def router(self) -> DataRouter:
         """The data router of the settings' routes."""
-        if self._router is None:
-            from shared.data.factory import build_router
+        from shared.data.factory import build_router
 
-            self._router = build_router(self.settings)
-        return self._router
+        return build_router(self.settings)
 
-    @property
+    @cached_property
     def store(self) -> ObjectStore:
         """The S3 object store."""
-        if self._store is None:
-            self._store = ObjectStore.from_settings(self.settings)
-        return self._store
+        return ObjectStore.from_settings(self.settings)
 
-    @property
+    @cached_property
     def memory(self) -> MemoryStore:
         """The memory store (creates its schema on first use)."""
-        if self._memory is None:
-            from shared.memory import MemoryStore
+        from shared.memory import MemoryStore
 
-            self._memory = MemoryStore.from_settings(self.settings)
-        return self._memory
+        return MemoryStore.from_settings(self.settings)
 
-    @property
+    @cached_property
     def books(self) -> PortfolioStore:
         """The portfolio store (creates its schema on first use)."""
-        if self._books is None:
-            from shared.portfolio.store import PortfolioStore
+        from shared.portfolio.store import PortfolioStore
 
-            self._books = PortfolioStore.from_settings(self.settings)
-        return self._books
+        return PortfolioStore.from_settings(self.settings)
 
     def put_report(self, ref: ObjectRef, data: bytes) -> StoredReport:
         """Store ``data`` at ``ref`` (a retry overwrites it) and hand back a link."""

@@ -40,6 +40,17 @@ def latest_bar(router: DataRouter, symbol: str, as_of: datetime) -> datetime | N
     return routed.value[-1].time if routed.value else None
 
 
+def _bar_if_known(router: DataRouter, symbol: str, as_of: datetime) -> datetime | None:
+    """``latest_bar``, with a symbol some vendor does not know as no bar: the callers then
+    look elsewhere (the fixed data) or name the symbol themselves."""
+    try:
+        return latest_bar(router, symbol, as_of)
+    except InvalidInput as error:
+        if error.field != "symbol":
+            raise
+        return None
+
+
 def _last_bar_of_fixed_data(router: DataRouter, symbol: str, bound: datetime) -> datetime | None:
     """The last bar up to ``bound`` of the data that ends in the past (bundled files,
     the sim world), which "now" finds stale: the latest analysis time those data allow."""
@@ -60,13 +71,7 @@ def _last_bar_of_fixed_data(router: DataRouter, symbol: str, bound: datetime) ->
 def latest_time(router: DataRouter, symbol: str, not_after: datetime | None = None) -> datetime:
     """The time of the symbol's latest daily bar anywhere we read (up to ``not_after``)."""
     bound = not_after or datetime.now(UTC)
-    try:
-        latest = latest_bar(router, symbol, bound)
-    except InvalidInput as error:
-        if error.field != "symbol":
-            raise
-        latest = None
-    latest = latest or _last_bar_of_fixed_data(router, symbol, bound)
+    latest = _bar_if_known(router, symbol, bound) or _last_bar_of_fixed_data(router, symbol, bound)
     if latest is None:
         raise InvalidInput(
             "symbol",
@@ -84,12 +89,7 @@ def analysis_time(
     if as_of is None:
         latest = latest_time(router, symbol, not_after)
         return AnalysisTime(as_of=latest, latest_bar=latest)
-    try:
-        bar = latest_bar(router, symbol, as_of)
-    except InvalidInput as error:
-        if error.field != "symbol":
-            raise
-        bar = None
+    bar = _bar_if_known(router, symbol, as_of)
     if bar is None:
         latest = latest_time(router, symbol)  # raises naming `symbol` if it is unknown
         raise InvalidInput(

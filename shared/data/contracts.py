@@ -11,6 +11,8 @@ tool result or a report can never pass them off as real.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Protocol, runtime_checkable
@@ -297,7 +299,8 @@ class DataVendor(Protocol):
 
     A vendor class that subclasses this protocol states only the reads it offers:
     every other read keeps the body here, ``NotConfigured`` naming the kind and the
-    vendor. (A class that merely matches the protocol must define every read.)
+    vendor; news it offers by also subclassing ``NewsSearch``. (A class that merely
+    matches the protocol must define every read.)
     """
 
     @property
@@ -325,6 +328,10 @@ class DataVendor(Protocol):
         topic: str | None = None,
         limit: int = 20,
     ) -> list[NewsItem]:
+        # A vendor that serves news writes only its ``NewsSearch.search_news``: this
+        # signature is stated here alone.
+        if isinstance(self, NewsSearch):
+            return self.search_news(NewsQuery(as_of, window, symbol, topic, limit))
         raise not_served(self, DataKind.NEWS)
 
     def social(
@@ -357,6 +364,27 @@ class DataVendor(Protocol):
 
     def macro(self, series: str, as_of: datetime, lookback: int = 24) -> MacroSeries:
         raise not_served(self, DataKind.MACRO)
+
+
+@dataclass(frozen=True)
+class NewsQuery:
+    """One ``news`` read's arguments as a single value, for a vendor's ``search_news``."""
+
+    as_of: datetime
+    window: timedelta
+    symbol: str | None
+    topic: str | None
+    limit: int
+
+
+class NewsSearch(ABC):
+    """What a vendor serving news implements: one search over a ``NewsQuery``, which
+    ``DataVendor.news`` builds from its keyword arguments."""
+
+    @abstractmethod
+    def search_news(self, query: NewsQuery) -> list[NewsItem]:
+        """News published in ``(as_of - window, as_of]`` about the query's symbol and/or
+        topic, newest first, at most ``limit``."""
 
 
 def not_served(vendor: DataVendor, kind: DataKind) -> NotConfigured:

@@ -90,6 +90,8 @@ from shared.data.contracts import (
     MarketMovers,
     Mover,
     NewsItem,
+    NewsQuery,
+    NewsSearch,
     Sector,
     SectorPerformance,
     SocialPost,
@@ -409,7 +411,7 @@ class _ParsedFiles:
         return value
 
 
-class LocalVendor(DataVendor):
+class LocalVendor(DataVendor, NewsSearch):
     """Every kind from the files under ``root`` (layout: this module's docstring)."""
 
     name = "local"
@@ -436,15 +438,8 @@ class LocalVendor(DataVendor):
             raise NoData(f"local {UNIVERSE_FILE} lists no symbol")
         return listings
 
-    def news(
-        self,
-        as_of: datetime,
-        window: timedelta,
-        *,
-        symbol: str | None = None,
-        topic: str | None = None,
-        limit: int = 20,
-    ) -> list[NewsItem]:
+    def search_news(self, query: NewsQuery) -> list[NewsItem]:
+        symbol, topic = query.symbol, query.topic
         wanted = [
             item
             for item in self._load(NEWS_FILE, _jsonl(NewsItem))
@@ -452,8 +447,10 @@ class LocalVendor(DataVendor):
             and (topic is None or topic.lower() in {t.lower() for t in item.topics})
         ]
         about = (f" about {symbol}" if symbol else "") + (f" on topic {topic}" if topic else "")
-        found = visible(wanted, lambda item: item.published_at, as_of, f"news{about}", window)
-        return _newest(found, limit)
+        found = visible(
+            wanted, lambda item: item.published_at, query.as_of, f"news{about}", query.window
+        )
+        return _newest(found, query.limit)
 
     def social(
         self, symbol: str, as_of: datetime, window: timedelta, limit: int = 50

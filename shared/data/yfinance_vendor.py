@@ -47,6 +47,8 @@ from shared.data.contracts import (
     MarketMovers,
     Mover,
     NewsItem,
+    NewsQuery,
+    NewsSearch,
     Sector,
     SectorPerformance,
     Statement,
@@ -54,8 +56,9 @@ from shared.data.contracts import (
 )
 from shared.data.local import compute_fundamentals
 from shared.errors import InvalidInput, NoData, NotConfigured
+from shared.market.bar_source import BarQuery, BarSource
 from shared.market.bars import Bar, Timeframe, validate_bars
-from shared.market.series import build_series, check_lookback, parse_as_of
+from shared.market.series import build_series, parse_as_of
 from shared.market.yahoo import _to_frame, finished_frame
 
 T = TypeVar("T")
@@ -75,7 +78,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class YFinanceVendor(DataVendor):
+class YFinanceVendor(DataVendor, NewsSearch):
     """Yahoo Finance for OHLCV, news, statements, fundamentals, insider, sectors, movers, indices.
 
     ``module`` replaces the ``yfinance`` import (tests pass a fake); otherwise yfinance
@@ -139,35 +142,28 @@ class YFinanceVendor(DataVendor):
         wanted = Timeframe.parse(timeframe)
         return read_bars(self._bars, self.name, symbol.upper(), wanted, as_of, lookback)
 
-    def news(
-        self,
-        as_of: datetime,
-        window: timedelta,
-        *,
-        symbol: str | None = None,
-        topic: str | None = None,
-        limit: int = 20,
-    ) -> list[NewsItem]:
+    def search_news(self, query: NewsQuery) -> list[NewsItem]:
         """Stories published in ``(as_of - window, as_of]``, newest first: a ticker's news
         for ``symbol`` alone, else a Yahoo search for the topic (and symbol)."""
-        cutoff, ticker = _cutoff(as_of), symbol.upper() if symbol else None
-        since = _since(cutoff, window)
-        if ticker and not topic:
+        cutoff, ticker = _cutoff(query.as_of), query.symbol.upper() if query.symbol else None
+        since = _since(cutoff, query.window)
+        if ticker and not query.topic:
             raw = self._fetch(
                 f"news for {ticker!r}", lambda yf: yf.Ticker(ticker).get_news(count=_NEWS_COUNT)
             )
         else:
-            query = " ".join(part for part in (ticker, topic) if part) or _MARKET_QUERY
+            search = " ".join(part for part in (ticker, query.topic) if part) or _MARKET_QUERY
             raw = self._fetch(
-                f"news for {query!r}", lambda yf: yf.Search(query, news_count=_NEWS_COUNT).news
+                f"news for {search!r}", lambda yf: yf.Search(search, news_count=_NEWS_COUNT).news
             )
-        parsed = (shapes.news_item(item, symbol=ticker, topic=topic) for item in raw or ())
+        parsed = (shapes.news_item(item, symbol=ticker, topic=query.topic) for item in raw or ())
         unique = {item.id: item for item in parsed if item and since < item.published_at <= cutoff}
         if not unique:
             raise NoData(
-                f"Yahoo Finance has no news for {ticker or topic or 'the market'} in the window"
+                f"Yahoo Finance has no news for {ticker or query.topic or 'the market'} in the window"
             )
-        return sorted(unique.values(), key=lambda item: item.published_at, reverse=True)[:limit]
+        newest = sorted(unique.values(), key=lambda item: item.published_at, reverse=True)
+        return newest[: query.limit]
 
     def fundamentals(self, symbol: str, as_of: datetime) -> Fundamentals:
         """``compute_fundamentals`` of the statements public at ``as_of`` and its as-traded close.
@@ -388,7 +384,7 @@ class YFinanceVendor(DataVendor):
 
 
 @dataclass(frozen=True)
-class _YahooBars:
+class _YahooBars(BarSource):
     """Yahoo's bars as a ``BarSource``, so ``read_bars`` applies the rules every vendor shares."""
 
     history: Callable[..., pd.DataFrame]
@@ -397,17 +393,10 @@ class _YahooBars:
     def symbols(self) -> tuple[str, ...]:
         return ()  # any ticker Yahoo knows
 
-    def read(
-        self,
-        symbol: str,
-        timeframe: Timeframe | str,
-        *,
-        as_of: datetime | None = None,
-        lookback: int | None = None,
-    ) -> list[Bar]:
-        """Finished bars labelled at or before ``as_of``, fetched just for that window."""
-        wanted, cutoff = Timeframe.parse(timeframe), _cutoff(as_of)
-        check_lookback(lookback)
+    def read_query(self, query: BarQuery) -> list[Bar]:
+        """Finished bars labelled at or before the cutoff, fetched just for that window."""
+        symbol, wanted, lookback = query.symbol, query.timeframe, query.lookback
+        cutoff = _cutoff(query.cutoff)
 
         def download(base: Timeframe, start: pd.Timestamp | None, end: pd.Timestamp) -> Any:
             start = _EARLIEST if start is None else start

@@ -2,8 +2,9 @@
 
 - ``bars``: the ``Bar`` record, ``Timeframe``, ``validate_bars`` and frame helpers;
   pandas-free at import, so workflow code can use the contract types.
-- ``sources``: the ``BarSource`` interface, ``BundledSource``, ``CsvSource``,
-  ``YFinanceSource`` and ``open_source(name, **options)``.
+- ``bar_source``: the ``BarSource`` interface (one checked ``read``, a ``BarQuery``).
+- ``sources``: ``BundledSource``, ``CsvSource``, ``YFinanceSource`` and
+  ``open_source(name, **options)``.
 - ``files``, ``resample``, ``series``, ``yahoo``: what the sources are built from.
 - ``data/``: the bundled OHLCV files and their ``PROVENANCE.md``.
 """

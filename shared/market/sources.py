@@ -14,25 +14,23 @@ from __future__ import annotations
 
 import functools
 import inspect
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import pandas as pd
 
 from shared.data.real import INDEX_FILES, load_index
 from shared.errors import InvalidInput
+from shared.market.bar_source import BarQuery, BarSource
 from shared.market.bars import Bar, Timeframe
 from shared.market.files import CSV_SUFFIXES, PARQUET_SUFFIXES, is_bar_file, load_bar_file
 from shared.market.resample import bucket_starts
 from shared.market.series import (
     BarSeries,
     build_series,
-    check_lookback,
-    parse_as_of,
     resample_targets,
     unknown_symbol,
 )
@@ -41,33 +39,7 @@ from shared.market.yahoo import YFinanceSource
 DATA_DIR = Path(__file__).with_name("data")
 
 
-@runtime_checkable
-class BarSource(Protocol):
-    """Anything that serves bars by symbol and timeframe, bounded by ``as_of``."""
-
-    def symbols(self) -> tuple[str, ...]:
-        """The symbols ``read`` accepts, upper-case and sorted."""
-        ...
-
-    def read(
-        self,
-        symbol: str,
-        timeframe: Timeframe | str,
-        *,
-        as_of: datetime | None = None,
-        lookback: int | None = None,
-    ) -> list[Bar]:
-        """Bars of ``symbol`` labelled at or before ``as_of`` (None: the latest), oldest first.
-
-        ``lookback`` keeps the last N of them; fewer come back when the data holds
-        fewer (check with ``validate_bars(min_bars=...)``). Raises ``InvalidInput``
-        on ``symbol`` (listing the symbols), ``timeframe`` (listing the supported
-        ones), ``as_of`` (before the data, giving its start) or ``lookback``.
-        """
-        ...
-
-
-class FrameSource(ABC):
+class FrameSource(BarSource):
     """A source holding each symbol's whole history in memory: load once, window per read.
 
     ``series_cache`` maps (symbol, timeframe) to built series; passing a shared
@@ -90,25 +62,14 @@ class FrameSource(ABC):
         frame, base = self._base(self._known(symbol))
         return resample_targets(base, frame.index)
 
-    def read(
-        self,
-        symbol: str,
-        timeframe: Timeframe | str,
-        *,
-        as_of: datetime | None = None,
-        lookback: int | None = None,
-    ) -> list[Bar]:
-        """See ``BarSource.read``."""
-        key = self._known(symbol)
-        wanted = Timeframe.parse(timeframe)
-        cutoff = parse_as_of(as_of)
-        check_lookback(lookback)
+    def read_query(self, query: BarQuery) -> list[Bar]:
+        key, wanted = self._known(query.symbol), query.timeframe
         series = self._series_cache.get((key, wanted))
         if series is None:
             frame, base = self._base(key)
             series = build_series(key, frame, base, wanted)
             self._series_cache[(key, wanted)] = series
-        return series.window(cutoff, lookback)
+        return series.window(query.cutoff, query.lookback)
 
     def _known(self, symbol: str) -> str:
         key = symbol.upper()

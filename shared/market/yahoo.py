@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from types import ModuleType
 from typing import Any
 
 import pandas as pd
 
 from shared.errors import ConfigError, InvalidInput
+from shared.market.bar_source import BarQuery, BarSource
 from shared.market.bars import COLUMNS, Bar, Timeframe, bars_to_frame, validate_bars
 from shared.market.resample import bucket_ends
-from shared.market.series import build_series, check_lookback, parse_as_of, unknown_symbol
+from shared.market.series import build_series, unknown_symbol
 
 _DATED = (Timeframe.D1, Timeframe.W1, Timeframe.MO1)
 """Yahoo labels these by exchange-local midnight; quantdesk by the session date at 00:00 UTC."""
@@ -36,7 +37,7 @@ def import_yfinance() -> ModuleType:
         ) from None
 
 
-class YFinanceSource:
+class YFinanceSource(BarSource):
     """Bars downloaded from Yahoo Finance on every read (no cache, needs the network).
 
     Yahoo has no 4h interval: 4h bars are resampled from 1h ones. Prices are
@@ -55,21 +56,12 @@ class YFinanceSource:
         """The tickers this source is limited to; empty means any ticker Yahoo knows."""
         return self._symbols
 
-    def read(
-        self,
-        symbol: str,
-        timeframe: Timeframe | str,
-        *,
-        as_of: datetime | None = None,
-        lookback: int | None = None,
-    ) -> list[Bar]:
-        """The bars of ``symbol`` labelled at or before ``as_of``, the last ``lookback`` of them."""
-        ticker = symbol.upper()
+    def read_query(self, query: BarQuery) -> list[Bar]:
+        """The bars of the symbol labelled at or before the cutoff, the last ``lookback`` of them."""
+        ticker = query.symbol.upper()
         if self._symbols and ticker not in self._symbols:
-            raise unknown_symbol(symbol, self._symbols)
-        wanted = Timeframe.parse(timeframe)
-        cutoff = parse_as_of(as_of)
-        check_lookback(lookback)
+            raise unknown_symbol(query.symbol, self._symbols)
+        wanted, cutoff, lookback = query.timeframe, query.cutoff, query.lookback
 
         def download(base: Timeframe, start: pd.Timestamp | None, end: pd.Timestamp) -> Any:
             # yfinance takes a start or a period, never both; "max" with an end reads to the end.

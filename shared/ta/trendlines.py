@@ -129,23 +129,12 @@ def _fit(
     tolerance = _usable_tolerance(extent, highest - lowest)
     close_moments = _moments(design, close)
     support_pivot, resistance_pivot = _pivots(design, close, low, high, close_moments, extent)
-    support = _fit_line(
-        low,
-        close_moments if low is close else _moments(design, low),
-        support_pivot,
-        tolerance,
-        reciprocals,
-        support=True,
-    )
-    resistance = _fit_line(
-        high,
-        close_moments if high is close else _moments(design, high),
-        resistance_pivot,
-        tolerance,
-        reciprocals,
-        support=False,
-    )
-    return support, resistance
+
+    def fit(y: np.ndarray, pivot: int, *, support: bool) -> _Line:
+        moments = close_moments if y is close else _moments(design, y)
+        return _fit_line(y, moments, pivot, tolerance, reciprocals, support=support)
+
+    return fit(low, support_pivot, support=True), fit(high, resistance_pivot, support=False)
 
 
 @lru_cache(maxsize=64)

@@ -36,6 +36,8 @@ from shared.data.contracts import (
     MarketMovers,
     Mover,
     NewsItem,
+    NewsQuery,
+    NewsSearch,
     Sector,
     SectorPerformance,
     SocialPost,
@@ -75,7 +77,7 @@ def _listings() -> tuple[Listing, ...]:
     return tuple(listings(frozenset(REAL_INDICES)))
 
 
-class SimVendor(DataVendor):
+class SimVendor(DataVendor, NewsSearch):
     """The simulated market of ``seed`` over ``start``..``end`` (real S&P 500 sessions).
 
     Generated on first read and shared by every vendor of the same arguments in
@@ -122,32 +124,27 @@ class SimVendor(DataVendor):
             raise NoData(f"sim has no complete {wanted} bar of {key} by {as_of.isoformat()}")
         return series.window(cutoff, lookback)
 
-    def news(
-        self,
-        as_of: datetime,
-        window: timedelta,
-        *,
-        symbol: str | None = None,
-        topic: str | None = None,
-        limit: int = 20,
-    ) -> list[NewsItem]:
+    def search_news(self, query: NewsQuery) -> list[NewsItem]:
         """News published in (as_of - window, as_of], about ``symbol`` and/or ``topic``."""
         keys: list[Hashable] = []
         what = "news"
-        if symbol is not None:
-            keys.append(("symbol", _COLUMN[self._symbol(symbol)]))
-            what += f" about {symbol.upper()}"
-        if topic is not None:
-            if topic not in ALL_TOPICS:
+        if query.symbol is not None:
+            keys.append(("symbol", _COLUMN[self._symbol(query.symbol)]))
+            what += f" about {query.symbol.upper()}"
+        if query.topic is not None:
+            if query.topic not in ALL_TOPICS:
                 raise InvalidInput(
-                    "topic", f"unknown topic {topic!r}", fix=f"Use one of: {', '.join(ALL_TOPICS)}."
+                    "topic",
+                    f"unknown topic {query.topic!r}",
+                    fix=f"Use one of: {', '.join(ALL_TOPICS)}.",
                 )
-            keys.append(("topic", topic))
-            what += f" on {topic}"
-        upto, after = self._window(as_of, window)
+            keys.append(("topic", query.topic))
+            what += f" on {query.topic}"
+        upto, after = self._window(query.as_of, query.window)
         table = self.world.news
         found = [table.rows(key, upto, after) for key in keys or [ALL]]
-        picked = self._newest(functools.reduce(np.intersect1d, found), limit, what, as_of, window)
+        matching = functools.reduce(np.intersect1d, found)
+        picked = self._newest(matching, query.limit, what, query.as_of, query.window)
         return [news_item(table, row, self.world.books, self.seed) for row in picked]
 
     def social(
