@@ -17,6 +17,7 @@ import typer
 from cli.exit import fail_on_quantdesk_errors, finish
 from shared.config import load_settings
 from shared.market.bars import Timeframe
+from shared.memory import MemoryRole
 
 
 class ChartForm(StrEnum):
@@ -37,6 +38,9 @@ def show(
     ),
     as_of: datetime | None = typer.Option(None, help="analysis time, UTC (default: latest bar)"),
     timeframe: Timeframe | None = typer.Option(None, help="QuantAgent: bar length (default 1d)"),
+    role: MemoryRole | None = typer.Option(
+        None, help="reflector: the role whose decision is graded (default portfolio_manager)"
+    ),
     chart_input: ChartForm | None = typer.Option(
         None,
         help="pattern/trend agent: image (default, a vision model) or text (a model without)",
@@ -56,6 +60,7 @@ def show(
             symbol=symbol,
             timeframe=timeframe,
             chart_input=chart_input.value if chart_input else None,
+            role=role,
         )
         services = ToolServices(router=build_router(load_settings()))
         print(render_rehearsed(preview(request, services)), end="")

@@ -19,8 +19,10 @@ from datetime import datetime
 from typing import Any
 
 from activities.market import LoadBarsRequest, PatternScanRequest, read_window, scan_patterns
+from cli.prompt_reflection import rehearse_reflector
 from shared.agents import quantagent as qa
 from shared.agents import quantagent_agents as agents
+from shared.agents import reflector
 from shared.agents.pipeline.rehearsal import rehearse
 from shared.agents.pipeline.roles import GROUPS as PIPELINE_GROUPS
 from shared.agents.rehearsed import Rehearsed, nothing_seen, offline_tool_run
@@ -32,6 +34,7 @@ from shared.data.analysis_time import analysis_time
 from shared.errors import InvalidInput
 from shared.llm.providers import LlmRole
 from shared.market.bars import Timeframe
+from shared.memory import MemoryRole
 from shared.storage.buckets import CHARTS_BUCKET
 from shared.storage.objects import ObjectRef
 from shared.ta.trend_summary import summarize_trendlines
@@ -59,10 +62,11 @@ class PromptRequest:
     symbol: str | None = None
     timeframe: Timeframe | None = None
     chart_input: ChartInput | None = None
+    role: MemoryRole | None = None
 
     def given(self) -> dict[str, Any]:
         """The flags given, by field name."""
-        fields = ("as_of", "symbol", "timeframe", "chart_input")
+        fields = ("as_of", "symbol", "timeframe", "chart_input", "role")
         return {name: getattr(self, name) for name in fields if getattr(self, name) is not None}
 
 
@@ -84,6 +88,12 @@ def _scan(request: PromptRequest, services: ToolServices) -> Rehearsed:
     from workflows.scan import CLOCK_SYMBOL
 
     return rehearse_scan(request.agent, _when(services, CLOCK_SYMBOL, request.as_of), services)
+
+
+def _reflector(request: PromptRequest, services: ToolServices) -> Rehearsed:
+    symbol = (request.symbol or "GOOG").strip().upper()
+    role = request.role or MemoryRole.PORTFOLIO_MANAGER
+    return rehearse_reflector(symbol, _when(services, symbol, request.as_of), role, services)
 
 
 def _chart(name: str) -> ObjectRef:
@@ -172,6 +182,10 @@ FLOWS: tuple[tuple[tuple[str, ...], Flow], ...] = (
             frozenset({"as_of", "symbol", "timeframe", "chart_input"}),
             {"chart_input": frozenset({agents.PATTERN.name, agents.TREND.name})},
         ),
+    ),
+    (
+        (reflector.SPEC.group,),
+        Flow("Reflect", _reflector, frozenset({"as_of", "symbol", "role"})),
     ),
 )
 

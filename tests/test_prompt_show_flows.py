@@ -1,4 +1,4 @@
-"""``quantdesk prompt show`` for the QuantAgent's and the Scan's agents: the prompt printed is
+"""``quantdesk prompt show`` for the QuantAgent, Scan and reflector agents: the prompt printed is
 the one the workflow's request carries for the inputs its run builds as of T.
 
 Data: the default routes over an empty local folder (bundled prices, the sim vendor for the
@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 
 from activities.market import LoadBarsRequest, read_window
+from activities.reflection import DEFAULT_HORIZON_BARS
 from cli.prompt_preview import PromptRequest, preview
 from shared.agents import quantagent as qa
 from shared.agents import quantagent_agents as agents
 from shared.agents.prompt_text import render_prompt
+from shared.agents.reflection import ReflectionInputs
 from shared.agents.rehearsed import Rehearsed, nothing_seen, render_rehearsed
 from shared.agents.scan.facts import top_sectors
 from shared.agents.scan.roles import AGENTS as SCAN_AGENTS
@@ -28,6 +30,7 @@ from shared.data.factory import build_router
 from shared.errors import InvalidInput
 from shared.llm.contracts import LlmChoice
 from shared.market.bars import Bar, Timeframe
+from shared.memory import MemoryRole
 from shared.tools.registry import ToolServices
 from workflows.llm_calls import agent_request
 from workflows.quantagent import DEFAULT_LOOKBACK, MIN_BARS
@@ -143,6 +146,8 @@ def test_the_deep_dive_digs_into_the_sectors_the_sector_scanner_read(
         ("macro_synthesis", "symbol", "GOOG"),
         ("decision_agent", "chart_input", "text"),
         ("bull_researcher", "timeframe", Timeframe.H1),
+        ("bull_researcher", "role", MemoryRole.BULL),
+        ("reflector", "timeframe", Timeframe.D1),
     ],
 )
 def test_a_flag_the_agent_does_not_take_is_refused_by_name(
@@ -180,3 +185,19 @@ def test_prompt_show_refuses_a_flag_the_agent_does_not_take(tmp_path: Path) -> N
 
     assert done.returncode == 1
     assert "sector_scanner (Scan) takes no --symbol" in done.stderr
+
+
+@pytest.mark.parametrize("role", [MemoryRole.PORTFOLIO_MANAGER, MemoryRole.BULL])
+def test_the_reflector_grades_an_offline_decision_whose_horizon_ended_by_t(
+    role: MemoryRole, services: ToolServices
+) -> None:
+    rehearsed, shown = _shown("reflector", services, role=role)
+
+    _assert_printed_as_requested(rehearsed, shown)
+    inputs = rehearsed.inputs
+    assert isinstance(inputs, ReflectionInputs)
+    assert inputs.role is role
+    assert inputs.outcome.end == AS_OF and inputs.outcome.start < AS_OF
+    assert inputs.outcome.horizon_bars == DEFAULT_HORIZON_BARS
+    decided = rehearsed.offline_upstream
+    assert decided[-1] == "portfolio_manager" and "bull_researcher" in decided

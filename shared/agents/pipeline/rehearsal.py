@@ -38,7 +38,7 @@ from shared.errors import InvalidInput
 from shared.llm.contracts import ToolResult
 from shared.tools.registry import ToolServices
 
-__all__ = ["Rehearsed", "analyst_offline", "rehearse", "render_rehearsed"]
+__all__ = ["Rehearsed", "analyst_offline", "offline_run", "rehearse", "render_rehearsed"]
 
 Step = tuple[AgentSpec[Any, Any], BaseModel]
 
@@ -102,6 +102,12 @@ def _turns(
         yield spec, inputs
         transcript.append(spec.answer_offline(inputs, nothing_seen(spec)))
     return transcript
+
+
+def offline_run(symbol: str, as_of: datetime, services: ToolServices) -> dict[str, BaseModel]:
+    """Every agent's inputs in an offline run of ``symbol`` as of ``as_of``, by agent name, in
+    the run's order (after a critical abort: the analysts and the portfolio manager)."""
+    return {spec.name: inputs for spec, inputs in _walk(symbol.strip().upper(), as_of, services)}
 
 
 def rehearse(agent: str, symbol: str, as_of: datetime, services: ToolServices) -> Rehearsed:
