@@ -38,6 +38,9 @@ def show(
     ),
     as_of: datetime | None = typer.Option(None, help="analysis time, UTC (default: latest bar)"),
     timeframe: Timeframe | None = typer.Option(None, help="QuantAgent: bar length (default 1d)"),
+    book: str | None = typer.Option(
+        None, help="Portfolio: a book in the project's database, read-only (default: a fresh one)"
+    ),
     role: MemoryRole | None = typer.Option(
         None, help="reflector: the role whose decision is graded (default portfolio_manager)"
     ),
@@ -61,6 +64,7 @@ def show(
             timeframe=timeframe,
             chart_input=chart_input.value if chart_input else None,
             role=role,
+            book=book,
         )
         services = ToolServices(router=build_router(load_settings()))
         print(render_rehearsed(preview(request, services)), end="")

@@ -19,17 +19,20 @@ from datetime import datetime
 from typing import Any
 
 from activities.market import LoadBarsRequest, PatternScanRequest, read_window, scan_patterns
+from cli.prompt_portfolio import rehearse_portfolio
 from cli.prompt_reflection import rehearse_reflector
 from shared.agents import quantagent as qa
 from shared.agents import quantagent_agents as agents
 from shared.agents import reflector
 from shared.agents.pipeline.rehearsal import rehearse
 from shared.agents.pipeline.roles import GROUPS as PIPELINE_GROUPS
+from shared.agents.portfolio.roles import PORTFOLIO_GROUP
 from shared.agents.rehearsed import Rehearsed, nothing_seen, offline_tool_run
 from shared.agents.scan.rehearsal import rehearse_scan
 from shared.agents.scan.roles import GROUPS as SCAN_GROUPS
 from shared.agents.spec import AGENT_SPECS, AgentSpec, agent_spec
 from shared.charts.candles import chart_window
+from shared.config import load_settings
 from shared.data.analysis_time import analysis_time
 from shared.errors import InvalidInput
 from shared.llm.providers import LlmRole
@@ -47,6 +50,7 @@ from workflows.quantagent import (
     chart_inputs,
     indicator_inputs,
 )
+from workflows.scan import CLOCK_SYMBOL
 
 TEXT_NOTE = "charts as text: read by the quick model (or the run's vision_model if named)"
 CHART_KEY = "quantagent/<workflow id>/<run id>/{}.png"
@@ -63,10 +67,11 @@ class PromptRequest:
     timeframe: Timeframe | None = None
     chart_input: ChartInput | None = None
     role: MemoryRole | None = None
+    book: str | None = None
 
     def given(self) -> dict[str, Any]:
         """The flags given, by field name."""
-        fields = ("as_of", "symbol", "timeframe", "chart_input", "role")
+        fields = ("as_of", "symbol", "timeframe", "chart_input", "role", "book")
         return {name: getattr(self, name) for name in fields if getattr(self, name) is not None}
 
 
@@ -85,9 +90,13 @@ def _pipeline(request: PromptRequest, services: ToolServices) -> Rehearsed:
 
 def _scan(request: PromptRequest, services: ToolServices) -> Rehearsed:
     # A Scan's clock is its technology ETF's latest daily bar (``ScanWorkflow``).
-    from workflows.scan import CLOCK_SYMBOL
-
     return rehearse_scan(request.agent, _when(services, CLOCK_SYMBOL, request.as_of), services)
+
+
+def _portfolio(request: PromptRequest, services: ToolServices) -> Rehearsed:
+    # As of AutoRun's Scan: the Scan's clock.
+    when = _when(services, CLOCK_SYMBOL, request.as_of)
+    return rehearse_portfolio(request.agent, when, request.book, load_settings(), services)
 
 
 def _reflector(request: PromptRequest, services: ToolServices) -> Rehearsed:
@@ -183,6 +192,7 @@ FLOWS: tuple[tuple[tuple[str, ...], Flow], ...] = (
             {"chart_input": frozenset({agents.PATTERN.name, agents.TREND.name})},
         ),
     ),
+    ((PORTFOLIO_GROUP,), Flow("Portfolio", _portfolio, frozenset({"as_of", "book"}))),
     (
         (reflector.SPEC.group,),
         Flow("Reflect", _reflector, frozenset({"as_of", "symbol", "role"})),
