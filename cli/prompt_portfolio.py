@@ -50,7 +50,7 @@ from shared.agents.portfolio.inputs import (
     holding_views,
 )
 from shared.agents.portfolio.schemas import HoldingsReview
-from shared.agents.rehearsed import Rehearsed, nothing_seen, offline_tool_run
+from shared.agents.rehearsed import Rehearsed, offline_answer, offline_tool_run
 from shared.agents.scan import macro_synthesis
 from shared.agents.scan.inputs import SynthesisInputs
 from shared.agents.scan.rehearsal import rehearse_scan
@@ -111,7 +111,7 @@ def _pipeline_decision(symbol: str, as_of: datetime, services: ToolServices) -> 
     """``symbol``'s offline Pipeline decision as of ``as_of``, compact as AutoRun passes it."""
     managed = offline_run(symbol, as_of, services)[portfolio_manager.SPEC.name]
     assert isinstance(managed, ManagerInputs)
-    decision = portfolio_manager.SPEC.answer_offline(managed, nothing_seen(portfolio_manager.SPEC))
+    decision = offline_answer(portfolio_manager.SPEC, managed)
     key = f"pipeline/<workflow id>/<run id>/{symbol}/report.md"
     report = StoredReport(report=ObjectRef(bucket=REPORTS_BUCKET, key=key), url="", size_bytes=0)
     return TickerDecision.of(_PipelineOutcome(symbol, as_of, decision, report))
@@ -186,7 +186,7 @@ def rehearse_portfolio(
             )
         return Rehearsed(holdings_reviewer.SPEC, review_inputs, (), NOTES)
     review = (
-        holdings_reviewer.SPEC.answer_offline(review_inputs, nothing_seen(holdings_reviewer.SPEC))
+        offline_answer(holdings_reviewer.SPEC, review_inputs)
         if holdings
         else HoldingsReview(verdicts=[], summary="The book holds no positions.")
     )
@@ -208,12 +208,8 @@ def rehearse_portfolio(
         candidates=views,
         risk=risk,
         review=review,
-        macro=macro_summarizer.SPEC.answer_offline(
-            macro_inputs, nothing_seen(macro_summarizer.SPEC)
-        ),
-        micro=micro_summarizer.SPEC.answer_offline(
-            micro_inputs, nothing_seen(micro_summarizer.SPEC)
-        ),
+        macro=offline_answer(macro_summarizer.SPEC, macro_inputs),
+        micro=offline_answer(micro_summarizer.SPEC, micro_inputs),
     )
     upstream += [macro_summarizer.SPEC.name, micro_summarizer.SPEC.name]
     return Rehearsed(book_manager.SPEC, pm, tuple(upstream), NOTES)

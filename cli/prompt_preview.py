@@ -27,7 +27,7 @@ from shared.agents import reflector
 from shared.agents.pipeline.rehearsal import rehearse
 from shared.agents.pipeline.roles import GROUPS as PIPELINE_GROUPS
 from shared.agents.portfolio.roles import PORTFOLIO_GROUP
-from shared.agents.rehearsed import Rehearsed, nothing_seen, offline_tool_run
+from shared.agents.rehearsed import Rehearsed, offline_answer, offline_tool_run
 from shared.agents.scan.rehearsal import rehearse_scan
 from shared.agents.scan.roles import GROUPS as SCAN_GROUPS
 from shared.agents.spec import AGENT_SPECS, AgentSpec, agent_spec
@@ -159,8 +159,8 @@ def _quantagent(request: PromptRequest, services: ToolServices) -> Rehearsed:
         symbol=loaded.symbol,
         timeframe=timeframe.value,
         indicator_report=agents.INDICATOR.as_text(report),
-        pattern_report=agents.PATTERN.answer_offline(pattern, nothing_seen(agents.PATTERN)),
-        trend_report=agents.TREND.answer_offline(trend, nothing_seen(agents.TREND)),
+        pattern_report=offline_answer(agents.PATTERN, pattern),
+        trend_report=offline_answer(agents.TREND, trend),
         indicator_outputs={
             p["indicator"]: p for p in (json.loads(r.content) for r in results if r.ok)
         },

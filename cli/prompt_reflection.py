@@ -24,7 +24,7 @@ from shared.agents.pipeline.inputs import ManagerInputs
 from shared.agents.pipeline.rehearsal import offline_run
 from shared.agents.pipeline.roles import ANALYST_SPECS
 from shared.agents.reflection import ReflectionInputs, stance_of
-from shared.agents.rehearsed import Rehearsed, nothing_seen
+from shared.agents.rehearsed import Rehearsed, offline_answer
 from shared.data.contracts import DataKind
 from shared.errors import InvalidInput
 from shared.llm.contracts import LlmChoice
@@ -73,9 +73,7 @@ def rehearse_reflector(
         research_plan=managed.research_plan,
         proposal=managed.proposal,
         risk_transcript=managed.transcript,
-        decision=portfolio_manager.SPEC.answer_offline(
-            managed, nothing_seen(portfolio_manager.SPEC)
-        ),
+        decision=offline_answer(portfolio_manager.SPEC, managed),
     )
     decisions = state.role_decisions()
     given = decisions.get(role)

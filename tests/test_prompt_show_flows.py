@@ -7,9 +7,6 @@ rest), GOOG / the Scan as of 2012-06-01, no network, no Temporal server.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,6 +29,7 @@ from shared.llm.contracts import LlmChoice
 from shared.market.bars import Bar, Timeframe
 from shared.memory import MemoryRole
 from shared.tools.registry import ToolServices
+from tests.golden_prompts import prompt_show
 from workflows.llm_calls import agent_request
 from workflows.quantagent import DEFAULT_LOOKBACK, MIN_BARS
 
@@ -160,28 +158,17 @@ def test_a_flag_the_agent_does_not_take_is_refused_by_name(
     assert "Drop" in str(refused.value)
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "QUANTDESK_DATA_DIR": str(tmp_path),
-        "QUANTDESK_TEMPORAL__ADDRESS": "127.0.0.1:9",  # nothing listens: nothing may connect
-        "PYTHONPATH": str(ROOT),
-    }
-    command = [sys.executable, "-m", "cli.main", "prompt", "show", *args]
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-
-
 def test_prompt_show_prints_a_quantagent_prompt_in_text_mode(
     tmp_path: Path, services: ToolServices
 ) -> None:
-    done = _cli(tmp_path, "pattern_agent", "--as-of", "2012-06-01", "--chart-input", "text")
+    done = prompt_show(tmp_path, "pattern_agent", "--as-of", "2012-06-01", "--chart-input", "text")
 
     assert done.returncode == 0, done.stderr
     assert done.stdout == _shown(agents.PATTERN.name, services, chart_input="text")[1]
 
 
 def test_prompt_show_refuses_a_flag_the_agent_does_not_take(tmp_path: Path) -> None:
-    done = _cli(tmp_path, "sector_scanner", "--symbol", "GOOG")
+    done = prompt_show(tmp_path, "sector_scanner", "--symbol", "GOOG")
 
     assert done.returncode == 1
     assert "sector_scanner (Scan) takes no --symbol" in done.stderr

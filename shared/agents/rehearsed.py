@@ -56,6 +56,11 @@ def nothing_seen(spec: AgentSpec[Any, Any]) -> OfflineInput:
     return read_request(ChatRequest(agent=spec.name, messages=[]))
 
 
+def offline_answer(spec: AgentSpec[InputsT, OutputT], inputs: InputsT) -> OutputT:
+    """What ``spec``'s offline rule answers from ``inputs`` alone (an agent without tools)."""
+    return spec.answer_offline(inputs, nothing_seen(spec))
+
+
 def offline_tool_run(
     spec: AgentSpec[InputsT, OutputT],
     inputs: InputsT,

@@ -32,7 +32,7 @@ from shared.agents.pipeline.kinds import AnalystKind
 from shared.agents.pipeline.prompts import DEBATER_BRIEFS
 from shared.agents.pipeline.roles import AGENTS, ANALYST_SPECS, GROUPS, speaking_order
 from shared.agents.pipeline.schemas import AnalystReport, Debate, DebateTurn
-from shared.agents.rehearsed import Rehearsed, nothing_seen, offline_tool_run, render_rehearsed
+from shared.agents.rehearsed import Rehearsed, offline_answer, offline_tool_run, render_rehearsed
 from shared.agents.spec import AgentSpec, agent_spec
 from shared.errors import InvalidInput
 from shared.llm.contracts import ToolResult
@@ -71,10 +71,10 @@ def _walk(symbol: str, as_of: datetime, services: ToolServices) -> Iterator[Step
         research = yield from _turns(Debate.RESEARCH, symbol, given, None)
         judged = ManagerInputs(symbol=symbol, reports=given, transcript=research)
         yield research_manager.SPEC, judged
-        plan = research_manager.SPEC.answer_offline(judged, nothing_seen(research_manager.SPEC))
+        plan = offline_answer(research_manager.SPEC, judged)
         ordered = TraderInputs.of(symbol, given, plan, price)
         yield trader.SPEC, ordered
-        proposal = trader.SPEC.answer_offline(ordered, nothing_seen(trader.SPEC))
+        proposal = offline_answer(trader.SPEC, ordered)
         risk = yield from _turns(Debate.RISK, symbol, given, proposal)
         decided = ManagerInputs(
             symbol=symbol,
@@ -100,7 +100,7 @@ def _turns(
             symbol=symbol, reports=reports, transcript=list(transcript), proposal=proposal
         )
         yield spec, inputs
-        transcript.append(spec.answer_offline(inputs, nothing_seen(spec)))
+        transcript.append(offline_answer(spec, inputs))
     return transcript
 
 
