@@ -66,6 +66,7 @@ def show(
             role=role,
             book=book,
         )
-        services = ToolServices(router=build_router(load_settings()))
-        print(render_rehearsed(preview(request, services)), end="")
+        settings = load_settings()
+        services = ToolServices(router=build_router(settings))
+        print(render_rehearsed(preview(request, settings, services)), end="")
     finish(0)

@@ -1,60 +1,44 @@
-"""Each flow's agents rehearsed for ``quantdesk prompt show``: which flags a flow takes, and
-the QuantAgent's inputs as its workflow builds them.
+"""Which flow ``quantdesk prompt show`` rehearses an agent in, and the flags each flow takes.
 
-A flow reads only what its run reads, strictly as of the analysis time: the Pipeline
-(``shared.agents.pipeline.rehearsal``) and the Scan (``shared.agents.scan.rehearsal``)
-through the configured data routes, QuantAgent through the bar source its run reads
-(``activities.market.read_window``, what the ``load_bars`` activity returns). The
-QuantAgent's chart agents are shown the chart image by default, as a vision model
-is: the PNG a run renders and stores is named by the key it would have; ``text``
-shows the bars and measurements a model without vision reads instead.
+Each flow's run is rehearsed offline up to the agent, reading only what the run reads,
+strictly as of the analysis time: the Pipeline (``shared.agents.pipeline.rehearsal``)
+and the Scan (``shared.agents.scan.rehearsal``) through the configured data routes,
+QuantAgent (``cli.prompt_quantagent``) through its bar source, the Portfolio
+(``cli.prompt_portfolio``) over AutoRun's feed and a book read read-only, the reflector
+(``cli.prompt_reflection``) over an offline decision whose horizon ended by T.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from activities.market import LoadBarsRequest, PatternScanRequest, read_window, scan_patterns
 from cli.prompt_portfolio import rehearse_portfolio
+from cli.prompt_quantagent import rehearse_quantagent
 from cli.prompt_reflection import rehearse_reflector
-from shared.agents import quantagent as qa
 from shared.agents import quantagent_agents as agents
 from shared.agents import reflector
 from shared.agents.pipeline.rehearsal import rehearse
 from shared.agents.pipeline.roles import GROUPS as PIPELINE_GROUPS
 from shared.agents.portfolio.roles import PORTFOLIO_GROUP
-from shared.agents.rehearsed import Rehearsed, offline_answer, offline_tool_run
+from shared.agents.rehearsed import Rehearsed
 from shared.agents.scan.rehearsal import rehearse_scan
 from shared.agents.scan.roles import GROUPS as SCAN_GROUPS
 from shared.agents.spec import AGENT_SPECS, AgentSpec, agent_spec
-from shared.charts.candles import chart_window
-from shared.config import load_settings
+from shared.config import Settings
 from shared.data.analysis_time import analysis_time
 from shared.errors import InvalidInput
-from shared.llm.providers import LlmRole
 from shared.market.bars import Timeframe
 from shared.memory import MemoryRole
-from shared.storage.buckets import CHARTS_BUCKET
-from shared.storage.objects import ObjectRef
-from shared.ta.trend_summary import summarize_trendlines
 from shared.tools.registry import ToolServices
 from workflows.quantagent import (
-    DEFAULT_LOOKBACK,
-    MIN_BARS,
     ChartInput,
-    ChartReader,
-    chart_inputs,
-    indicator_inputs,
 )
 from workflows.scan import CLOCK_SYMBOL
 
-TEXT_NOTE = "charts as text: read by the quick model (or the run's vision_model if named)"
-CHART_KEY = "quantagent/<workflow id>/<run id>/{}.png"
-"""Where a run stores a chart (``run_key_prefix``): the ids exist only once a run starts."""
+DEFAULT_SYMBOL = "GOOG"
 
 
 @dataclass(frozen=True)
@@ -74,8 +58,12 @@ class PromptRequest:
         fields = ("as_of", "symbol", "timeframe", "chart_input", "role", "book")
         return {name: getattr(self, name) for name in fields if getattr(self, name) is not None}
 
+    def ticker(self) -> str:
+        """The symbol given, else the default one, as a run spells it."""
+        return (self.symbol or DEFAULT_SYMBOL).strip().upper()
 
-Preview = Callable[[PromptRequest, ToolServices], Rehearsed]
+
+Preview = Callable[[PromptRequest, Settings, ToolServices], Rehearsed]
 
 
 def _when(services: ToolServices, symbol: str, as_of: datetime | None) -> datetime:
@@ -83,90 +71,37 @@ def _when(services: ToolServices, symbol: str, as_of: datetime | None) -> dateti
     return analysis_time(services.router, symbol, as_of).as_of
 
 
-def _pipeline(request: PromptRequest, services: ToolServices) -> Rehearsed:
-    symbol = (request.symbol or "GOOG").strip().upper()
+def _pipeline(request: PromptRequest, settings: Settings, services: ToolServices) -> Rehearsed:
+    symbol = request.ticker()
     return rehearse(request.agent, symbol, _when(services, symbol, request.as_of), services)
 
 
-def _scan(request: PromptRequest, services: ToolServices) -> Rehearsed:
+def _scan(request: PromptRequest, settings: Settings, services: ToolServices) -> Rehearsed:
     # A Scan's clock is its technology ETF's latest daily bar (``ScanWorkflow``).
     return rehearse_scan(request.agent, _when(services, CLOCK_SYMBOL, request.as_of), services)
 
 
-def _portfolio(request: PromptRequest, services: ToolServices) -> Rehearsed:
+def _portfolio(request: PromptRequest, settings: Settings, services: ToolServices) -> Rehearsed:
     # As of AutoRun's Scan: the Scan's clock.
     when = _when(services, CLOCK_SYMBOL, request.as_of)
-    return rehearse_portfolio(request.agent, when, request.book, load_settings(), services)
+    return rehearse_portfolio(request.agent, when, request.book, settings, services)
 
 
-def _reflector(request: PromptRequest, services: ToolServices) -> Rehearsed:
-    symbol = (request.symbol or "GOOG").strip().upper()
+def _quantagent(request: PromptRequest, settings: Settings, services: ToolServices) -> Rehearsed:
+    return rehearse_quantagent(
+        request.agent,
+        request.ticker(),
+        request.timeframe or Timeframe.D1,
+        request.as_of,
+        request.chart_input or "image",
+        services,
+    )
+
+
+def _reflector(request: PromptRequest, settings: Settings, services: ToolServices) -> Rehearsed:
+    symbol = request.ticker()
     role = request.role or MemoryRole.PORTFOLIO_MANAGER
     return rehearse_reflector(symbol, _when(services, symbol, request.as_of), role, services)
-
-
-def _chart(name: str) -> ObjectRef:
-    return ObjectRef(bucket=CHARTS_BUCKET, key=CHART_KEY.format(name), content_type="image/png")
-
-
-def _quantagent(request: PromptRequest, services: ToolServices) -> Rehearsed:
-    """QuantAgent's agent over the window its run loads (the bundled bars by default): the
-    three branches as its workflow builds them, the decision over their offline reports."""
-    timeframe = request.timeframe or Timeframe.D1
-    loaded = read_window(
-        LoadBarsRequest(
-            symbol=(request.symbol or "GOOG").strip(),
-            timeframe=timeframe,
-            as_of=request.as_of,
-            lookback=DEFAULT_LOOKBACK,
-            min_bars=MIN_BARS,
-        )
-    )
-    vision = request.chart_input != "text"
-    reader = ChartReader(
-        input="image" if vision else "text", role=LlmRole.VISION if vision else LlmRole.QUICK
-    )
-    notes = (
-        f"bars: {len(loaded.bars)} {timeframe.value} bars of {loaded.symbol} "
-        f"up to {loaded.bars[-1].time.isoformat()} (bundled source)",
-        *([] if vision else [TEXT_NOTE]),
-    )
-    window = loaded.bars[-qa.PATTERN_WINDOW :]
-    pattern = chart_inputs(
-        loaded,
-        timeframe,
-        reader,
-        _chart("pattern_chart"),
-        window,
-        patterns=scan_patterns(PatternScanRequest(bars=window)).matches,
-    )
-    if request.agent == agents.PATTERN.name:
-        return Rehearsed(agents.PATTERN, pattern, (), notes)
-    window = loaded.bars[-qa.TREND_WINDOW :]
-    frame = chart_window(window, qa.TREND_WINDOW)
-    lines = summarize_trendlines(frame["high"], frame["low"], frame["close"])
-    trend = chart_inputs(loaded, timeframe, reader, _chart("trend_chart"), window, trendlines=lines)
-    if request.agent == agents.TREND.name:
-        return Rehearsed(agents.TREND, trend, (), notes)
-    indicator = indicator_inputs(loaded, timeframe)
-    if request.agent == agents.INDICATOR.name:
-        return Rehearsed(agents.INDICATOR, indicator, (), notes)
-    bars = [bar.model_dump(mode="json") for bar in loaded.bars]
-    report, results = offline_tool_run(
-        agents.INDICATOR, indicator, services, {"bars": bars}, hidden=("bars",)
-    )
-    decision = qa.DecisionInputs(
-        symbol=loaded.symbol,
-        timeframe=timeframe.value,
-        indicator_report=agents.INDICATOR.as_text(report),
-        pattern_report=offline_answer(agents.PATTERN, pattern),
-        trend_report=offline_answer(agents.TREND, trend),
-        indicator_outputs={
-            p["indicator"]: p for p in (json.loads(r.content) for r in results if r.ok)
-        },
-    )
-    upstream = tuple(spec.name for spec in agents.QUANTAGENT if spec is not agents.DECISION)
-    return Rehearsed(agents.DECISION, decision, upstream, notes)
 
 
 @dataclass(frozen=True)
@@ -218,7 +153,7 @@ def flow_of(spec: AgentSpec[Any, Any]) -> Flow:
     )
 
 
-def preview(request: PromptRequest, services: ToolServices) -> Rehearsed:
+def preview(request: PromptRequest, settings: Settings, services: ToolServices) -> Rehearsed:
     """``request.agent``'s inputs as its flow's run builds them; a flag the agent does not
     take is refused, naming it and the flags it does take."""
     flow = flow_of(agent_spec(request.agent))
@@ -235,4 +170,4 @@ def preview(request: PromptRequest, services: ToolServices) -> Rehearsed:
                 f"{request.agent} ({flow.name}) takes no {_flag(name)}",
                 fix=f"Drop {_flag(name)}; {request.agent} takes {', '.join(takes)}.",
             )
-    return flow.preview(request, services)
+    return flow.preview(request, settings, services)

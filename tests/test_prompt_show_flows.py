@@ -7,6 +7,7 @@ rest), GOOG / the Scan as of 2012-06-01, no network, no Temporal server.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,10 +20,10 @@ from shared.agents import quantagent as qa
 from shared.agents import quantagent_agents as agents
 from shared.agents.prompt_text import render_prompt
 from shared.agents.reflection import ReflectionInputs
-from shared.agents.rehearsed import Rehearsed, nothing_seen, render_rehearsed
+from shared.agents.rehearsed import Rehearsed, offline_answer, render_rehearsed
 from shared.agents.scan.facts import top_sectors
 from shared.agents.scan.roles import AGENTS as SCAN_AGENTS
-from shared.config import load_settings
+from shared.config import Settings, load_settings
 from shared.data.factory import build_router
 from shared.errors import InvalidInput
 from shared.llm.contracts import LlmChoice
@@ -37,14 +38,23 @@ ROOT = Path(__file__).resolve().parent.parent
 AS_OF = datetime(2012, 6, 1, tzinfo=UTC)
 
 
+@dataclass(frozen=True)
+class Desk:
+    """The settings and the tools' services a run of this machine reads through."""
+
+    settings: Settings
+    services: ToolServices
+
+
 @pytest.fixture(scope="module")
-def services(tmp_path_factory: pytest.TempPathFactory) -> ToolServices:
-    folder = tmp_path_factory.mktemp("prompt-data")
-    return ToolServices(router=build_router(load_settings(data_dir=folder)))
+def desk(tmp_path_factory: pytest.TempPathFactory) -> Desk:
+    settings = load_settings(data_dir=tmp_path_factory.mktemp("prompt-data"))
+    return Desk(settings, ToolServices(router=build_router(settings)))
 
 
-def _shown(agent: str, services: ToolServices, **flags: object) -> tuple[Rehearsed, str]:
-    rehearsed = preview(PromptRequest(agent=agent, as_of=AS_OF, **flags), services)  # type: ignore[arg-type]
+def _shown(agent: str, desk: Desk, **flags: object) -> tuple[Rehearsed, str]:
+    request = PromptRequest(agent=agent, as_of=AS_OF, **flags)  # type: ignore[arg-type]
+    rehearsed = preview(request, desk.settings, desk.services)
     return rehearsed, render_rehearsed(rehearsed)
 
 
@@ -71,17 +81,15 @@ def _window() -> list[Bar]:
 
 
 @pytest.mark.parametrize("agent", [spec.name for spec in agents.QUANTAGENT])
-def test_a_quantagent_prompt_is_the_request_over_the_bars_as_of_t(
-    agent: str, services: ToolServices
-) -> None:
-    rehearsed, shown = _shown(agent, services, symbol="GOOG")
+def test_a_quantagent_prompt_is_the_request_over_the_bars_as_of_t(agent: str, desk: Desk) -> None:
+    rehearsed, shown = _shown(agent, desk, symbol="GOOG")
 
     _assert_printed_as_requested(rehearsed, shown)
     assert "2012-06-01" in shown and "2012-06-04" not in shown
 
 
-def test_the_pattern_agent_sees_the_chart_image_by_default(services: ToolServices) -> None:
-    rehearsed, shown = _shown(agents.PATTERN.name, services)
+def test_the_pattern_agent_sees_the_chart_image_by_default(desk: Desk) -> None:
+    rehearsed, shown = _shown(agents.PATTERN.name, desk)
 
     assert isinstance(rehearsed.inputs, qa.ChartInputs)
     assert rehearsed.inputs.chart is not None and rehearsed.inputs.window == []
@@ -89,9 +97,9 @@ def test_the_pattern_agent_sees_the_chart_image_by_default(services: ToolService
 
 
 def test_the_trend_agent_reads_the_last_50_bars_as_text_when_asked(
-    services: ToolServices,
+    desk: Desk,
 ) -> None:
-    rehearsed, shown = _shown(agents.TREND.name, services, chart_input="text")
+    rehearsed, shown = _shown(agents.TREND.name, desk, chart_input="text")
 
     assert isinstance(rehearsed.inputs, qa.ChartInputs)
     assert rehearsed.inputs.chart is None and "[image" not in shown
@@ -100,29 +108,24 @@ def test_the_trend_agent_reads_the_last_50_bars_as_text_when_asked(
 
 
 def test_the_decision_agent_reads_its_upstream_reports_from_the_offline_rules(
-    services: ToolServices,
+    desk: Desk,
 ) -> None:
-    rehearsed, _ = _shown(agents.DECISION.name, services)
-    pattern, _ = _shown(agents.PATTERN.name, services)
-    trend, _ = _shown(agents.TREND.name, services)
+    rehearsed, _ = _shown(agents.DECISION.name, desk)
+    pattern, _ = _shown(agents.PATTERN.name, desk)
+    trend, _ = _shown(agents.TREND.name, desk)
 
     inputs = rehearsed.inputs
     assert isinstance(inputs, qa.DecisionInputs)
-    assert inputs.pattern_report == agents.PATTERN.answer_offline(
-        pattern.inputs, nothing_seen(agents.PATTERN)
-    )
-    assert inputs.trend_report == agents.TREND.answer_offline(
-        trend.inputs, nothing_seen(agents.TREND)
-    )
+    assert isinstance(pattern.inputs, qa.ChartInputs) and isinstance(trend.inputs, qa.ChartInputs)
+    assert inputs.pattern_report == offline_answer(agents.PATTERN, pattern.inputs)
+    assert inputs.trend_report == offline_answer(agents.TREND, trend.inputs)
     assert sorted(inputs.indicator_outputs) == ["macd", "roc", "rsi", "stoch", "willr"]
     assert rehearsed.offline_upstream == ("indicator_agent", "pattern_agent", "trend_agent")
 
 
 @pytest.mark.parametrize("agent", list(SCAN_AGENTS))
-def test_a_scan_prompt_is_the_request_over_the_scans_reads_as_of_t(
-    agent: str, services: ToolServices
-) -> None:
-    rehearsed, shown = _shown(agent, services)
+def test_a_scan_prompt_is_the_request_over_the_scans_reads_as_of_t(agent: str, desk: Desk) -> None:
+    rehearsed, shown = _shown(agent, desk)
 
     _assert_printed_as_requested(rehearsed, shown)
     assert rehearsed.inputs.as_of == AS_OF  # type: ignore[attr-defined]
@@ -130,10 +133,10 @@ def test_a_scan_prompt_is_the_request_over_the_scans_reads_as_of_t(
 
 
 def test_the_deep_dive_digs_into_the_sectors_the_sector_scanner_read(
-    services: ToolServices,
+    desk: Desk,
 ) -> None:
-    smart, _ = _shown("smart_money_scanner", services)
-    deep, _ = _shown("industry_deep_dive", services)
+    smart, _ = _shown("smart_money_scanner", desk)
+    deep, _ = _shown("industry_deep_dive", desk)
 
     assert deep.inputs.sectors == top_sectors(smart.inputs.sectors)  # type: ignore[attr-defined]
 
@@ -149,22 +152,21 @@ def test_the_deep_dive_digs_into_the_sectors_the_sector_scanner_read(
     ],
 )
 def test_a_flag_the_agent_does_not_take_is_refused_by_name(
-    agent: str, flag: str, value: object, services: ToolServices
+    agent: str, flag: str, value: object, desk: Desk
 ) -> None:
     with pytest.raises(InvalidInput) as refused:
-        preview(PromptRequest(agent=agent, **{flag: value}), services)  # type: ignore[arg-type]
+        request = PromptRequest(agent=agent, **{flag: value})  # type: ignore[arg-type]
+        preview(request, desk.settings, desk.services)
 
     assert f"--{flag.replace('_', '-')}" in str(refused.value)
     assert "Drop" in str(refused.value)
 
 
-def test_prompt_show_prints_a_quantagent_prompt_in_text_mode(
-    tmp_path: Path, services: ToolServices
-) -> None:
+def test_prompt_show_prints_a_quantagent_prompt_in_text_mode(tmp_path: Path, desk: Desk) -> None:
     done = prompt_show(tmp_path, "pattern_agent", "--as-of", "2012-06-01", "--chart-input", "text")
 
     assert done.returncode == 0, done.stderr
-    assert done.stdout == _shown(agents.PATTERN.name, services, chart_input="text")[1]
+    assert done.stdout == _shown(agents.PATTERN.name, desk, chart_input="text")[1]
 
 
 def test_prompt_show_refuses_a_flag_the_agent_does_not_take(tmp_path: Path) -> None:
@@ -176,9 +178,9 @@ def test_prompt_show_refuses_a_flag_the_agent_does_not_take(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("role", [MemoryRole.PORTFOLIO_MANAGER, MemoryRole.BULL])
 def test_the_reflector_grades_an_offline_decision_whose_horizon_ended_by_t(
-    role: MemoryRole, services: ToolServices
+    role: MemoryRole, desk: Desk
 ) -> None:
-    rehearsed, shown = _shown("reflector", services, role=role)
+    rehearsed, shown = _shown("reflector", desk, role=role)
 
     _assert_printed_as_requested(rehearsed, shown)
     inputs = rehearsed.inputs

@@ -66,14 +66,9 @@ def database(settings: Settings) -> Path:
 
 
 def _shown(
-    agent: str,
-    services: ToolServices,
-    monkeypatch: pytest.MonkeyPatch,
-    settings: Settings,
-    book: str | None = None,
+    agent: str, settings: Settings, services: ToolServices, book: str | None = None
 ) -> tuple[Rehearsed, str]:
-    monkeypatch.setattr("cli.prompt_preview.load_settings", lambda: settings)
-    rehearsed = preview(PromptRequest(agent=agent, as_of=AS_OF, book=book), services)
+    rehearsed = preview(PromptRequest(agent=agent, as_of=AS_OF, book=book), settings, services)
     return rehearsed, render_rehearsed(rehearsed)
 
 
@@ -86,18 +81,18 @@ def _assert_printed_as_requested(rehearsed: Rehearsed, shown: str) -> None:
 
 @pytest.mark.parametrize("agent", ["macro_summarizer", "micro_summarizer", "book_manager"])
 def test_a_fresh_books_prompt_is_the_request_over_autoruns_feed(
-    agent: str, services: ToolServices, monkeypatch: pytest.MonkeyPatch, settings: Settings
+    agent: str, services: ToolServices, settings: Settings
 ) -> None:
-    rehearsed, shown = _shown(agent, services, monkeypatch, settings)
+    rehearsed, shown = _shown(agent, settings, services)
 
     _assert_printed_as_requested(rehearsed, shown)
 
 
 def test_the_book_manager_weighs_a_fresh_book_and_the_offline_candidates(
-    services: ToolServices, monkeypatch: pytest.MonkeyPatch, settings: Settings
+    services: ToolServices, settings: Settings
 ) -> None:
-    rehearsed, _ = _shown("book_manager", services, monkeypatch, settings)
-    macro, _ = _shown("macro_summarizer", services, monkeypatch, settings)
+    rehearsed, _ = _shown("book_manager", settings, services)
+    macro, _ = _shown("macro_summarizer", settings, services)
 
     pm = rehearsed.inputs
     assert isinstance(pm, PmInputs) and isinstance(macro.inputs, MacroInputs)
@@ -109,11 +104,11 @@ def test_the_book_manager_weighs_a_fresh_book_and_the_offline_candidates(
 
 
 def test_the_reviewer_reads_a_stored_book_without_writing_to_it(
-    database: Path, services: ToolServices, monkeypatch: pytest.MonkeyPatch, settings: Settings
+    database: Path, services: ToolServices, settings: Settings
 ) -> None:
     before = hashlib.sha256(database.read_bytes()).hexdigest()
 
-    rehearsed, shown = _shown("holdings_reviewer", services, monkeypatch, settings, BOOK)
+    rehearsed, shown = _shown("holdings_reviewer", settings, services, BOOK)
 
     _assert_printed_as_requested(rehearsed, shown)
     inputs = rehearsed.inputs
@@ -122,8 +117,6 @@ def test_the_reviewer_reads_a_stored_book_without_writing_to_it(
     assert hashlib.sha256(database.read_bytes()).hexdigest() == before
 
 
-def test_a_fresh_book_has_no_review_to_show(
-    services: ToolServices, monkeypatch: pytest.MonkeyPatch, settings: Settings
-) -> None:
+def test_a_fresh_book_has_no_review_to_show(services: ToolServices, settings: Settings) -> None:
     with pytest.raises(InvalidInput, match="holds no positions"):
-        _shown("holdings_reviewer", services, monkeypatch, settings)
+        _shown("holdings_reviewer", settings, services)
