@@ -148,8 +148,9 @@ def flow_of(spec: AgentSpec[Any, Any]) -> Flow:
     shown = [name for name, known in AGENT_SPECS.items() if known.group in shown_groups]
     raise InvalidInput(
         "agent",
-        f"prompt show cannot rehearse {spec.name} (group {spec.group}) yet",
-        fix=f"Show one of: {', '.join(shown)}.",
+        f"prompt show knows no flow of {spec.name}'s group {spec.group!r}",
+        fix=f"Show one of: {', '.join(shown)}; or add the group's flow to FLOWS "
+        "(cli/prompt_preview.py).",
     )
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from activities.market import LoadBarsRequest, read_window
 from activities.reflection import DEFAULT_HORIZON_BARS
-from cli.prompt_preview import PromptRequest, preview
+from cli.prompt_preview import PromptRequest, flow_of, preview
 from shared.agents import quantagent as qa
 from shared.agents import quantagent_agents as agents
 from shared.agents.prompt_text import render_prompt
@@ -23,6 +23,7 @@ from shared.agents.reflection import ReflectionInputs
 from shared.agents.rehearsed import Rehearsed, offline_answer, render_rehearsed
 from shared.agents.scan.facts import top_sectors
 from shared.agents.scan.roles import AGENTS as SCAN_AGENTS
+from shared.agents.spec import AGENT_SPECS
 from shared.config import Settings, load_settings
 from shared.data.factory import build_router
 from shared.errors import InvalidInput
@@ -190,3 +191,9 @@ def test_the_reflector_grades_an_offline_decision_whose_horizon_ended_by_t(
     assert inputs.outcome.horizon_bars == DEFAULT_HORIZON_BARS
     decided = rehearsed.offline_upstream
     assert decided[-1] == "portfolio_manager" and "bull_researcher" in decided
+
+
+def test_every_registered_agent_can_be_shown() -> None:
+    flows = {spec.name: flow_of(spec).name for spec in AGENT_SPECS.values()}
+
+    assert set(flows.values()) == {"Pipeline", "Scan", "QuantAgent", "Portfolio", "Reflect"}
