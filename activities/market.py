@@ -62,20 +62,26 @@ def _given_window(request: LoadBarsRequest, bars: list[Bar]) -> list[Bar]:
     return kept[-request.lookback :]
 
 
+def read_window(request: LoadBarsRequest) -> LoadedBars:
+    """The last ``lookback`` bars up to ``as_of``, validated, with enough bars for the analysis
+    (what ``load_bars`` returns; ``quantdesk prompt show`` reads the window the same way)."""
+    if request.bars is not None:
+        bars = _given_window(request, request.bars)
+    else:
+        options = {"files": request.csv_path} if request.source == "csv" else {}
+        source = open_source(request.source, **options)
+        bars = source.read(
+            request.symbol, request.timeframe, as_of=request.as_of, lookback=request.lookback
+        )
+    validate_bars(bars, min_bars=request.min_bars, field="bars")
+    return LoadedBars(symbol=request.symbol.upper(), timeframe=request.timeframe, bars=bars)
+
+
 @activity_on(TOOLS_QUEUE, "load_bars")
 def load_bars(request: LoadBarsRequest) -> LoadedBars:
     """The last ``lookback`` bars up to ``as_of``, validated, with enough bars for the analysis."""
     with as_temporal_failures():
-        if request.bars is not None:
-            bars = _given_window(request, request.bars)
-        else:
-            options = {"files": request.csv_path} if request.source == "csv" else {}
-            source = open_source(request.source, **options)
-            bars = source.read(
-                request.symbol, request.timeframe, as_of=request.as_of, lookback=request.lookback
-            )
-        validate_bars(bars, min_bars=request.min_bars, field="bars")
-        return LoadedBars(symbol=request.symbol.upper(), timeframe=request.timeframe, bars=bars)
+        return read_window(request)
 
 
 class PatternScanRequest(BaseModel):
@@ -90,19 +96,24 @@ class PatternScan(BaseModel):
     matches: list[PatternMatch]
 
 
+def scan_patterns(request: PatternScanRequest) -> PatternScan:
+    """The 16 detectors' matches on exactly the bars of the pattern chart."""
+    bars = request.bars
+    return PatternScan(
+        matches=detect_patterns(
+            [b.open for b in bars],
+            [b.high for b in bars],
+            [b.low for b in bars],
+            [b.close for b in bars],
+        )
+    )
+
+
 @activity_on(TOOLS_QUEUE, "detect_chart_patterns")
 def detect_chart_patterns(request: PatternScanRequest) -> PatternScan:
     """Run the 16 detectors on exactly the bars of the pattern chart."""
     with as_temporal_failures():
-        bars = request.bars
-        return PatternScan(
-            matches=detect_patterns(
-                [b.open for b in bars],
-                [b.high for b in bars],
-                [b.low for b in bars],
-                [b.close for b in bars],
-            )
-        )
+        return scan_patterns(request)
 
 
 MARKET_ACTIVITIES: list[Callable[..., Any]] = [load_bars, detect_chart_patterns]

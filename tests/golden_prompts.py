@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import difflib
 import os
+import subprocess
+import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = Path(__file__).resolve().parent / "prompts"
 UPDATE = os.environ.get("QUANTDESK_UPDATE_PROMPTS") == "1"
 
@@ -37,3 +40,15 @@ def golden_diff(agent: str, shown: str) -> str:
     return (
         f"{agent}'s prompt changed; if on purpose, refresh with QUANTDESK_UPDATE_PROMPTS=1\n{diff}"
     )
+
+
+def prompt_show(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``quantdesk prompt show ARGS`` in a subprocess over ``data_dir``, with nowhere to connect."""
+    env = {
+        **os.environ,
+        "QUANTDESK_DATA_DIR": str(data_dir),
+        "QUANTDESK_TEMPORAL__ADDRESS": "127.0.0.1:9",  # nothing listens: nothing may connect
+        "PYTHONPATH": str(ROOT),
+    }
+    command = [sys.executable, "-m", "cli.main", "prompt", "show", *args]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

@@ -9,9 +9,6 @@ refresh them).
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,7 +31,7 @@ from shared.storage.buckets import CHARTS_BUCKET
 from shared.storage.objects import ObjectRef
 from shared.ta.patterns import Bias
 from shared.tools.registry import ToolServices
-from tests.golden_prompts import SNAPSHOTS, golden_diff
+from tests.golden_prompts import SNAPSHOTS, golden_diff, prompt_show
 
 ROOT = Path(__file__).resolve().parent.parent
 SYMBOL = "GOOG"
@@ -131,26 +128,15 @@ def test_every_agent_has_a_golden_prompt() -> None:
     assert sorted(path.stem for path in SNAPSHOTS.glob("*.txt")) == sorted(AGENT_SPECS)
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "QUANTDESK_DATA_DIR": str(tmp_path),
-        "QUANTDESK_TEMPORAL__ADDRESS": "127.0.0.1:9",  # nothing listens: nothing may connect
-        "PYTHONPATH": str(ROOT),
-    }
-    command = [sys.executable, "-m", "cli.main", "prompt", "show", *args]
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-
-
 def test_prompt_show_prints_the_golden_prompt(tmp_path: Path) -> None:
-    done = _cli(tmp_path, "bull_researcher", "--symbol", SYMBOL, "--as-of", "2012-06-01")
+    done = prompt_show(tmp_path, "bull_researcher", "--symbol", SYMBOL, "--as-of", "2012-06-01")
 
     assert done.returncode == 0, done.stderr
     assert done.stdout == (SNAPSHOTS / "bull_researcher.txt").read_text()
 
 
 def test_prompt_show_names_the_known_agents_for_an_unknown_one(tmp_path: Path) -> None:
-    done = _cli(tmp_path, "bull", "--as-of", "2012-06-01")
+    done = prompt_show(tmp_path, "bull", "--as-of", "2012-06-01")
 
     assert done.returncode == 1
     assert "unknown agent 'bull'" in done.stderr

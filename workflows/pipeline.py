@@ -189,6 +189,33 @@ class PipelineState(BaseModel):
         """The steps the run went on without (so far only analysts can be)."""
         return list(self.reports.missing.values())
 
+    def role_decisions(self) -> dict[MemoryRole, RoleDecision]:
+        """Each role's last words with their direction, as ``Reflect`` grades them (the run
+        has decided). A risk debater whose turn states no direction is left out rather than
+        guessed."""
+        assert self.decision is not None, "the run has not decided yet"
+        decisions: dict[MemoryRole, RoleDecision] = {}
+        for turn in [*self.research_transcript, *self.risk_transcript]:
+            role = MemoryRole(turn.speaker.value)
+            if stance_of(role, turn.argument) is not None:
+                decisions[role] = RoleDecision(text=turn.argument[:DECISION_MAX_CHARS])
+        if self.research_plan is not None:
+            decisions[MemoryRole.RESEARCH_MANAGER] = RoleDecision(
+                text=render_plan(self.research_plan)[:DECISION_MAX_CHARS],
+                direction=self.research_plan.recommendation.value,
+            )
+        if self.proposal is not None:
+            decisions[MemoryRole.TRADER] = RoleDecision(
+                text=render_proposal(self.proposal)[:DECISION_MAX_CHARS],
+                direction=self.proposal.action.value,
+            )
+        decision = self.decision
+        decisions[MemoryRole.PORTFOLIO_MANAGER] = RoleDecision(
+            text=f"{decision.rating.value}: {decision.executive_summary}"[:DECISION_MAX_CHARS],
+            direction=decision.rating.value,
+        )
+        return decisions
+
     def debate_input(self) -> DebateInput:
         """The ``Debate`` child's input, to re-run the bull/bear debate from this state."""
         if self.as_of is None or not self.reports.by_kind():
@@ -226,36 +253,14 @@ class PipelineResult(PipelineState):
         self, *, horizon_bars: int = DEFAULT_HORIZON_BARS, llm: LlmChoice | None = None
     ) -> ReflectInput:
         """What ``Reflect`` grades once the horizon has passed: each role's last words with
-        their direction, on the situation the lessons will be matched against later.
-
-        A risk debater whose turn states no direction is left out rather than guessed.
-        """
-        decisions: dict[MemoryRole, RoleDecision] = {}
-        for turn in [*self.research_transcript, *self.risk_transcript]:
-            role = MemoryRole(turn.speaker.value)
-            if stance_of(role, turn.argument) is not None:
-                decisions[role] = RoleDecision(text=turn.argument[:DECISION_MAX_CHARS])
-        if self.research_plan is not None:
-            decisions[MemoryRole.RESEARCH_MANAGER] = RoleDecision(
-                text=render_plan(self.research_plan)[:DECISION_MAX_CHARS],
-                direction=self.research_plan.recommendation.value,
-            )
-        if self.proposal is not None:
-            decisions[MemoryRole.TRADER] = RoleDecision(
-                text=render_proposal(self.proposal)[:DECISION_MAX_CHARS],
-                direction=self.proposal.action.value,
-            )
-        decision = self.decision
-        decisions[MemoryRole.PORTFOLIO_MANAGER] = RoleDecision(
-            text=f"{decision.rating.value}: {decision.executive_summary}"[:DECISION_MAX_CHARS],
-            direction=decision.rating.value,
-        )
+        their direction (``role_decisions``), on the situation the lessons will be matched
+        against later."""
         return ReflectInput(
             source=SourceRun(workflow_id=self.workflow_id, run_id=self.run_id),
             symbol=self.symbol,
             as_of=self.as_of,
             situation=situation_of(self.reports),
-            decisions=decisions,
+            decisions=self.role_decisions(),
             horizon_bars=horizon_bars,
             llm=llm or self.llm,
         )

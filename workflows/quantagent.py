@@ -94,6 +94,36 @@ class ChartReader(BaseModel):
         return cls(input="text", role=LlmRole.VISION if llm.vision_model else LlmRole.QUICK)
 
 
+def indicator_inputs(loaded: LoadedBars, timeframe: Timeframe) -> qa.IndicatorInputs:
+    """The indicator agent's brief over the loaded window."""
+    return qa.IndicatorInputs(
+        symbol=loaded.symbol,
+        timeframe=timeframe.value,
+        bar_count=len(loaded.bars),
+        last_time=loaded.bars[-1].time.isoformat(),
+    )
+
+
+def chart_inputs(
+    loaded: LoadedBars,
+    timeframe: Timeframe,
+    reader: ChartReader,
+    chart: ObjectRef,
+    window: list[Bar],
+    **measured: Any,
+) -> qa.ChartInputs:
+    """What a chart agent is shown: the stored ``chart`` for a model that sees, else its
+    ``window`` as text; with what the code ``measured`` on it (patterns or trendlines)."""
+    image = reader.input == "image"
+    return qa.ChartInputs(
+        symbol=loaded.symbol,
+        timeframe=timeframe.value,
+        chart=chart if image else None,
+        window=[] if image else window,
+        **measured,
+    )
+
+
 STEPS = (
     "load_bars",
     "indicator_agent",
@@ -245,12 +275,7 @@ class QuantAgentWorkflow(Resumable):
         self, args: QuantAgentInput, loaded: LoadedBars
     ) -> tuple[str, list[dict[str, Any]]]:
         """The indicator agent's tool loop; returns its report and the parsed tool results."""
-        inputs = qa.IndicatorInputs(
-            symbol=loaded.symbol,
-            timeframe=args.timeframe.value,
-            bar_count=len(loaded.bars),
-            last_time=loaded.bars[-1].time.isoformat(),
-        )
+        inputs = indicator_inputs(loaded, args.timeframe)
         bars = [bar.model_dump(mode="json") for bar in loaded.bars]
         run = await self._step(
             agents.INDICATOR.name,
@@ -311,13 +336,8 @@ class QuantAgentWorkflow(Resumable):
                 ),
             ),
         )
-        image = reader.input == "image"
-        inputs = qa.ChartInputs(
-            symbol=loaded.symbol,
-            timeframe=args.timeframe.value,
-            chart=chart.chart if image else None,
-            window=[] if image else window,
-            patterns=scan.matches,
+        inputs = chart_inputs(
+            loaded, args.timeframe, reader, chart.chart, window, patterns=scan.matches
         )
         report = await self._ask(args, agents.PATTERN, inputs, reader.role)
         return report, chart, scan.matches
@@ -329,12 +349,7 @@ class QuantAgentWorkflow(Resumable):
         window = loaded.bars[-qa.TREND_WINDOW :]
         chart = await self._chart("trend_chart", ChartActivities.render_trend_chart, args, window)
         assert chart.trendlines is not None
-        image = reader.input == "image"
-        inputs = qa.ChartInputs(
-            symbol=loaded.symbol,
-            timeframe=args.timeframe.value,
-            chart=chart.chart if image else None,
-            window=[] if image else window,
-            trendlines=chart.trendlines,
+        inputs = chart_inputs(
+            loaded, args.timeframe, reader, chart.chart, window, trendlines=chart.trendlines
         )
         return await self._ask(args, agents.TREND, inputs, reader.role), chart

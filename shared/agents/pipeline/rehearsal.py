@@ -14,7 +14,6 @@ abort only the portfolio manager follows, as in a run.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -33,39 +32,18 @@ from shared.agents.pipeline.kinds import AnalystKind
 from shared.agents.pipeline.prompts import DEBATER_BRIEFS
 from shared.agents.pipeline.roles import AGENTS, ANALYST_SPECS, GROUPS, speaking_order
 from shared.agents.pipeline.schemas import AnalystReport, Debate, DebateTurn
-from shared.agents.prompt_text import render_prompt
+from shared.agents.rehearsed import Rehearsed, offline_answer, offline_tool_run, render_rehearsed
 from shared.agents.spec import AgentSpec, agent_spec
 from shared.errors import InvalidInput
-from shared.llm.contracts import ChatMessage, ChatRequest, ToolRequest, ToolResult
-from shared.llm.offline.reading import OfflineInput, read_request
-from shared.llm.offline.tool_calls import plan_tool_calls
-from shared.tools.registry import ToolServices, run_tool, tool_specs
+from shared.llm.contracts import ToolResult
+from shared.tools.registry import ToolServices
+
+__all__ = ["Rehearsed", "analyst_offline", "offline_run", "rehearse", "render_rehearsed"]
 
 Step = tuple[AgentSpec[Any, Any], BaseModel]
 
 
-@dataclass(frozen=True)
-class Rehearsed:
-    """An agent's inputs as a run would build them, and whose outputs were made offline."""
-
-    spec: AgentSpec[Any, Any]
-    inputs: BaseModel
-    offline_upstream: tuple[str, ...]
-    """The agents before it, whose outputs its inputs hold, answered by their offline rules."""
-
-    def messages(self) -> list[ChatMessage]:
-        """The agent's system and user messages over these inputs."""
-        return self.spec.messages(self.inputs)
-
-
-def render_rehearsed(rehearsed: Rehearsed) -> str:
-    """The rehearsed agent's prompt exactly as a run sends it, with what was made offline."""
-    upstream = ", ".join(rehearsed.offline_upstream) or "none"
-    notes = [
-        f"upstream outputs made by their offline rules (deterministic, no model): {upstream}",
-        "lessons recalled: none (a run reads them from its memory store)",
-    ]
-    return render_prompt(rehearsed.spec, rehearsed.inputs, notes)
+LESSONS_NOTE = "lessons recalled: none (a run reads them from its memory store)"
 
 
 def analyst_offline(
@@ -73,30 +51,8 @@ def analyst_offline(
 ) -> tuple[AnalystReport, list[ToolResult]]:
     """An analyst's tool loop run offline: the tools the offline engine calls, read through
     ``services`` as of ``inputs.as_of``, then the analyst's offline report on their results."""
-    tools = tool_specs(spec.tools, fixed=["symbol"])
-    calls = plan_tool_calls(tools, inputs.model_dump(mode="json"))
     context = {"as_of": inputs.as_of.isoformat(), "symbol": inputs.symbol}
-    results = [
-        run_tool(ToolRequest(call=call, context=context), lambda: services) for call in calls
-    ]
-    conversation = ChatRequest(
-        agent=spec.name,
-        messages=[
-            *spec.messages(inputs),
-            ChatMessage(role="assistant", tool_calls=calls),
-            *(
-                ChatMessage(role="tool", content=r.content, tool_call_id=r.call_id, name=r.name)
-                for r in results
-            ),
-        ],
-        inputs=inputs.model_dump(mode="json"),
-    )
-    return spec.answer_offline(inputs, read_request(conversation)), results
-
-
-def _nothing_seen(spec: AgentSpec[Any, Any]) -> OfflineInput:
-    """What an agent without tools has seen besides its inputs: nothing."""
-    return read_request(ChatRequest(agent=spec.name, messages=[]))
+    return offline_tool_run(spec, inputs, services, context, hidden=["symbol"])
 
 
 def _walk(symbol: str, as_of: datetime, services: ToolServices) -> Iterator[Step]:
@@ -115,10 +71,10 @@ def _walk(symbol: str, as_of: datetime, services: ToolServices) -> Iterator[Step
         research = yield from _turns(Debate.RESEARCH, symbol, given, None)
         judged = ManagerInputs(symbol=symbol, reports=given, transcript=research)
         yield research_manager.SPEC, judged
-        plan = research_manager.SPEC.answer_offline(judged, _nothing_seen(research_manager.SPEC))
+        plan = offline_answer(research_manager.SPEC, judged)
         ordered = TraderInputs.of(symbol, given, plan, price)
         yield trader.SPEC, ordered
-        proposal = trader.SPEC.answer_offline(ordered, _nothing_seen(trader.SPEC))
+        proposal = offline_answer(trader.SPEC, ordered)
         risk = yield from _turns(Debate.RISK, symbol, given, proposal)
         decided = ManagerInputs(
             symbol=symbol,
@@ -144,8 +100,14 @@ def _turns(
             symbol=symbol, reports=reports, transcript=list(transcript), proposal=proposal
         )
         yield spec, inputs
-        transcript.append(spec.answer_offline(inputs, _nothing_seen(spec)))
+        transcript.append(offline_answer(spec, inputs))
     return transcript
+
+
+def offline_run(symbol: str, as_of: datetime, services: ToolServices) -> dict[str, BaseModel]:
+    """Every agent's inputs in an offline run of ``symbol`` as of ``as_of``, by agent name, in
+    the run's order (after a critical abort: the analysts and the portfolio manager)."""
+    return {spec.name: inputs for spec, inputs in _walk(symbol.strip().upper(), as_of, services)}
 
 
 def rehearse(agent: str, symbol: str, as_of: datetime, services: ToolServices) -> Rehearsed:
@@ -164,7 +126,7 @@ def rehearse(agent: str, symbol: str, as_of: datetime, services: ToolServices) -
     before: list[str] = []
     for spec, inputs in _walk(symbol.strip().upper(), as_of, services):
         if spec.name == agent:
-            return Rehearsed(spec, inputs, tuple(before))
+            return Rehearsed(spec, inputs, tuple(before), (LESSONS_NOTE,))
         before.append(spec.name)
     raise InvalidInput(
         "agent",
