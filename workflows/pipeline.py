@@ -96,7 +96,13 @@ with workflow.unsafe.imports_passed_through():
         RiskWorkflow,
     )
     from workflows.inputs import RunInput, ZonedTime, scheduled_time
-    from workflows.llm_calls import InputsT, OutputT, ToolUse, call_agent, call_agent_tools
+    from workflows.llm_calls import (
+        InputsT,
+        OutputT,
+        ToolUse,
+        call_agent,
+        call_agent_tools_or_missing,
+    )
     from workflows.progress import RunProgress, StepState, mark_missing, track
     from workflows.provider_check import check_provider
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
@@ -498,14 +504,13 @@ class PipelineWorkflow(Resumable):
         )
         run = await self._step(
             spec.name,
-            call_agent_tools(
+            call_agent_tools_or_missing(
                 spec,
                 inputs,
                 llm=args.llm,
                 raw_key=self._raw_key(spec.name),
                 usage=self.usage,
                 tools=tools,
-                optional=True,
                 # The step, not the model, knows which analyst spoke.
                 fixed={"analyst": kind.value},
             ),

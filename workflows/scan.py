@@ -101,6 +101,7 @@ with workflow.unsafe.imports_passed_through():
         ToolUse,
         agent_request,
         call_agent_tools,
+        call_agent_tools_or_missing,
         chat,
         run_tool,
     )
@@ -328,14 +329,14 @@ class ScanWorkflow(Resumable):
                 )
             )
             turns = prefetched_turns(prefetch, fetched) if prefetch else []
-            ran = await call_agent_tools(
+            call = call_agent_tools_or_missing if optional else call_agent_tools
+            ran = await call(
                 spec,
                 inputs,
                 llm=args.llm,
                 raw_key=f"{prefix}/{agent}.raw.txt",
                 usage=self.usage,
                 tools=ToolUse(queue=TOOLS_QUEUE, context=context, prefetched=turns),
-                optional=optional,
             )
             if isinstance(ran, MissingStep):
                 return AgentRun(None, fetched, ran)
