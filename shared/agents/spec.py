@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack
 
 from pydantic import BaseModel, ValidationError
 
@@ -111,6 +111,47 @@ class AgentSpec(Generic[InputsT, OutputT]):
     def answer_offline(self, inputs: Mapping[str, Any] | InputsT, seen: OfflineInput) -> OutputT:
         """What the offline provider answers for ``inputs`` after the tool results ``seen``."""
         return self.offline(self, self.read(inputs), seen)
+
+
+class SpecDetails(TypedDict, total=False):
+    """What an agent may add to its family's values (see ``AgentSpec``)."""
+
+    key: str
+    tools: tuple[str, ...]
+    may_abort: bool
+    heading: str
+    needs: tuple[str, ...]
+    refuses: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AgentFamily(Generic[InputsT]):
+    """What every agent of one kind shares: its group, model role, inputs and prompt
+    builder (the Pipeline's analysts, its debaters, its managers...). Each member is then
+    declared by what sets it apart (``spec``), so the shared values are written once."""
+
+    group: str
+    llm_role: LlmRole
+    inputs: type[InputsT]
+    prompt: Callable[[AgentSpec[InputsT, Any], InputsT], list[ChatMessage]]
+
+    def spec(
+        self,
+        name: str,
+        title: str,
+        brief: str,
+        *,
+        output: type[OutputT] | None,
+        offline: Callable[[AgentSpec[InputsT, OutputT], InputsT, OfflineInput], OutputT],
+        as_text: Callable[[OutputT], str],
+        **details: Unpack[SpecDetails],
+    ) -> AgentSpec[InputsT, OutputT]:
+        """The member ``name``: who it is (``title``), what it is asked (``brief``), how it
+        answers (its schema, offline rule and prose view) and its ``details``."""
+        family = (self.group, self.llm_role, self.inputs)
+        return AgentSpec(
+            name, *family, output, title, brief, self.prompt, offline, as_text, **details
+        )
 
 
 def from_inputs(
