@@ -63,9 +63,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.provider_check import check_provider
     from workflows.quantagent import QuantAgentInput, QuantAgentResult, QuantAgentWorkflow
     from workflows.reflect import ReflectResult, ReflectWorkflow
-    from workflows.resume import Resumable
     from workflows.retries import HEARTBEAT, durable
     from workflows.run_keys import run_key_prefix
+    from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
 
@@ -193,27 +193,22 @@ def child_workflow_id(k: int, kind: str) -> str:
 
 
 @workflow.defn(name="Backtest")
-class BacktestWorkflow(Resumable):
+class BacktestWorkflow(TrackedRun):
     """A flow walked forward step by step, then scored against buy-and-hold."""
 
     def __init__(self) -> None:
-        self.phase = "starting"
-        self.steps: dict[str, StepState] = {PLAN: StepState.PENDING}
+        super().__init__(PLAN)
         self.book: Book | None = None
         self.as_of: datetime | None = None
         self.started_at: datetime | None = None
-        self.usage = UsageReport()
 
     @workflow.query(name="progress")
     def progress(self) -> BacktestProgress:
         """Each step's state, the signals so far and the equity at the last decided step."""
         book = self.book
         records = book.records if book else []
-        progress = BacktestProgress.of(
-            self.steps,
-            self.usage,
-            phase=self.phase,
-            waiting=self.waiting_steps(),
+        progress = self.progress_as(
+            BacktestProgress,
             decided=len(records),
             scheduled=len(book.schedule.steps) if book else 0,
             as_of=self.as_of,

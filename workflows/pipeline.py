@@ -103,14 +103,13 @@ with workflow.unsafe.imports_passed_through():
         call_agent,
         call_agent_tools_or_missing,
     )
-    from workflows.progress import RunProgress, StepState, mark_missing, track
+    from workflows.progress import RunProgress, StepState, mark_missing
     from workflows.provider_check import check_provider
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
-    from workflows.resume import Resumable
     from workflows.run_keys import run_key_prefix
+    from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
-T = TypeVar("T")
 Arg = TypeVar("Arg", bound=DebateInput)
 Child = TypeVar("Child", bound=Counted)
 
@@ -329,30 +328,22 @@ class AnalystOutcome:
 
 
 @workflow.defn(name="Pipeline")
-class PipelineWorkflow(Resumable):
+class PipelineWorkflow(TrackedRun):
     """Analysts ∥ → debate → trader → risk → portfolio manager, for one ticker."""
 
     def __init__(self) -> None:
-        self.phase = "starting"
-        self.steps: dict[str, StepState] = {}
-        self.usage = UsageReport()
+        super().__init__()
         self.saved: PipelineState | None = None
 
     @workflow.query(name="progress")
     def progress(self) -> PipelineProgress:
         """The phase, each step's state and the tokens spent so far."""
-        return PipelineProgress.of(
-            self.steps, self.usage, phase=self.phase, waiting=self.waiting_steps()
-        )
+        return self.progress_as(PipelineProgress)
 
     @workflow.query(name="state")
     def state(self) -> PipelineState | None:
         """Everything produced so far; None before the input was read."""
         return self.saved
-
-    async def _step(self, name: str, work: Awaitable[T]) -> T:
-        """Await ``work`` while ``name`` shows running, then done or failed."""
-        return await track(self.steps, name, work)
 
     def _enter(self, phase: str) -> None:
         """Enter ``phase``; the Web UI's current details name it."""

@@ -65,7 +65,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from shared.agents.portfolio.schemas import AllocationDecision, HoldingsReview
     from shared.agents.spec import AgentSpec, InputsT, OutputT
-    from shared.llm.contracts import LlmChoice, UsageReport
+    from shared.llm.contracts import LlmChoice
     from shared.portfolio.costs import Costs
     from shared.portfolio.limits import Limits
     from shared.portfolio.models import NAME_PATTERN, DecisionRecord, DecisionStatus, Snapshot
@@ -84,11 +84,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.concurrency import gather_all
     from workflows.inputs import RunInput
     from workflows.llm_calls import call_agent
-    from workflows.progress import RunProgress, StepState, track
+    from workflows.progress import RunProgress, StepState
     from workflows.provider_check import check_provider
-    from workflows.resume import Resumable
     from workflows.retries import durable
     from workflows.run_keys import run_key_prefix
+    from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
 T = TypeVar("T")
@@ -199,13 +199,11 @@ def _settled(status: DecisionStatus) -> bool:
 
 
 @workflow.defn(name="Portfolio")
-class PortfolioWorkflow(Resumable):
+class PortfolioWorkflow(TrackedRun):
     """Review, decide, size, sweep, approve and trade one paper book."""
 
     def __init__(self) -> None:
-        self.phase = "starting"
-        self.steps: dict[str, StepState] = {name: StepState.PENDING for name in STEPS}
-        self.usage = UsageReport()
+        super().__init__(*STEPS)
         self.pending: PendingPlan | None = None
         self.awaiting = False
         self.verdict: tuple[DecisionStatus, str] | None = None
@@ -213,11 +211,8 @@ class PortfolioWorkflow(Resumable):
     @workflow.query(name="progress")
     def progress(self) -> PortfolioProgress:
         """The phase, each step, usage, and whether an approval is awaited."""
-        return PortfolioProgress.of(
-            self.steps,
-            self.usage,
-            phase=self.phase,
-            waiting=self.waiting_steps(),
+        return self.progress_as(
+            PortfolioProgress,
             awaiting_approval=self.awaiting,
             status=self.verdict[0] if self.verdict else None,
         )
@@ -272,9 +267,6 @@ class PortfolioWorkflow(Resumable):
             self._answer(status, request or ApprovalRequest())
         else:
             workflow.logger.warning("%s signal ignored: not waiting for an approval", status)
-
-    async def _step(self, name: str, work: Awaitable[T]) -> T:
-        return await track(self.steps, name, work)
 
     def _book(
         self,

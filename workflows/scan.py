@@ -25,10 +25,10 @@ be done without: a reply of its that stays invalid parks the call until ``resume
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field, ValidationError
 from temporalio import workflow
@@ -105,14 +105,13 @@ with workflow.unsafe.imports_passed_through():
         chat,
         run_tool,
     )
-    from workflows.progress import RunProgress, StepState, mark_missing, track
+    from workflows.progress import RunProgress, StepState, mark_missing
     from workflows.provider_check import check_provider
-    from workflows.resume import Resumable
     from workflows.retries import durable
     from workflows.run_keys import run_key_prefix
+    from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
-T = TypeVar("T")
 
 SCAN_START_TO_CLOSE = timedelta(minutes=1)
 
@@ -205,25 +204,17 @@ def _stored(*scanned: Scanned) -> dict[str, StoredReport]:
 
 
 @workflow.defn(name="Scan")
-class ScanWorkflow(Resumable):
+class ScanWorkflow(TrackedRun):
     """Three scanners ∥ (smart money after sector) → deep dive once → synthesis → checked list."""
 
     def __init__(self) -> None:
-        self.phase = "starting"
-        self.steps: dict[str, StepState] = {}
-        self.usage = UsageReport()
+        super().__init__()
         self.corrections: list[str] = []
 
     @workflow.query(name="progress")
     def progress(self) -> ScanProgress:
         """The phase, each step's state and the tokens spent so far."""
-        return ScanProgress.of(
-            self.steps, self.usage, phase=self.phase, waiting=self.waiting_steps()
-        )
-
-    async def _step(self, name: str, work: Awaitable[T]) -> T:
-        """Await ``work`` while ``name`` shows running, then done or failed."""
-        return await track(self.steps, name, work)
+        return self.progress_as(ScanProgress)
 
     @workflow.run
     async def run(self, args: ScanInput) -> ScanResult:
