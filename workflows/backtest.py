@@ -51,8 +51,6 @@ with workflow.unsafe.imports_passed_through():
     from shared.market.bars import Timeframe
     from shared.memory import SourceRun
     from shared.memory.render import NOTHING
-    from shared.storage.buckets import REPORTS_BUCKET
-    from shared.storage.objects import ObjectRef
     from workflows.activity_calls import run_activity
     from workflows.children import Counted, flow_of
     from workflows.concurrency import gather_all
@@ -64,7 +62,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.quantagent import QuantAgentInput, QuantAgentResult, QuantAgentWorkflow
     from workflows.reflect import ReflectResult, ReflectWorkflow
     from workflows.retries import HEARTBEAT, durable
-    from workflows.run_keys import run_key_prefix
+    from workflows.run_keys import run_report
     from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
@@ -399,19 +397,20 @@ class BacktestWorkflow(TrackedRun):
         for agent, usage in child.by_agent.items():
             self.usage.add(agent, usage)
 
-    def _ref(self, name: str) -> ObjectRef:
-        return ObjectRef(bucket=REPORTS_BUCKET, key=f"{run_key_prefix('backtest')}/{name}")
-
     async def _score(self, book: Book) -> BacktestScore:
         return await run_activity(
             BacktestActivities.score_backtest,
-            ScoreRequest(book=book, report=self._ref("report.md"), csv=self._ref("equity.csv")),
+            ScoreRequest(
+                book=book,
+                report=run_report("backtest", "report.md"),
+                csv=run_report("backtest", "equity.csv"),
+            ),
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
 
     async def _chart(self, book: Book) -> StoredReport:
         return await run_activity(
             BacktestActivities.render_equity_chart,
-            EquityChartRequest(book=book, target=self._ref("equity.png")),
+            EquityChartRequest(book=book, target=run_report("backtest", "equity.png")),
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )

@@ -83,7 +83,6 @@ with workflow.unsafe.imports_passed_through():
     from shared.llm.contracts import LlmChoice, UsageReport
     from shared.memory import MemoryRole, SourceRun
     from shared.queues import TOOLS_QUEUE
-    from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
     from workflows.activity_calls import GroupActivity, Request, Result, run_labelled
     from workflows.children import Counted, flow_of
@@ -106,7 +105,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.progress import RunProgress, StepState, mark_missing
     from workflows.provider_check import check_provider
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
-    from workflows.run_keys import run_key_prefix
+    from workflows.run_keys import run_key_prefix, run_report
     from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
@@ -426,10 +425,7 @@ class PipelineWorkflow(TrackedRun):
         state.report = await self._research(
             ResearchActivities.store_report,
             StoreReportRequest(
-                markdown=render_run_report(state),
-                target=ObjectRef(
-                    bucket=REPORTS_BUCKET, key=f"{run_key_prefix('pipeline')}/report.md"
-                ),
+                markdown=render_run_report(state), target=run_report("pipeline", "report.md")
             ),
             REPORT,
         )

@@ -72,7 +72,6 @@ with workflow.unsafe.imports_passed_through():
     from shared.portfolio.orders import Execution, OrderPlan
     from shared.portfolio.prioritize import Prioritized
     from shared.portfolio.risk import RiskReport
-    from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
     from workflows.activity_calls import (
         GroupActivity,
@@ -87,7 +86,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.progress import RunProgress, StepState
     from workflows.provider_check import check_provider
     from workflows.retries import durable
-    from workflows.run_keys import run_key_prefix
+    from workflows.run_keys import run_key_prefix, run_report
     from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
@@ -397,9 +396,7 @@ class PortfolioWorkflow(TrackedRun):
             ResearchActivities.store_report,
             StoreReportRequest(
                 markdown=render_portfolio_report(outcome),
-                target=ObjectRef(
-                    bucket=REPORTS_BUCKET, key=f"{run_key_prefix('portfolio')}/report.md"
-                ),
+                target=run_report("portfolio", "report.md"),
             ),
             REPORT,
         )

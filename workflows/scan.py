@@ -91,8 +91,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from shared.llm.structured import repair_messages
     from shared.queues import TOOLS_QUEUE
-    from shared.storage.buckets import REPORTS_BUCKET
-    from shared.storage.objects import ObjectRef
     from workflows.activity_calls import run_activity
     from workflows.concurrency import gather_all
     from workflows.inputs import RunInput, scheduled_time
@@ -108,7 +106,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.progress import RunProgress, StepState, mark_missing
     from workflows.provider_check import check_provider
     from workflows.retries import durable
-    from workflows.run_keys import run_key_prefix
+    from workflows.run_keys import run_key_prefix, run_report
     from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
@@ -355,9 +353,7 @@ class ScanWorkflow(TrackedRun):
             ResearchActivities.store_report,
             StoreReportRequest(
                 markdown=report.report_markdown,
-                target=ObjectRef(
-                    bucket=REPORTS_BUCKET, key=f"{run_key_prefix(FLOW)}/reports/{agent}.md"
-                ),
+                target=run_report(FLOW, f"reports/{agent}.md"),
             ),
             **durable(SCAN_START_TO_CLOSE),
             summary="store_report",
@@ -480,14 +476,13 @@ class ScanWorkflow(TrackedRun):
         """The summary as JSON (what other flows read back) and as Markdown (for people, and
         the Pipelines' macro context), which names the reports the synthesis went without and
         what the data corrected in the shortlist."""
-        prefix = run_key_prefix(FLOW)
         markdown = render_summary(summary, as_of, workflow.info().workflow_id, missing, corrections)
         stored = await gather_all(
             run_activity(
                 store_json,
                 StoreJsonRequest(
                     value=summary.model_dump(mode="json"),
-                    target=ObjectRef(bucket=REPORTS_BUCKET, key=f"{prefix}/summary.json"),
+                    target=run_report(FLOW, "summary.json"),
                 ),
                 **durable(SCAN_START_TO_CLOSE),
                 summary="store_json",
@@ -496,7 +491,7 @@ class ScanWorkflow(TrackedRun):
                 ResearchActivities.store_report,
                 StoreReportRequest(
                     markdown=markdown,
-                    target=ObjectRef(bucket=REPORTS_BUCKET, key=f"{prefix}/summary.md"),
+                    target=run_report(FLOW, "summary.md"),
                 ),
                 **durable(SCAN_START_TO_CLOSE),
                 summary="store_report",
