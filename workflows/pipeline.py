@@ -33,7 +33,6 @@ from temporalio.exceptions import ApplicationError
 from temporalio.types import MethodAsyncSingleParam
 
 with workflow.unsafe.imports_passed_through():
-    from activities.group import declared
     from activities.reflection import DEFAULT_HORIZON_BARS
     from activities.research import (
         LoadTextRequest,
@@ -84,7 +83,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.memory import MemoryRole, SourceRun
     from shared.queues import TOOLS_QUEUE
     from shared.storage.objects import ObjectRef
-    from workflows.activity_calls import GroupActivity, Request, Result, run_labelled
+    from workflows.activity_calls import GroupActivity, Request, Result
     from workflows.children import Counted, flow_of
     from workflows.concurrency import gather_all
     from workflows.debates import (
@@ -351,14 +350,10 @@ class PipelineWorkflow(TrackedRun):
         self.gate.show(f"**{phase}** {symbol}".strip())
 
     def _research(
-        self,
-        activity: GroupActivity[Request, Result],
-        request: Request,
-        step: str | None = None,
+        self, activity: GroupActivity[Request, Result], request: Request, step: str | None = None
     ) -> Awaitable[Result]:
         """One research activity, shown as ``step`` (default: its name)."""
-        work = run_labelled(activity, request, RESEARCH_START_TO_CLOSE)
-        return self._step(step or declared(activity).name, work)
+        return self._activity_step(activity, request, RESEARCH_START_TO_CLOSE, step)
 
     @workflow.run
     async def run(self, args: PipelineInput) -> PipelineResult:

@@ -78,7 +78,6 @@ with workflow.unsafe.imports_passed_through():
         Request,
         Result,
         run_activity,
-        run_labelled,
     )
     from workflows.concurrency import gather_all
     from workflows.inputs import RunInput
@@ -268,14 +267,11 @@ class PortfolioWorkflow(TrackedRun):
             workflow.logger.warning("%s signal ignored: not waiting for an approval", status)
 
     def _book(
-        self,
-        activity: GroupActivity[Request, Result],
-        request: Request,
-        step: str | None = None,
+        self, activity: GroupActivity[Request, Result], request: Request, step: str | None = None
     ) -> Awaitable[Result]:
-        """One of the book's activities, shown as ``step`` (default: its name)."""
+        """One of the book's activities, shown as ``step`` (default: its name) and as the phase."""
         self.phase = step or declared(activity).name
-        return self._step(self.phase, run_labelled(activity, request, BOOK_START_TO_CLOSE))
+        return self._activity_step(activity, request, BOOK_START_TO_CLOSE, self.phase)
 
     async def _ask(
         self, args: PortfolioInput, spec: AgentSpec[InputsT, OutputT], inputs: InputsT

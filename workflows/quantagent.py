@@ -16,7 +16,7 @@ numbers. Either way the run issues the same commands; only the messages differ.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -91,6 +91,28 @@ class ChartReader(BaseModel):
         if spec.capabilities.vision:
             return cls(input="image", role=LlmRole.VISION)
         return cls(input="text", role=LlmRole.VISION if llm.vision_model else LlmRole.QUICK)
+
+    def shown(
+        self,
+        loaded: LoadedBars,
+        timeframe: Timeframe,
+        chart: ChartResult,
+        window: list[Bar],
+        *,
+        patterns: Sequence[PatternMatch] = (),
+        trendlines: TrendLines | None = None,
+    ) -> qa.ChartInputs:
+        """What a chart agent is shown: the chart image, or (read as text) its bars, with what
+        the code measured on them."""
+        image = self.input == "image"
+        return qa.ChartInputs(
+            symbol=loaded.symbol,
+            timeframe=timeframe.value,
+            chart=chart.chart if image else None,
+            window=[] if image else window,
+            patterns=list(patterns),
+            trendlines=trendlines,
+        )
 
 
 STEPS = (
@@ -305,14 +327,7 @@ class QuantAgentWorkflow(TrackedRun):
                 ),
             ),
         )
-        image = reader.input == "image"
-        inputs = qa.ChartInputs(
-            symbol=loaded.symbol,
-            timeframe=args.timeframe.value,
-            chart=chart.chart if image else None,
-            window=[] if image else window,
-            patterns=scan.matches,
-        )
+        inputs = reader.shown(loaded, args.timeframe, chart, window, patterns=scan.matches)
         report = await self._ask(args, agents.PATTERN, inputs, reader.role)
         return report, chart, scan.matches
 
@@ -323,12 +338,5 @@ class QuantAgentWorkflow(TrackedRun):
         window = loaded.bars[-qa.TREND_WINDOW :]
         chart = await self._chart("trend_chart", ChartActivities.render_trend_chart, args, window)
         assert chart.trendlines is not None
-        image = reader.input == "image"
-        inputs = qa.ChartInputs(
-            symbol=loaded.symbol,
-            timeframe=args.timeframe.value,
-            chart=chart.chart if image else None,
-            window=[] if image else window,
-            trendlines=chart.trendlines,
-        )
+        inputs = reader.shown(loaded, args.timeframe, chart, window, trendlines=chart.trendlines)
         return await self._ask(args, agents.TREND, inputs, reader.role), chart

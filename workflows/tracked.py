@@ -8,12 +8,15 @@ them, so a workflow adds only its own fields and its progress model's extras.
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from activities.group import declared
     from shared.llm.contracts import UsageReport
+    from workflows.activity_calls import GroupActivity, Request, Result, run_labelled
     from workflows.progress import RunProgress, StepState, track
     from workflows.resume import Resumable
 
@@ -39,3 +42,15 @@ class TrackedRun(Resumable):
     async def _step(self, name: str, work: Awaitable[T]) -> T:
         """Await ``work`` while ``name`` shows running, then done or failed."""
         return await track(self.steps, name, work)
+
+    def _activity_step(
+        self,
+        activity: GroupActivity[Request, Result],
+        request: Request,
+        start_to_close: timedelta,
+        step: str | None = None,
+    ) -> Awaitable[Result]:
+        """One activity of the flow's group (``run_labelled``), shown as ``step`` (default:
+        its name)."""
+        work = run_labelled(activity, request, start_to_close)
+        return self._step(step or declared(activity).name, work)
