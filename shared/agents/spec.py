@@ -225,3 +225,21 @@ class SpecTable(Mapping[K, V]):
 
     def __repr__(self) -> str:
         return f"SpecTable({self._rows()!r})"
+
+
+def specs_by_name(*groups: str) -> SpecTable[str, AgentSpec[Any, Any]]:
+    """Every agent of ``groups``, by name: its spec (a flow's ``AGENTS``)."""
+    return SpecTable(groups, lambda spec: spec.name, lambda spec: spec)
+
+
+def by_key(
+    group: str, kind: Callable[[str], K], value: Callable[[AgentSpec[Any, Any]], V]
+) -> SpecTable[K, V]:
+    """``value`` of each agent of ``group``, by its key read as ``kind`` (an analyst's
+    kind, a debater's speaker)."""
+    return SpecTable((group,), lambda spec: kind(spec.key), value)
+
+
+def specs_by_key(group: str, kind: Callable[[str], K]) -> SpecTable[K, AgentSpec[Any, Any]]:
+    """Each agent of ``group``, by its key read as ``kind``: its spec."""
+    return by_key(group, kind, lambda spec: spec)

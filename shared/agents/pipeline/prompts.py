@@ -49,21 +49,19 @@ from shared.agents.pipeline.schemas import (
     TraderProposal,
 )
 from shared.agents.prompt_sections import NOT_GIVEN, section, user_message
-from shared.agents.spec import AgentSpec, SpecTable
+from shared.agents.spec import AgentSpec, SpecTable, by_key, specs_by_key
 from shared.errors import InvalidInput
 from shared.llm.contracts import ChatMessage
 
 ANALYST_BRIEFS: SpecTable[AnalystKind, AgentSpec[Any, Any]] = ANALYST_SPECS
 """Each analyst's spec: who it is (title), what it looks at (brief), its tools."""
 
-REPORT_HEADINGS: SpecTable[AnalystKind, str] = SpecTable(
-    (ANALYST,), lambda spec: AnalystKind(spec.key), lambda spec: spec.heading
+REPORT_HEADINGS: SpecTable[AnalystKind, str] = by_key(
+    ANALYST, AnalystKind, lambda spec: spec.heading
 )
 """The heading each analyst's report appears under, in prompts and the run report."""
 
-DEBATER_BRIEFS: SpecTable[Speaker, AgentSpec[Any, Any]] = SpecTable(
-    (DEBATER,), lambda spec: Speaker(spec.key), lambda spec: spec
-)
+DEBATER_BRIEFS: SpecTable[Speaker, AgentSpec[Any, Any]] = specs_by_key(DEBATER, Speaker)
 """Each debater's spec: who it is (title) and what it argues for (brief)."""
 
 MANAGER_BRIEFS: SpecTable[ManagerKind, AgentSpec[Any, Any]] = SpecTable(
