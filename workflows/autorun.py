@@ -51,10 +51,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.progress import RunProgress, StepState, track
     from workflows.provider_check import check_provider
     from workflows.reflect import ReflectWorkflow
-    from workflows.resume import BAD_REPLY, Resumable
+    from workflows.resume import BAD_REPLY
     from workflows.retries import HEARTBEAT, durable
     from workflows.run_keys import run_key_prefix
     from workflows.scan import MAX_TICKERS, ScanInput, ScanResult, ScanWorkflow
+    from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
 Arg = TypeVar("Arg")
@@ -145,13 +146,11 @@ def candidates_of(
 
 
 @workflow.defn(name="AutoRun")
-class AutoRunWorkflow(Resumable):
+class AutoRunWorkflow(TrackedRun):
     """Scan → Pipelines ∥ (bounded) → Portfolio → report → Reflects."""
 
     def __init__(self) -> None:
-        self.phase = "starting"
-        self.steps: dict[str, StepState] = {}
-        self.usage = UsageReport()
+        super().__init__()
         self.by_part: dict[str, Usage] = {}
         self.tickers: list[str] = []
         self.failed: list[TickerFailure] = []
@@ -160,11 +159,8 @@ class AutoRunWorkflow(Resumable):
     @workflow.query(name="progress")
     def progress(self) -> AutoRunProgress:
         """The phase, each step, the tickers done and failed, tokens and cost so far."""
-        return AutoRunProgress.of(
-            self.steps,
-            self.usage,
-            phase=self.phase,
-            waiting=self.waiting_steps(),
+        return self.progress_as(
+            AutoRunProgress,
             tickers_total=len(self.tickers),
             tickers_done=len(self.results) + len(self.failed),
             tickers_failed=len(self.failed),

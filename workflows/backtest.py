@@ -51,8 +51,6 @@ with workflow.unsafe.imports_passed_through():
     from shared.market.bars import Timeframe
     from shared.memory import SourceRun
     from shared.memory.render import NOTHING
-    from shared.storage.buckets import REPORTS_BUCKET
-    from shared.storage.objects import ObjectRef
     from workflows.activity_calls import run_activity
     from workflows.children import Counted, flow_of
     from workflows.concurrency import gather_all
@@ -63,9 +61,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.provider_check import check_provider
     from workflows.quantagent import QuantAgentInput, QuantAgentResult, QuantAgentWorkflow
     from workflows.reflect import ReflectResult, ReflectWorkflow
-    from workflows.resume import Resumable
     from workflows.retries import HEARTBEAT, durable
-    from workflows.run_keys import run_key_prefix
+    from workflows.run_keys import run_report
+    from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
 
@@ -193,27 +191,22 @@ def child_workflow_id(k: int, kind: str) -> str:
 
 
 @workflow.defn(name="Backtest")
-class BacktestWorkflow(Resumable):
+class BacktestWorkflow(TrackedRun):
     """A flow walked forward step by step, then scored against buy-and-hold."""
 
     def __init__(self) -> None:
-        self.phase = "starting"
-        self.steps: dict[str, StepState] = {PLAN: StepState.PENDING}
+        super().__init__(PLAN)
         self.book: Book | None = None
         self.as_of: datetime | None = None
         self.started_at: datetime | None = None
-        self.usage = UsageReport()
 
     @workflow.query(name="progress")
     def progress(self) -> BacktestProgress:
         """Each step's state, the signals so far and the equity at the last decided step."""
         book = self.book
         records = book.records if book else []
-        progress = BacktestProgress.of(
-            self.steps,
-            self.usage,
-            phase=self.phase,
-            waiting=self.waiting_steps(),
+        progress = self.progress_as(
+            BacktestProgress,
             decided=len(records),
             scheduled=len(book.schedule.steps) if book else 0,
             as_of=self.as_of,
@@ -404,19 +397,20 @@ class BacktestWorkflow(Resumable):
         for agent, usage in child.by_agent.items():
             self.usage.add(agent, usage)
 
-    def _ref(self, name: str) -> ObjectRef:
-        return ObjectRef(bucket=REPORTS_BUCKET, key=f"{run_key_prefix('backtest')}/{name}")
-
     async def _score(self, book: Book) -> BacktestScore:
         return await run_activity(
             BacktestActivities.score_backtest,
-            ScoreRequest(book=book, report=self._ref("report.md"), csv=self._ref("equity.csv")),
+            ScoreRequest(
+                book=book,
+                report=run_report("backtest", "report.md"),
+                csv=run_report("backtest", "equity.csv"),
+            ),
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
 
     async def _chart(self, book: Book) -> StoredReport:
         return await run_activity(
             BacktestActivities.render_equity_chart,
-            EquityChartRequest(book=book, target=self._ref("equity.png")),
+            EquityChartRequest(book=book, target=run_report("backtest", "equity.png")),
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )

@@ -21,7 +21,7 @@ import asyncio
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Generic, Literal, overload
+from typing import Any, Generic
 
 from pydantic import BaseModel, Field, ValidationError
 from temporalio import workflow
@@ -84,8 +84,8 @@ async def chat(
     return await gate.guard(label, attempt, parks)
 
 
-def missing_step(request: ChatRequest, error: ActivityError) -> MissingStep | None:
-    """``request``'s agent as a missing step if ``error`` is its reply staying invalid after
+def missing_step(agent: str, error: ActivityError) -> MissingStep | None:
+    """``agent`` as a missing step if ``error`` is its reply staying invalid after
     the repair turns; None for every other failure (which the caller re-raises)."""
     cause = error.cause
     if not isinstance(cause, ApplicationError) or cause.type != BAD_REPLY:
@@ -93,10 +93,10 @@ def missing_step(request: ChatRequest, error: ActivityError) -> MissingStep | No
     if len(cause.details) != 3:
         # Not (schema, problem, raw reply key): a worker older than these details, whose
         # message still says it all.
-        return MissingStep(step=request.agent, reason=cause.message)
+        return MissingStep(step=agent, reason=cause.message)
     schema, problem, raw_reply_key = cause.details
     return MissingStep(
-        step=request.agent,
+        step=agent,
         reason=f"its reply did not match {schema}: {problem}",
         raw_reply_key=raw_reply_key,
     )
@@ -186,20 +186,6 @@ async def run_tool_loop(
         rounds=rounds,
         usage=total,
     )
-
-
-async def tool_loop_or_missing(
-    request: ChatRequest, **options: Any
-) -> ToolLoopResult | MissingStep:
-    """``run_tool_loop`` for a step the run can do without: its result, or the ``MissingStep``
-    a reply that stayed invalid makes of it (every other failure propagates)."""
-    try:
-        return await run_tool_loop(request, optional=True, **options)
-    except ActivityError as error:
-        missing = missing_step(request, error)
-        if missing is None:
-            raise
-        return missing
 
 
 @dataclass(frozen=True)
@@ -294,7 +280,6 @@ class AgentRun(Generic[OutputT]):
     problem: str | None = None
 
 
-@overload
 async def call_agent_tools(
     spec: AgentSpec[InputsT, OutputT],
     inputs: InputsT,
@@ -303,65 +288,21 @@ async def call_agent_tools(
     raw_key: str,
     usage: UsageReport,
     tools: ToolUse,
-    optional: Literal[False] = False,
     fixed: Mapping[str, Any] | None = None,
-) -> AgentRun[OutputT]: ...
-
-
-@overload
-async def call_agent_tools(
-    spec: AgentSpec[InputsT, OutputT],
-    inputs: InputsT,
-    *,
-    llm: LlmChoice,
-    raw_key: str,
-    usage: UsageReport,
-    tools: ToolUse,
-    optional: Literal[True],
-    fixed: Mapping[str, Any] | None = None,
-) -> AgentRun[OutputT] | MissingStep: ...
-
-
-@overload
-async def call_agent_tools(
-    spec: AgentSpec[InputsT, OutputT],
-    inputs: InputsT,
-    *,
-    llm: LlmChoice,
-    raw_key: str,
-    usage: UsageReport,
-    tools: ToolUse,
-    optional: bool,
-    fixed: Mapping[str, Any] | None = None,
-) -> AgentRun[OutputT] | MissingStep: ...
-
-
-async def call_agent_tools(
-    spec: AgentSpec[InputsT, OutputT],
-    inputs: InputsT,
-    *,
-    llm: LlmChoice,
-    raw_key: str,
-    usage: UsageReport,
-    tools: ToolUse,
     optional: bool = False,
-    fixed: Mapping[str, Any] | None = None,
-) -> AgentRun[OutputT] | MissingStep:
+) -> AgentRun[OutputT]:
     """``spec``'s agent with its tools: chat, run tools, repeat (``run_tool_loop``). An
-    ``optional`` agent whose reply stays invalid comes back as the ``MissingStep`` the run
-    records; an answer that is no valid output (or none at all) comes back as None, with why
-    (an agent that answers in prose has only ``loop.text``)."""
+    answer that is no valid output (or none at all) comes back as None, with why (an agent
+    that answers in prose has only ``loop.text``); ``optional``: see ``chat``, and
+    ``call_agent_tools_or_missing`` for an agent the run can do without."""
     request = agent_request(spec, inputs, llm, raw_key, tools=tools)
-    options: dict[str, Any] = {
-        "tools_queue": tools.queue,
-        "tool_context": tools.context,
-        "usage": usage,
-    }
-    loop = await (
-        tool_loop_or_missing(request, **options) if optional else run_tool_loop(request, **options)
+    loop = await run_tool_loop(
+        request,
+        tools_queue=tools.queue,
+        tool_context=tools.context,
+        usage=usage,
+        optional=optional,
     )
-    if isinstance(loop, MissingStep):
-        return loop
     structured = loop.response.structured
     if spec.output is None:
         return AgentRun(None, loop)  # a prose answer: ``loop.text``
@@ -372,3 +313,18 @@ async def call_agent_tools(
         return AgentRun(spec.schema.model_validate({**structured, **(fixed or {})}), loop)
     except ValidationError as error:
         return AgentRun(None, loop, f"its answer was no valid {spec.schema_name}: {error}")
+
+
+async def call_agent_tools_or_missing(
+    spec: AgentSpec[InputsT, OutputT], inputs: InputsT, **options: Any
+) -> AgentRun[OutputT] | MissingStep:
+    """``call_agent_tools`` for an agent the run can do without: its run, or the
+    ``MissingStep`` the run records when its reply stayed invalid (every other failure
+    propagates)."""
+    try:
+        return await call_agent_tools(spec, inputs, optional=True, **options)
+    except ActivityError as error:
+        missing = missing_step(spec.name, error)
+        if missing is None:
+            raise
+        return missing

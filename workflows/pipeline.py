@@ -33,7 +33,6 @@ from temporalio.exceptions import ApplicationError
 from temporalio.types import MethodAsyncSingleParam
 
 with workflow.unsafe.imports_passed_through():
-    from activities.group import declared
     from activities.reflection import DEFAULT_HORIZON_BARS
     from activities.research import (
         LoadTextRequest,
@@ -83,9 +82,8 @@ with workflow.unsafe.imports_passed_through():
     from shared.llm.contracts import LlmChoice, UsageReport
     from shared.memory import MemoryRole, SourceRun
     from shared.queues import TOOLS_QUEUE
-    from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
-    from workflows.activity_calls import GroupActivity, Request, Result, run_labelled
+    from workflows.activity_calls import GroupActivity, Request, Result
     from workflows.children import Counted, flow_of
     from workflows.concurrency import gather_all
     from workflows.debates import (
@@ -96,15 +94,20 @@ with workflow.unsafe.imports_passed_through():
         RiskWorkflow,
     )
     from workflows.inputs import RunInput, ZonedTime, scheduled_time
-    from workflows.llm_calls import InputsT, OutputT, ToolUse, call_agent, call_agent_tools
-    from workflows.progress import RunProgress, StepState, mark_missing, track
+    from workflows.llm_calls import (
+        InputsT,
+        OutputT,
+        ToolUse,
+        call_agent,
+        call_agent_tools_or_missing,
+    )
+    from workflows.progress import RunProgress, StepState, mark_missing
     from workflows.provider_check import check_provider
     from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
-    from workflows.resume import Resumable
-    from workflows.run_keys import run_key_prefix
+    from workflows.run_keys import run_key_prefix, run_report
+    from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
-T = TypeVar("T")
 Arg = TypeVar("Arg", bound=DebateInput)
 Child = TypeVar("Child", bound=Counted)
 
@@ -328,30 +331,22 @@ class AnalystOutcome:
 
 
 @workflow.defn(name="Pipeline")
-class PipelineWorkflow(Resumable):
+class PipelineWorkflow(TrackedRun):
     """Analysts ∥ → debate → trader → risk → portfolio manager, for one ticker."""
 
     def __init__(self) -> None:
-        self.phase = "starting"
-        self.steps: dict[str, StepState] = {}
-        self.usage = UsageReport()
+        super().__init__()
         self.saved: PipelineState | None = None
 
     @workflow.query(name="progress")
     def progress(self) -> PipelineProgress:
         """The phase, each step's state and the tokens spent so far."""
-        return PipelineProgress.of(
-            self.steps, self.usage, phase=self.phase, waiting=self.waiting_steps()
-        )
+        return self.progress_as(PipelineProgress)
 
     @workflow.query(name="state")
     def state(self) -> PipelineState | None:
         """Everything produced so far; None before the input was read."""
         return self.saved
-
-    async def _step(self, name: str, work: Awaitable[T]) -> T:
-        """Await ``work`` while ``name`` shows running, then done or failed."""
-        return await track(self.steps, name, work)
 
     def _enter(self, phase: str) -> None:
         """Enter ``phase``; the Web UI's current details name it."""
@@ -360,14 +355,10 @@ class PipelineWorkflow(Resumable):
         self.gate.show(f"**{phase}** {symbol}".strip())
 
     def _research(
-        self,
-        activity: GroupActivity[Request, Result],
-        request: Request,
-        step: str | None = None,
+        self, activity: GroupActivity[Request, Result], request: Request, step: str | None = None
     ) -> Awaitable[Result]:
         """One research activity, shown as ``step`` (default: its name)."""
-        work = run_labelled(activity, request, RESEARCH_START_TO_CLOSE)
-        return self._step(step or declared(activity).name, work)
+        return self._activity_step(activity, request, RESEARCH_START_TO_CLOSE, step)
 
     @workflow.run
     async def run(self, args: PipelineInput) -> PipelineResult:
@@ -434,10 +425,7 @@ class PipelineWorkflow(Resumable):
         state.report = await self._research(
             ResearchActivities.store_report,
             StoreReportRequest(
-                markdown=render_run_report(state),
-                target=ObjectRef(
-                    bucket=REPORTS_BUCKET, key=f"{run_key_prefix('pipeline')}/report.md"
-                ),
+                markdown=render_run_report(state), target=run_report("pipeline", "report.md")
             ),
             REPORT,
         )
@@ -503,14 +491,13 @@ class PipelineWorkflow(Resumable):
         )
         run = await self._step(
             spec.name,
-            call_agent_tools(
+            call_agent_tools_or_missing(
                 spec,
                 inputs,
                 llm=args.llm,
                 raw_key=self._raw_key(spec.name),
                 usage=self.usage,
                 tools=tools,
-                optional=True,
                 # The step, not the model, knows which analyst spoke.
                 fixed={"analyst": kind.value},
             ),

@@ -65,30 +65,28 @@ with workflow.unsafe.imports_passed_through():
     )
     from shared.agents.portfolio.schemas import AllocationDecision, HoldingsReview
     from shared.agents.spec import AgentSpec, InputsT, OutputT
-    from shared.llm.contracts import LlmChoice, UsageReport
+    from shared.llm.contracts import LlmChoice
     from shared.portfolio.costs import Costs
     from shared.portfolio.limits import Limits
     from shared.portfolio.models import NAME_PATTERN, DecisionRecord, DecisionStatus, Snapshot
     from shared.portfolio.orders import Execution, OrderPlan
     from shared.portfolio.prioritize import Prioritized
     from shared.portfolio.risk import RiskReport
-    from shared.storage.buckets import REPORTS_BUCKET
     from shared.storage.objects import ObjectRef
     from workflows.activity_calls import (
         GroupActivity,
         Request,
         Result,
         run_activity,
-        run_labelled,
     )
     from workflows.concurrency import gather_all
     from workflows.inputs import RunInput
     from workflows.llm_calls import call_agent
-    from workflows.progress import RunProgress, StepState, track
+    from workflows.progress import RunProgress, StepState
     from workflows.provider_check import check_provider
-    from workflows.resume import Resumable
     from workflows.retries import durable
-    from workflows.run_keys import run_key_prefix
+    from workflows.run_keys import run_key_prefix, run_report
+    from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
 T = TypeVar("T")
@@ -199,13 +197,11 @@ def _settled(status: DecisionStatus) -> bool:
 
 
 @workflow.defn(name="Portfolio")
-class PortfolioWorkflow(Resumable):
+class PortfolioWorkflow(TrackedRun):
     """Review, decide, size, sweep, approve and trade one paper book."""
 
     def __init__(self) -> None:
-        self.phase = "starting"
-        self.steps: dict[str, StepState] = {name: StepState.PENDING for name in STEPS}
-        self.usage = UsageReport()
+        super().__init__(*STEPS)
         self.pending: PendingPlan | None = None
         self.awaiting = False
         self.verdict: tuple[DecisionStatus, str] | None = None
@@ -213,11 +209,8 @@ class PortfolioWorkflow(Resumable):
     @workflow.query(name="progress")
     def progress(self) -> PortfolioProgress:
         """The phase, each step, usage, and whether an approval is awaited."""
-        return PortfolioProgress.of(
-            self.steps,
-            self.usage,
-            phase=self.phase,
-            waiting=self.waiting_steps(),
+        return self.progress_as(
+            PortfolioProgress,
             awaiting_approval=self.awaiting,
             status=self.verdict[0] if self.verdict else None,
         )
@@ -273,18 +266,12 @@ class PortfolioWorkflow(Resumable):
         else:
             workflow.logger.warning("%s signal ignored: not waiting for an approval", status)
 
-    async def _step(self, name: str, work: Awaitable[T]) -> T:
-        return await track(self.steps, name, work)
-
     def _book(
-        self,
-        activity: GroupActivity[Request, Result],
-        request: Request,
-        step: str | None = None,
+        self, activity: GroupActivity[Request, Result], request: Request, step: str | None = None
     ) -> Awaitable[Result]:
-        """One of the book's activities, shown as ``step`` (default: its name)."""
+        """One of the book's activities, shown as ``step`` (default: its name) and as the phase."""
         self.phase = step or declared(activity).name
-        return self._step(self.phase, run_labelled(activity, request, BOOK_START_TO_CLOSE))
+        return self._activity_step(activity, request, BOOK_START_TO_CLOSE, self.phase)
 
     async def _ask(
         self, args: PortfolioInput, spec: AgentSpec[InputsT, OutputT], inputs: InputsT
@@ -405,9 +392,7 @@ class PortfolioWorkflow(Resumable):
             ResearchActivities.store_report,
             StoreReportRequest(
                 markdown=render_portfolio_report(outcome),
-                target=ObjectRef(
-                    bucket=REPORTS_BUCKET, key=f"{run_key_prefix('portfolio')}/report.md"
-                ),
+                target=run_report("portfolio", "report.md"),
             ),
             REPORT,
         )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
@@ -48,14 +48,13 @@ with workflow.unsafe.imports_passed_through():
     from workflows.concurrency import gather_all
     from workflows.inputs import RunInput, ZonedTime, scheduled_time
     from workflows.llm_calls import ToolUse, call_agent, call_agent_tools
-    from workflows.progress import RunProgress, StepState, track
+    from workflows.progress import RunProgress
     from workflows.provider_check import check_provider
-    from workflows.resume import Resumable
     from workflows.retries import HEARTBEAT, durable
     from workflows.run_keys import run_key_prefix
+    from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
-T = TypeVar("T")
 
 DATA_START_TO_CLOSE = timedelta(minutes=1)
 CHART_START_TO_CLOSE = timedelta(minutes=2)
@@ -166,21 +165,16 @@ class QuantAgentResult(BaseModel):
 
 
 @workflow.defn(name="QuantAgent")
-class QuantAgentWorkflow(Resumable):
+class QuantAgentWorkflow(TrackedRun):
     """QuantAgent's four agents as one durable run."""
 
     def __init__(self) -> None:
-        self.steps = {step: StepState.PENDING for step in STEPS}
-        self.usage = UsageReport()
+        super().__init__(*STEPS, phase="")
 
     @workflow.query(name="progress")
     def progress(self) -> QuantAgentProgress:
         """Each step's state and the tokens spent so far."""
-        return QuantAgentProgress.of(self.steps, self.usage, waiting=self.waiting_steps())
-
-    async def _step(self, name: str, work: Awaitable[T]) -> T:
-        """Await ``work`` while the progress query shows ``name`` running, then done or failed."""
-        return await track(self.steps, name, work)
+        return self.progress_as(QuantAgentProgress)
 
     def _key(self, step: str, suffix: str) -> str:
         return f"{run_key_prefix('quantagent')}/{step}.{suffix}"

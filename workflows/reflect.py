@@ -12,9 +12,8 @@ writes nothing twice.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field, field_validator
 from temporalio import workflow
@@ -40,12 +39,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.activity_calls import run_activity
     from workflows.inputs import RunInput
     from workflows.llm_calls import call_agent
-    from workflows.progress import RunProgress, StepState, track
-    from workflows.resume import Resumable
+    from workflows.progress import RunProgress, StepState
     from workflows.retries import durable
+    from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
-T = TypeVar("T")
 
 DATA_START_TO_CLOSE = timedelta(minutes=1)
 # Memory writes are idempotent, so retrying through a database restart is safe.
@@ -122,31 +120,24 @@ class ReflectResult(BaseModel):
 
 
 @workflow.defn(name="Reflect")
-class ReflectWorkflow(Resumable):
+class ReflectWorkflow(TrackedRun):
     """Grade a past decision and teach each role a lesson, as one durable run."""
 
     def __init__(self) -> None:
-        self.steps: dict[str, StepState] = {"measure_outcome": StepState.PENDING}
+        super().__init__("measure_outcome", phase="")
         self.waits = 0
         self.earliest_at: Any = None
         self.reason = ""
-        self.usage = UsageReport()
 
     @workflow.query(name="progress")
     def progress(self) -> ReflectProgress:
         """Each step's state, the waits so far and the tokens spent."""
-        return ReflectProgress.of(
-            self.steps,
-            self.usage,
-            waiting=self.waiting_steps(),
+        return self.progress_as(
+            ReflectProgress,
             waits=self.waits,
             earliest_at=self.earliest_at,
             reason=self.reason,
         )
-
-    async def _step(self, name: str, work: Awaitable[T]) -> T:
-        """Await ``work`` while the progress query shows ``name`` running, then done or failed."""
-        return await track(self.steps, name, work)
 
     @workflow.run
     async def run(self, args: ReflectInput) -> ReflectResult:

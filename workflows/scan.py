@@ -25,10 +25,10 @@ be done without: a reply of its that stays invalid parks the call until ``resume
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field, ValidationError
 from temporalio import workflow
@@ -91,8 +91,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from shared.llm.structured import repair_messages
     from shared.queues import TOOLS_QUEUE
-    from shared.storage.buckets import REPORTS_BUCKET
-    from shared.storage.objects import ObjectRef
     from workflows.activity_calls import run_activity
     from workflows.concurrency import gather_all
     from workflows.inputs import RunInput, scheduled_time
@@ -101,17 +99,17 @@ with workflow.unsafe.imports_passed_through():
         ToolUse,
         agent_request,
         call_agent_tools,
+        call_agent_tools_or_missing,
         chat,
         run_tool,
     )
-    from workflows.progress import RunProgress, StepState, mark_missing, track
+    from workflows.progress import RunProgress, StepState, mark_missing
     from workflows.provider_check import check_provider
-    from workflows.resume import Resumable
     from workflows.retries import durable
-    from workflows.run_keys import run_key_prefix
+    from workflows.run_keys import run_key_prefix, run_report
+    from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
-T = TypeVar("T")
 
 SCAN_START_TO_CLOSE = timedelta(minutes=1)
 
@@ -204,25 +202,17 @@ def _stored(*scanned: Scanned) -> dict[str, StoredReport]:
 
 
 @workflow.defn(name="Scan")
-class ScanWorkflow(Resumable):
+class ScanWorkflow(TrackedRun):
     """Three scanners ∥ (smart money after sector) → deep dive once → synthesis → checked list."""
 
     def __init__(self) -> None:
-        self.phase = "starting"
-        self.steps: dict[str, StepState] = {}
-        self.usage = UsageReport()
+        super().__init__()
         self.corrections: list[str] = []
 
     @workflow.query(name="progress")
     def progress(self) -> ScanProgress:
         """The phase, each step's state and the tokens spent so far."""
-        return ScanProgress.of(
-            self.steps, self.usage, phase=self.phase, waiting=self.waiting_steps()
-        )
-
-    async def _step(self, name: str, work: Awaitable[T]) -> T:
-        """Await ``work`` while ``name`` shows running, then done or failed."""
-        return await track(self.steps, name, work)
+        return self.progress_as(ScanProgress)
 
     @workflow.run
     async def run(self, args: ScanInput) -> ScanResult:
@@ -328,14 +318,14 @@ class ScanWorkflow(Resumable):
                 )
             )
             turns = prefetched_turns(prefetch, fetched) if prefetch else []
-            ran = await call_agent_tools(
+            call = call_agent_tools_or_missing if optional else call_agent_tools
+            ran = await call(
                 spec,
                 inputs,
                 llm=args.llm,
                 raw_key=f"{prefix}/{agent}.raw.txt",
                 usage=self.usage,
                 tools=ToolUse(queue=TOOLS_QUEUE, context=context, prefetched=turns),
-                optional=optional,
             )
             if isinstance(ran, MissingStep):
                 return AgentRun(None, fetched, ran)
@@ -363,9 +353,7 @@ class ScanWorkflow(Resumable):
             ResearchActivities.store_report,
             StoreReportRequest(
                 markdown=report.report_markdown,
-                target=ObjectRef(
-                    bucket=REPORTS_BUCKET, key=f"{run_key_prefix(FLOW)}/reports/{agent}.md"
-                ),
+                target=run_report(FLOW, f"reports/{agent}.md"),
             ),
             **durable(SCAN_START_TO_CLOSE),
             summary="store_report",
@@ -488,14 +476,13 @@ class ScanWorkflow(Resumable):
         """The summary as JSON (what other flows read back) and as Markdown (for people, and
         the Pipelines' macro context), which names the reports the synthesis went without and
         what the data corrected in the shortlist."""
-        prefix = run_key_prefix(FLOW)
         markdown = render_summary(summary, as_of, workflow.info().workflow_id, missing, corrections)
         stored = await gather_all(
             run_activity(
                 store_json,
                 StoreJsonRequest(
                     value=summary.model_dump(mode="json"),
-                    target=ObjectRef(bucket=REPORTS_BUCKET, key=f"{prefix}/summary.json"),
+                    target=run_report(FLOW, "summary.json"),
                 ),
                 **durable(SCAN_START_TO_CLOSE),
                 summary="store_json",
@@ -504,7 +491,7 @@ class ScanWorkflow(Resumable):
                 ResearchActivities.store_report,
                 StoreReportRequest(
                     markdown=markdown,
-                    target=ObjectRef(bucket=REPORTS_BUCKET, key=f"{prefix}/summary.md"),
+                    target=run_report(FLOW, "summary.md"),
                 ),
                 **durable(SCAN_START_TO_CLOSE),
                 summary="store_report",

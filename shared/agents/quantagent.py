@@ -91,31 +91,32 @@ class QuantDecision(BaseModel):
     risk_reward_ratio: float = Field(ge=MIN_RISK_REWARD, le=MAX_RISK_REWARD)
 
 
-def _system(role: str) -> ChatMessage:
-    return ChatMessage(
-        role="system",
-        content=f"You are {role} in a quantitative trading desk. "
-        "Base every statement on the data you are given; never invent values.",
+def _turns(role: str, content: str, images: Sequence[ObjectRef] = ()) -> list[ChatMessage]:
+    """An agent's turns: who it is (system), then what it is shown and asked (user)."""
+    system = (
+        f"You are {role} in a quantitative trading desk. "
+        "Base every statement on the data you are given; never invent values."
     )
+    return [
+        ChatMessage(role="system", content=system),
+        ChatMessage(role="user", content=content, images=list(images)),
+    ]
 
 
 def indicator_messages(
     symbol: str, timeframe: str, bar_count: int, last_time: str
 ) -> list[ChatMessage]:
     """The indicator agent's opening turns: compute, then interpret, the five indicators."""
-    return [
-        _system("a high-frequency technical indicator analyst"),
-        ChatMessage(
-            role="user",
-            content=(
-                f"Analyse {symbol} on the {timeframe} timeframe: {bar_count} bars up to {last_time}. "
-                "Call the tools to compute MACD, RSI, ROC, Stochastic and Williams %R, then write a "
-                "concise report: momentum direction, crossovers and their recency, overbought or "
-                "oversold readings, and whether the indicators agree. Values shown as null are "
-                "warm-up bars without enough data, not zeros."
-            ),
+    return _turns(
+        "a high-frequency technical indicator analyst",
+        (
+            f"Analyse {symbol} on the {timeframe} timeframe: {bar_count} bars up to {last_time}. "
+            "Call the tools to compute MACD, RSI, ROC, Stochastic and Williams %R, then write a "
+            "concise report: momentum direction, crossovers and their recency, overbought or "
+            "oversold readings, and whether the indicators agree. Values shown as null are "
+            "warm-up bars without enough data, not zeros."
         ),
-    ]
+    )
 
 
 PATTERN_QUESTION = (
@@ -136,17 +137,14 @@ AS_TEXT = "You read it as a table rather than an image."
 
 def pattern_messages(symbol: str, timeframe: str, chart: ObjectRef) -> list[ChatMessage]:
     """The pattern agent's turns: the 40-bar chart and the 16 patterns to choose from."""
-    return [
-        _system(PATTERN_ROLE),
-        ChatMessage(
-            role="user",
-            images=[chart],
-            content=(
-                f"This candlestick chart shows the last {PATTERN_WINDOW} {timeframe} bars of {symbol}. "
-                + PATTERN_QUESTION
-            ),
+    return _turns(
+        PATTERN_ROLE,
+        (
+            f"This candlestick chart shows the last {PATTERN_WINDOW} {timeframe} bars of {symbol}. "
+            + PATTERN_QUESTION
         ),
-    ]
+        images=[chart],
+    )
 
 
 def pattern_text_messages(
@@ -154,34 +152,28 @@ def pattern_text_messages(
 ) -> list[ChatMessage]:
     """The pattern agent's turns for a model without vision: the same question over the
     chart's bars as a table and the geometric scan's matches."""
-    return [
-        _system(PATTERN_ROLE),
-        ChatMessage(
-            role="user",
-            content=(
-                f"The candlestick chart of the last {len(bars)} {timeframe} bars of {symbol} "
-                f"follows as text. {AS_TEXT} {PATTERN_QUESTION}\n\n"
-                f"{chart_text.pattern_scan_text(matches)}\n\n{chart_text.bar_table(bars)}"
-            ),
+    return _turns(
+        PATTERN_ROLE,
+        (
+            f"The candlestick chart of the last {len(bars)} {timeframe} bars of {symbol} "
+            f"follows as text. {AS_TEXT} {PATTERN_QUESTION}\n\n"
+            f"{chart_text.pattern_scan_text(matches)}\n\n{chart_text.bar_table(bars)}"
         ),
-    ]
+    )
 
 
 def trend_messages(symbol: str, timeframe: str, chart: ObjectRef) -> list[ChatMessage]:
     """The trend agent's turns: the 50-bar chart with its four fitted trendlines."""
-    return [
-        _system(TREND_ROLE),
-        ChatMessage(
-            role="user",
-            images=[chart],
-            content=(
-                f"This chart shows the last {TREND_WINDOW} {timeframe} bars of {symbol} with four "
-                "fitted trendlines: close-based support (blue) and resistance (red), and "
-                "high/low-based support (green, dashed) and resistance (orange, dashed). "
-                + TREND_QUESTION
-            ),
+    return _turns(
+        TREND_ROLE,
+        (
+            f"This chart shows the last {TREND_WINDOW} {timeframe} bars of {symbol} with four "
+            "fitted trendlines: close-based support (blue) and resistance (red), and "
+            "high/low-based support (green, dashed) and resistance (orange, dashed). "
+            + TREND_QUESTION
         ),
-    ]
+        images=[chart],
+    )
 
 
 def trend_text_messages(
@@ -189,40 +181,34 @@ def trend_text_messages(
 ) -> list[ChatMessage]:
     """The trend agent's turns for a model without vision: the same question over the four
     fitted lines as numbers and the bars they were fitted on as a table."""
-    return [
-        _system(TREND_ROLE),
-        ChatMessage(
-            role="user",
-            content=(
-                f"The chart of the last {len(bars)} {timeframe} bars of {symbol} with four fitted "
-                f"trendlines follows as text. {AS_TEXT} {TREND_QUESTION}\n\n"
-                f"{chart_text.trendlines_text(lines, bars)}\n\n{chart_text.bar_table(bars)}"
-            ),
+    return _turns(
+        TREND_ROLE,
+        (
+            f"The chart of the last {len(bars)} {timeframe} bars of {symbol} with four fitted "
+            f"trendlines follows as text. {AS_TEXT} {TREND_QUESTION}\n\n"
+            f"{chart_text.trendlines_text(lines, bars)}\n\n{chart_text.bar_table(bars)}"
         ),
-    ]
+    )
 
 
 def decision_messages(
     symbol: str, timeframe: str, indicator_report: str, pattern: PatternReport, trend: TrendReport
 ) -> list[ChatMessage]:
     """The decision agent's turns: the three reports and the rules of the call."""
-    return [
-        _system("the decision maker of a quantitative trading desk"),
-        ChatMessage(
-            role="user",
-            content=(
-                f"Decide LONG or SHORT for {symbol} ({timeframe}) over the next few bars.\n\n"
-                f"## Indicator report\n{indicator_report}\n\n"
-                f"## Pattern report\n{pattern.model_dump_json()}\n\n"
-                f"## Trend report\n{trend.model_dump_json()}\n\n"
-                "Rules: act on confirmed signals; prefer agreement of all three reports; weight "
-                "strong recent momentum (a MACD crossover, an RSI breakout) above weak oscillator "
-                "hints; HOLD is not allowed. Give a risk/reward ratio between "
-                f"{MIN_RISK_REWARD} and {MAX_RISK_REWARD}, the horizon in bars, and a justification "
-                "that cites the reports."
-            ),
+    return _turns(
+        "the decision maker of a quantitative trading desk",
+        (
+            f"Decide LONG or SHORT for {symbol} ({timeframe}) over the next few bars.\n\n"
+            f"## Indicator report\n{indicator_report}\n\n"
+            f"## Pattern report\n{pattern.model_dump_json()}\n\n"
+            f"## Trend report\n{trend.model_dump_json()}\n\n"
+            "Rules: act on confirmed signals; prefer agreement of all three reports; weight "
+            "strong recent momentum (a MACD crossover, an RSI breakout) above weak oscillator "
+            "hints; HOLD is not allowed. Give a risk/reward ratio between "
+            f"{MIN_RISK_REWARD} and {MAX_RISK_REWARD}, the horizon in bars, and a justification "
+            "that cites the reports."
         ),
-    ]
+    )
 
 
 class IndicatorInputs(BaseModel):

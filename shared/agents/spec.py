@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack
 
 from pydantic import BaseModel, ValidationError
 
@@ -113,6 +113,47 @@ class AgentSpec(Generic[InputsT, OutputT]):
         return self.offline(self, self.read(inputs), seen)
 
 
+class SpecDetails(TypedDict, total=False):
+    """What an agent may add to its family's values (see ``AgentSpec``)."""
+
+    key: str
+    tools: tuple[str, ...]
+    may_abort: bool
+    heading: str
+    needs: tuple[str, ...]
+    refuses: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AgentFamily(Generic[InputsT]):
+    """What every agent of one kind shares: its group, model role, inputs and prompt
+    builder (the Pipeline's analysts, its debaters, its managers...). Each member is then
+    declared by what sets it apart (``spec``), so the shared values are written once."""
+
+    group: str
+    llm_role: LlmRole
+    inputs: type[InputsT]
+    prompt: Callable[[AgentSpec[InputsT, Any], InputsT], list[ChatMessage]]
+
+    def spec(
+        self,
+        name: str,
+        title: str,
+        brief: str,
+        *,
+        output: type[OutputT] | None,
+        offline: Callable[[AgentSpec[InputsT, OutputT], InputsT, OfflineInput], OutputT],
+        as_text: Callable[[OutputT], str],
+        **details: Unpack[SpecDetails],
+    ) -> AgentSpec[InputsT, OutputT]:
+        """The member ``name``: who it is (``title``), what it is asked (``brief``), how it
+        answers (its schema, offline rule and prose view) and its ``details``."""
+        family = (self.group, self.llm_role, self.inputs)
+        return AgentSpec(
+            name, *family, output, title, brief, self.prompt, offline, as_text, **details
+        )
+
+
 def from_inputs(
     rule: Callable[[InputsT], OutputT],
 ) -> Callable[[AgentSpec[InputsT, OutputT], InputsT, OfflineInput], OutputT]:
@@ -184,3 +225,21 @@ class SpecTable(Mapping[K, V]):
 
     def __repr__(self) -> str:
         return f"SpecTable({self._rows()!r})"
+
+
+def specs_by_name(*groups: str) -> SpecTable[str, AgentSpec[Any, Any]]:
+    """Every agent of ``groups``, by name: its spec (a flow's ``AGENTS``)."""
+    return SpecTable(groups, lambda spec: spec.name, lambda spec: spec)
+
+
+def by_key(
+    group: str, kind: Callable[[str], K], value: Callable[[AgentSpec[Any, Any]], V]
+) -> SpecTable[K, V]:
+    """``value`` of each agent of ``group``, by its key read as ``kind`` (an analyst's
+    kind, a debater's speaker)."""
+    return SpecTable((group,), lambda spec: kind(spec.key), value)
+
+
+def specs_by_key(group: str, kind: Callable[[str], K]) -> SpecTable[K, AgentSpec[Any, Any]]:
+    """Each agent of ``group``, by its key read as ``kind``: its spec."""
+    return by_key(group, kind, lambda spec: spec)

@@ -25,7 +25,7 @@ from shared.agents.pipeline.kinds import ANALYST_GROUP, AnalystKind
 from shared.agents.pipeline.prompts import analyst_prompt
 from shared.agents.pipeline.schemas import AnalystReport, CriticalAbort, KeyPoint
 from shared.agents.schemas import Stance
-from shared.agents.spec import AgentSpec
+from shared.agents.spec import AgentFamily, AgentSpec
 from shared.llm.offline.reading import OfflineInput
 from shared.llm.providers import LlmRole
 
@@ -111,6 +111,10 @@ def _report_text(report: AnalystReport) -> str:
     return report.report_markdown
 
 
+ANALYSTS = AgentFamily(ANALYST_GROUP, LlmRole.QUICK, AnalystInputs, analyst_prompt)
+"""The analysts: quick models with tools, one prompt builder over their focus."""
+
+
 def analyst_spec(
     kind: str,
     *,
@@ -129,15 +133,11 @@ def analyst_spec(
     """
     if kind == "missing":
         raise ValueError("'missing' names the reports the run went without; name it otherwise")
-    return AgentSpec(
-        name=f"{kind}_analyst",
-        group=ANALYST_GROUP,
-        llm_role=LlmRole.QUICK,
-        inputs=AnalystInputs,
+    return ANALYSTS.spec(
+        f"{kind}_analyst",
+        title,
+        focus,
         output=output,
-        title=title,
-        brief=focus,
-        prompt=analyst_prompt,
         offline=desk,
         as_text=_report_text,
         key=kind,

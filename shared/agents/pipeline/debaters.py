@@ -29,7 +29,7 @@ from shared.agents.pipeline.schemas import (
     Speaker,
     TraderProposal,
 )
-from shared.agents.spec import AgentSpec
+from shared.agents.spec import AgentFamily, AgentSpec
 from shared.llm.offline.reading import OfflineInput
 from shared.llm.providers import LlmRole
 
@@ -153,22 +153,16 @@ def _argument(turn: DebateTurn) -> str:
     return turn.argument
 
 
+DEBATERS = AgentFamily(DEBATER, LlmRole.QUICK, DebaterInputs, debater_prompt)
+"""The four debaters: quick models, one prompt builder over the debate so far."""
+
+
 def debater_spec(
     speaker: Speaker, name: str, title: str, goal: str
 ) -> AgentSpec[DebaterInputs, DebateTurn]:
     """The spec of ``speaker``'s debater: its title and goal; the rest is every debater's."""
-    return AgentSpec(
-        name=name,
-        group=DEBATER,
-        llm_role=LlmRole.QUICK,
-        inputs=DebaterInputs,
-        output=DebateTurn,
-        title=title,
-        brief=goal,
-        prompt=debater_prompt,
-        offline=_turn,
-        as_text=_argument,
-        key=speaker.value,
+    return DEBATERS.spec(
+        name, title, goal, output=DebateTurn, offline=_turn, as_text=_argument, key=speaker.value
     )
 
 

@@ -15,7 +15,6 @@ missing, with the reason and where its raw reply is kept.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
 from shared.agents.missing import MISSING_NOTE
@@ -49,24 +48,20 @@ from shared.agents.pipeline.schemas import (
     Speaker,
     TraderProposal,
 )
-from shared.agents.spec import AgentSpec, SpecTable
+from shared.agents.prompt_sections import NOT_GIVEN, section, user_message
+from shared.agents.spec import AgentSpec, SpecTable, by_key, specs_by_key
 from shared.errors import InvalidInput
 from shared.llm.contracts import ChatMessage
-
-NOT_GIVEN = "not given"
-
 
 ANALYST_BRIEFS: SpecTable[AnalystKind, AgentSpec[Any, Any]] = ANALYST_SPECS
 """Each analyst's spec: who it is (title), what it looks at (brief), its tools."""
 
-REPORT_HEADINGS: SpecTable[AnalystKind, str] = SpecTable(
-    (ANALYST,), lambda spec: AnalystKind(spec.key), lambda spec: spec.heading
+REPORT_HEADINGS: SpecTable[AnalystKind, str] = by_key(
+    ANALYST, AnalystKind, lambda spec: spec.heading
 )
 """The heading each analyst's report appears under, in prompts and the run report."""
 
-DEBATER_BRIEFS: SpecTable[Speaker, AgentSpec[Any, Any]] = SpecTable(
-    (DEBATER,), lambda spec: Speaker(spec.key), lambda spec: spec
-)
+DEBATER_BRIEFS: SpecTable[Speaker, AgentSpec[Any, Any]] = specs_by_key(DEBATER, Speaker)
 """Each debater's spec: who it is (title) and what it argues for (brief)."""
 
 MANAGER_BRIEFS: SpecTable[ManagerKind, AgentSpec[Any, Any]] = SpecTable(
@@ -111,14 +106,6 @@ def _system(title: str, symbol: str) -> ChatMessage:
     )
 
 
-def _section(heading: str, body: str) -> str:
-    return f"## {heading}\n{body.strip() or NOT_GIVEN}"
-
-
-def _user(sections: Iterable[str | None]) -> ChatMessage:
-    return ChatMessage(role="user", content="\n\n".join(s for s in sections if s))
-
-
 def _number(value: float | None) -> str:
     return NOT_GIVEN if value is None else f"{value:.6g}"
 
@@ -150,7 +137,7 @@ def _reports_section(reports: AnalystReports) -> str:
     ]
     if reports.missing:
         parts.append(MISSING_NOTE)
-    return _section("Analyst reports", "\n\n".join(parts))
+    return section("Analyst reports", "\n\n".join(parts))
 
 
 def _turn_text(turn: DebateTurn) -> str:
@@ -164,7 +151,7 @@ def _turn_text(turn: DebateTurn) -> str:
 
 
 def _turns_section(heading: str, turns: list[DebateTurn]) -> str:
-    return _section(heading, "\n\n".join(_turn_text(turn) for turn in turns))
+    return section(heading, "\n\n".join(_turn_text(turn) for turn in turns))
 
 
 def render_order(proposal: TraderProposal) -> str:
@@ -188,13 +175,13 @@ def render_plan(plan: ResearchPlan) -> str:
 
 
 def _macro_section(macro_context: str | None) -> str | None:
-    return _section("Macro context", macro_context) if macro_context else None
+    return section("Macro context", macro_context) if macro_context else None
 
 
 def _memories_section(memories: str) -> str | None:
     if not memories.strip():
         return None
-    return _section("Lessons from similar past situations", memories)
+    return section("Lessons from similar past situations", memories)
 
 
 def _check_debate(debate: Debate, transcript: list[DebateTurn], agent: str) -> None:
@@ -225,11 +212,11 @@ def analyst_prompt(spec: AgentSpec[AnalystInputs, Any], inputs: AnalystInputs) -
     position = None if inputs.position is None else json.dumps(inputs.position, default=str)
     return [
         _system(spec.title, inputs.symbol),
-        _user(
+        user_message(
             [
-                _section("Task", task),
+                section("Task", task),
                 _macro_section(inputs.macro_context),
-                _section("Current position", position) if position else None,
+                section("Current position", position) if position else None,
             ]
         ),
     ]
@@ -264,16 +251,16 @@ def debater_prompt(spec: AgentSpec[DebaterInputs, Any], inputs: DebaterInputs) -
     proposal = inputs.proposal if debate is Debate.RISK else None
     return [
         _system(spec.title, inputs.symbol),
-        _user(
+        user_message(
             [
                 _reports_section(inputs.reports),
-                _section("The trader's proposal", render_proposal(proposal)) if proposal else None,
+                section("The trader's proposal", render_proposal(proposal)) if proposal else None,
                 _turns_section("The debate so far", inputs.transcript)
                 if inputs.transcript
                 else None,
                 _turns_section("The arguments to answer", answering) if answering else None,
                 _memories_section(inputs.memories),
-                _section("Task", task),
+                section("Task", task),
             ]
         ),
     ]
@@ -293,13 +280,13 @@ def trader_prompt(spec: AgentSpec[TraderInputs, Any], inputs: TraderInputs) -> l
     task = spec.brief.format(symbol=inputs.symbol)
     return [
         _system(spec.title, inputs.symbol),
-        _user(
+        user_message(
             [
-                _section("Research plan", render_plan(inputs.research_plan)),
+                section("Research plan", render_plan(inputs.research_plan)),
                 _reports_section(inputs.reports),
-                _section("Price", prices),
+                section("Price", prices),
                 _memories_section(inputs.memories),
-                _section("Task", task),
+                section("Task", task),
             ]
         ),
     ]
@@ -319,15 +306,15 @@ def _abort_messages(report: AnalystReport, inputs: ManagerInputs) -> list[ChatMe
     task = ABORT_TASK.format(analyst=report.analyst.value, reason=report.critical_abort.reason)
     return [
         _system(MANAGER_BRIEFS[ManagerKind.PORTFOLIO_MANAGER].title, inputs.symbol),
-        _user(
+        user_message(
             [
-                _section(
+                section(
                     "Critical abort", f"{report.analyst.value}: {report.critical_abort.reason}"
                 ),
                 _macro_section(inputs.macro_context),
                 _reports_section(inputs.reports),
                 _memories_section(inputs.memories),
-                _section("Task", task),
+                section("Task", task),
             ]
         ),
     ]
@@ -354,16 +341,16 @@ def manager_prompt(spec: AgentSpec[ManagerInputs, Any], inputs: ManagerInputs) -
     plan, proposal = inputs.research_plan, inputs.proposal
     return [
         _system(spec.title, inputs.symbol),
-        _user(
+        user_message(
             [
-                _section("Research plan", render_plan(plan)) if plan else None,
-                _section("The trader's proposal", render_proposal(proposal)) if proposal else None,
-                _section("Last price", _number(inputs.last_price)) if inputs.last_price else None,
+                section("Research plan", render_plan(plan)) if plan else None,
+                section("The trader's proposal", render_proposal(proposal)) if proposal else None,
+                section("Last price", _number(inputs.last_price)) if inputs.last_price else None,
                 _macro_section(inputs.macro_context),
                 _reports_section(inputs.reports),
                 _turns_section(f"The {debate.value} debate", inputs.transcript),
                 _memories_section(inputs.memories),
-                _section("Task", spec.brief),
+                section("Task", spec.brief),
             ]
         ),
     ]

@@ -14,7 +14,7 @@ from typing import Any
 
 from shared.agents.pipeline.kinds import ANALYST_GROUP
 from shared.agents.pipeline.schemas import SPEAKERS, AnalystKind, AnalystReport, Debate, Speaker
-from shared.agents.spec import AgentSpec, SpecTable
+from shared.agents.spec import AgentSpec, SpecTable, by_key, specs_by_key, specs_by_name
 
 MARKET_ANALYST = "market_analyst"
 SOCIAL_ANALYST = "social_analyst"
@@ -45,28 +45,20 @@ class ManagerKind(StrEnum):
     PORTFOLIO_MANAGER = PORTFOLIO_MANAGER
 
 
-AGENTS: SpecTable[str, AgentSpec[Any, Any]] = SpecTable(
-    GROUPS, lambda spec: spec.name, lambda spec: spec
-)
+AGENTS: SpecTable[str, AgentSpec[Any, Any]] = specs_by_name(*GROUPS)
 """Every agent of the Pipeline, by name: its spec (LLM role, schema, brief, offline rule)."""
 
-ANALYST_SPECS: SpecTable[AnalystKind, AgentSpec[Any, Any]] = SpecTable(
-    (ANALYST,), lambda spec: AnalystKind(spec.key), lambda spec: spec
-)
+ANALYST_SPECS: SpecTable[AnalystKind, AgentSpec[Any, Any]] = specs_by_key(ANALYST, AnalystKind)
 """The analysts' specs, by kind, in registration order (the order reports appear in)."""
 
-ANALYST_AGENTS: SpecTable[AnalystKind, str] = SpecTable(
-    (ANALYST,), lambda spec: AnalystKind(spec.key), lambda spec: spec.name
-)
+ANALYST_AGENTS: SpecTable[AnalystKind, str] = by_key(ANALYST, AnalystKind, lambda spec: spec.name)
 
-ANALYST_SCHEMAS: SpecTable[AnalystKind, type[AnalystReport]] = SpecTable(
-    (ANALYST,), lambda spec: AnalystKind(spec.key), lambda spec: spec.schema
+ANALYST_SCHEMAS: SpecTable[AnalystKind, type[AnalystReport]] = by_key(
+    ANALYST, AnalystKind, lambda spec: spec.schema
 )
 """The schema each analyst's report is validated as (the social one adds the crowd's mood)."""
 
-DEBATER_AGENTS: SpecTable[Speaker, str] = SpecTable(
-    (DEBATER,), lambda spec: Speaker(spec.key), lambda spec: spec.name
-)
+DEBATER_AGENTS: SpecTable[Speaker, str] = by_key(DEBATER, Speaker, lambda spec: spec.name)
 
 MANAGER_DEBATE: dict[ManagerKind, Debate] = {
     ManagerKind.RESEARCH_MANAGER: Debate.RESEARCH,

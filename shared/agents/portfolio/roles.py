@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.agents.spec import AgentSpec, SpecTable
+from shared.agents.spec import AgentSpec, SpecTable, specs_by_name
 
 HOLDINGS_REVIEWER = "holdings_reviewer"
 MACRO_SUMMARIZER = "macro_summarizer"
@@ -18,7 +18,5 @@ BOOK_MANAGER = "book_manager"
 PORTFOLIO_GROUP = "portfolio"
 """The spec group of the Portfolio flow's agents."""
 
-AGENTS: SpecTable[str, AgentSpec[Any, Any]] = SpecTable(
-    (PORTFOLIO_GROUP,), lambda spec: spec.name, lambda spec: spec
-)
+AGENTS: SpecTable[str, AgentSpec[Any, Any]] = specs_by_name(PORTFOLIO_GROUP)
 """Every agent of the Portfolio flow, by name: its spec."""

@@ -11,11 +11,12 @@ on without is named, with why, wherever it would have been read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from shared.agents.missing import MissingStep, missing_section
+from shared.agents.prompt_sections import NOT_GIVEN, section, user_message
 from shared.agents.scan.facts import Candidate
 from shared.agents.scan.inputs import (
     SCANNER_PREFETCH,
@@ -28,9 +29,6 @@ from shared.agents.scan.schemas import ScannerReport, ScanSummary
 from shared.agents.spec import AgentSpec, SpecTable
 from shared.data.contracts import IndexLevel, SectorPerformance
 from shared.llm.contracts import ChatMessage, ToolCall, ToolResult
-
-NOT_GIVEN = "not given"
-
 
 SCANNER_BRIEFS: SpecTable[ScannerKind, AgentSpec[Any, Any]] = SCANNER_SPECS
 """Each scanner's spec: who it is (title) and what it looks for (brief)."""
@@ -49,14 +47,6 @@ def _system(title: str, as_of: datetime) -> ChatMessage:
         f"{as_of:%Y-%m-%d}. Base every statement on the data you are given; never invent "
         "values, and say so wherever the data is marked simulated.",
     )
-
-
-def _section(heading: str, body: str) -> str:
-    return f"## {heading}\n{body.strip() or NOT_GIVEN}"
-
-
-def _user(sections: Iterable[str | None]) -> ChatMessage:
-    return ChatMessage(role="user", content="\n\n".join(s for s in sections if s))
 
 
 def _pct(fraction: float | None) -> str:
@@ -119,7 +109,7 @@ def render_scanner_report(report: ScannerReport) -> str:
 
 
 def _missing_section(missing: list[MissingStep]) -> str | None:
-    return _section("Missing reports", missing_section(missing)) if missing else None
+    return section("Missing reports", missing_section(missing)) if missing else None
 
 
 def scanner_messages(kind: ScannerKind, inputs: ScannerInputs) -> list[ChatMessage]:
@@ -142,11 +132,11 @@ def scanner_prompt(spec: AgentSpec[ScannerInputs, Any], inputs: ScannerInputs) -
     prior = inputs.sector_report if kind is ScannerKind.SMART_MONEY else None
     return [
         _system(spec.title, inputs.as_of),
-        _user(
+        user_message(
             [
-                _section("Task", task),
-                _section("Sector scanner report", render_scanner_report(prior)) if prior else None,
-                _section("Sector moves", render_sector_moves(inputs.sectors))
+                section("Task", task),
+                section("Sector scanner report", render_scanner_report(prior)) if prior else None,
+                section("Sector moves", render_sector_moves(inputs.sectors))
                 if kind is ScannerKind.SMART_MONEY and inputs.sectors
                 else None,
                 _missing_section(inputs.missing),
@@ -168,14 +158,14 @@ def deep_dive_prompt(
     report = inputs.smart_money_report
     return [
         _system(spec.title, inputs.as_of),
-        _user(
+        user_message(
             [
-                _section("Task", task),
-                _section("The sectors to dig into", render_sector_moves(inputs.sectors)),
-                _section("Smart-money scanner report", render_scanner_report(report))
+                section("Task", task),
+                section("The sectors to dig into", render_sector_moves(inputs.sectors)),
+                section("Smart-money scanner report", render_scanner_report(report))
                 if report
                 else None,
-                _section("Stocks the smart-money screens flagged", flagged),
+                section("Stocks the smart-money screens flagged", flagged),
                 _missing_section(inputs.missing),
             ]
         ),
@@ -197,15 +187,15 @@ def synthesis_prompt(
     )
     return [
         _system(spec.title, inputs.as_of),
-        _user(
+        user_message(
             [
-                _section("Scanner reports", reports),
+                section("Scanner reports", reports),
                 _missing_section(inputs.reports.missing),
-                _section("Sector moves", render_sector_moves(inputs.sectors)),
-                _section("Deep-dive sectors", ", ".join(s.value for s in inputs.deep_dive_sectors)),
-                _section("Indices", render_indices(inputs.indices)),
-                _section("Candidates", "\n".join(map(render_candidate, inputs.candidates))),
-                _section("Task", task),
+                section("Sector moves", render_sector_moves(inputs.sectors)),
+                section("Deep-dive sectors", ", ".join(s.value for s in inputs.deep_dive_sectors)),
+                section("Indices", render_indices(inputs.indices)),
+                section("Candidates", "\n".join(map(render_candidate, inputs.candidates))),
+                section("Task", task),
             ]
         ),
     ]

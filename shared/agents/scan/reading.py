@@ -14,7 +14,7 @@ from shared.agents.scan.inputs import ScannerInputs
 from shared.agents.scan.prompts import report_json, scanner_prompt
 from shared.agents.scan.roles import SCANNER, ScannerKind
 from shared.agents.scan.schemas import ScannerReport
-from shared.agents.spec import AgentSpec
+from shared.agents.spec import AgentFamily, AgentSpec
 from shared.llm.offline.reading import OfflineInput
 from shared.llm.providers import LlmRole
 
@@ -81,6 +81,10 @@ ScannerRule = Callable[
 ]
 
 
+SCANNERS = AgentFamily(SCANNER, LlmRole.QUICK, ScannerInputs, scanner_prompt)
+"""The four scanners: quick models with tools, one prompt builder over their focus."""
+
+
 def scanner_spec(
     kind: ScannerKind,
     name: str,
@@ -92,15 +96,11 @@ def scanner_spec(
 ) -> AgentSpec[ScannerInputs, ScannerReport]:
     """The spec of ``kind``'s scanner: its title, focus, tools and offline rule; the rest
     (inputs, schema, prompt builder, quick model) is every scanner's."""
-    return AgentSpec(
-        name=name,
-        group=SCANNER,
-        llm_role=LlmRole.QUICK,
-        inputs=ScannerInputs,
+    return SCANNERS.spec(
+        name,
+        title,
+        focus,
         output=ScannerReport,
-        title=title,
-        brief=focus,
-        prompt=scanner_prompt,
         offline=rule,
         as_text=report_json,
         key=kind.value,

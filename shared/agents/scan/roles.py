@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from shared.agents.spec import AgentSpec, SpecTable
+from shared.agents.spec import AgentSpec, SpecTable, by_key, specs_by_key, specs_by_name
 
 GEOPOLITICAL_SCANNER = "geopolitical_scanner"
 MARKET_MOVERS_SCANNER = "market_movers_scanner"
@@ -37,17 +37,11 @@ class ScannerKind(StrEnum):
     SMART_MONEY = "smart_money"
 
 
-AGENTS: SpecTable[str, AgentSpec[Any, Any]] = SpecTable(
-    GROUPS, lambda spec: spec.name, lambda spec: spec
-)
+AGENTS: SpecTable[str, AgentSpec[Any, Any]] = specs_by_name(*GROUPS)
 """Every agent of the Scan, by name, in graph order: its spec."""
 
-SCANNER_SPECS: SpecTable[ScannerKind, AgentSpec[Any, Any]] = SpecTable(
-    (SCANNER,), lambda spec: ScannerKind(spec.key), lambda spec: spec
-)
-SCANNER_AGENTS: SpecTable[ScannerKind, str] = SpecTable(
-    (SCANNER,), lambda spec: ScannerKind(spec.key), lambda spec: spec.name
-)
+SCANNER_SPECS: SpecTable[ScannerKind, AgentSpec[Any, Any]] = specs_by_key(SCANNER, ScannerKind)
+SCANNER_AGENTS: SpecTable[ScannerKind, str] = by_key(SCANNER, ScannerKind, lambda spec: spec.name)
 
 PHASE_ONE: tuple[ScannerKind, ...] = (
     ScannerKind.GEOPOLITICAL,
