@@ -20,6 +20,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
 from cli import views
+from cli.stack.console import console_link
 from cli.views import console, print_failure, print_links, titled, web_ui_url
 from shared.config import Settings
 from workers.client import ServerLost, across_outages
@@ -143,5 +144,6 @@ async def run_and_show(
     links = show(result)
     if inspect.isawaitable(links):
         links = await links
-    print_links(*links, ("Web UI", ui_url))
+    page = console_link(settings, workflow_id)
+    print_links(*links, *([("console", page)] if page else []), ("Web UI", ui_url))
     return 0

@@ -36,7 +36,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from cli.schedule import ScheduleRequest, create_schedule
 from cli.stack.components import TemporalProbe, plan
-from cli.stack.console import CONSOLE, console_server
+from cli.stack.console import CONSOLE, console_link, console_server
 from console.app import create_app
 from console.security import check_bind
 from shared.config import ConsoleSettings, Settings, load_settings
@@ -467,6 +467,20 @@ async def test_a_finished_approval_is_refused_with_409(stack: ConsoleStack, desk
     assert again.status_code == 409 and "no approval waits" in shown(again)
     assert resume.status_code == 409 and "nothing to resume" in shown(resume)
     assert 'id="report"' in shown(report)
+
+
+async def test_quantdesk_run_links_a_run_to_its_console_page_while_the_console_answers(
+    stack: ConsoleStack, desk_run: str
+) -> None:
+    # In a thread: the console serves from this test's event loop.
+    page = await asyncio.to_thread(console_link, stack.settings, desk_run)
+    assert page == f"{stack.url}/runs/{desk_run}"
+    async with httpx.AsyncClient(timeout=30) as http:
+        assert (await http.get(page)).status_code == 200
+    elsewhere = stack.settings.model_copy(
+        update={"console": ConsoleSettings(port=free_port_base(lambda base: [base]))}
+    )
+    assert await asyncio.to_thread(console_link, elsewhere, desk_run) is None
 
 
 async def test_the_book_page_shows_positions_trades_curve_and_risk(

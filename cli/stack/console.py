@@ -52,3 +52,11 @@ def health_problem(settings: Settings) -> str | None:
     except NoJson as problem:
         return str(problem)
     return None if body == {"status": "ok"} else f"{url} answers {body!r}"
+
+
+def console_link(settings: Settings, workflow_id: str) -> str | None:
+    """The run's page in the console, if the console answers; None when it is not running
+    (a link that does not open is worse than none)."""
+    if health_problem(settings) is not None:
+        return None
+    return f"{console_url(settings)}/runs/{workflow_id}"
