@@ -39,16 +39,7 @@ from shared.agents.portfolio import (
     macro_summarizer,
     micro_summarizer,
 )
-from shared.agents.portfolio.inputs import (
-    BookFacts,
-    MacroInputs,
-    MicroInputs,
-    PmInputs,
-    ReviewInputs,
-    TickerDecision,
-    candidate_views,
-    holding_views,
-)
+from shared.agents.portfolio.inputs import BookBrief, TickerDecision, candidate_views
 from shared.agents.portfolio.schemas import HoldingsReview
 from shared.agents.rehearsed import Rehearsed, offline_answer, offline_tool_run
 from shared.agents.scan import macro_synthesis
@@ -173,28 +164,25 @@ def rehearse_portfolio(
         )
         risk = acts.compute_risk(RiskRequest(valuation=loaded.valuation))
     valuation = loaded.valuation
-    holdings = holding_views(valuation, decisions)
-    facts = BookFacts.of(valuation, limits)
+    brief = BookBrief.of(name, as_of, valuation, limits, decisions)
     upstream: list[str] = []
-    review_inputs = ReviewInputs(book=facts, holdings=holdings)
     if agent == holdings_reviewer.SPEC.name:
-        if not holdings:
+        if not brief.holdings:
             raise InvalidInput(
                 "--book",
                 f"book {name!r} holds no positions, so a run makes no {agent} call",
                 fix="Give --book a book with positions.",
             )
-        return Rehearsed(holdings_reviewer.SPEC, review_inputs, (), NOTES)
+        return Rehearsed(holdings_reviewer.SPEC, brief.review(), (), NOTES)
     review = (
-        offline_answer(holdings_reviewer.SPEC, review_inputs)
-        if holdings
+        offline_answer(holdings_reviewer.SPEC, brief.review())
+        if brief.holdings
         else HoldingsReview(verdicts=[], summary="The book holds no positions.")
     )
-    upstream += [holdings_reviewer.SPEC.name] if holdings else []
+    upstream += [holdings_reviewer.SPEC.name] if brief.holdings else []
     ranked = prioritize(summary.stocks_to_investigate, valuation, loaded.sectors, limits)
     views = candidate_views(ranked.ranked, loaded.quotes, decisions)
-    macro_inputs = MacroInputs(portfolio=name, as_of=as_of, scan=summary)
-    micro_inputs = MicroInputs(portfolio=name, holdings=holdings, candidates=views)
+    macro_inputs, micro_inputs = brief.macro(summary), brief.micro(views)
     given: dict[str, Any] = {
         macro_summarizer.SPEC.name: (macro_summarizer.SPEC, macro_inputs),
         micro_summarizer.SPEC.name: (micro_summarizer.SPEC, micro_inputs),
@@ -202,14 +190,8 @@ def rehearse_portfolio(
     if agent in given:
         spec, inputs = given[agent]
         return Rehearsed(spec, inputs, tuple(upstream), NOTES)
-    pm = PmInputs(
-        book=facts,
-        holdings=holdings,
-        candidates=views,
-        risk=risk,
-        review=review,
-        macro=offline_answer(macro_summarizer.SPEC, macro_inputs),
-        micro=offline_answer(micro_summarizer.SPEC, micro_inputs),
-    )
+    macro = offline_answer(macro_summarizer.SPEC, macro_inputs)
+    micro = offline_answer(micro_summarizer.SPEC, micro_inputs)
+    pm = brief.pm(views, risk, review, macro, micro)
     upstream += [macro_summarizer.SPEC.name, micro_summarizer.SPEC.name]
     return Rehearsed(book_manager.SPEC, pm, tuple(upstream), NOTES)

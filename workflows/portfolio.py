@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import AwareDatetime, BaseModel, Field, field_validator
 from temporalio import workflow
@@ -46,16 +46,7 @@ with workflow.unsafe.imports_passed_through():
         macro_summarizer,
         micro_summarizer,
     )
-    from shared.agents.portfolio.inputs import (
-        BookFacts,
-        MacroInputs,
-        MicroInputs,
-        PmInputs,
-        ReviewInputs,
-        TickerDecision,
-        candidate_views,
-        holding_views,
-    )
+    from shared.agents.portfolio.inputs import BookBrief, TickerDecision, candidate_views
     from shared.agents.portfolio.report import PortfolioOutcome, render_portfolio_report
     from shared.agents.portfolio.roles import (
         BOOK_MANAGER,
@@ -303,34 +294,17 @@ class PortfolioWorkflow(TrackedRun):
             PortfolioActivities.compute_risk, RiskRequest(valuation=valuation)
         )
         decisions = {d.symbol: d for d in args.decisions}
-        holdings = holding_views(valuation, decisions)
-        book = BookFacts.of(valuation, args.limits)
-        review = await self._review(args, book, holdings)
+        brief = BookBrief.of(args.portfolio, args.as_of, valuation, args.limits, decisions)
+        review = await self._review(args, brief)
         candidates = await self._candidates(args, loaded)
         views = candidate_views(candidates.ranked, loaded.quotes, decisions)
         self.phase = "summaries"
         macro, micro = await gather_all(
-            self._ask(
-                args,
-                macro_summarizer.SPEC,
-                MacroInputs(portfolio=args.portfolio, as_of=args.as_of, scan=loaded.scan),
-            ),
-            self._ask(
-                args,
-                micro_summarizer.SPEC,
-                MicroInputs(portfolio=args.portfolio, holdings=holdings, candidates=views),
-            ),
+            self._ask(args, macro_summarizer.SPEC, brief.macro(loaded.scan)),
+            self._ask(args, micro_summarizer.SPEC, brief.micro(views)),
         )
         self.phase = BOOK_MANAGER
-        pm = PmInputs(
-            book=book,
-            holdings=holdings,
-            candidates=views,
-            risk=risk,
-            review=review,
-            macro=macro,
-            micro=micro,
-        )
+        pm = brief.pm(views, risk, review, macro, micro)
         decision = await self._ask(args, book_manager.SPEC, pm)
         plan = await self._plan(args, loaded, decision)
         status, note = await self._approval(args, plan)
@@ -399,16 +373,13 @@ class PortfolioWorkflow(TrackedRun):
         self.phase = "done"
         return PortfolioResult(**dict(outcome), report=stored)
 
-    async def _review(
-        self, args: PortfolioInput, book: BookFacts, holdings: list[Any]
-    ) -> HoldingsReview:
+    async def _review(self, args: PortfolioInput, brief: BookBrief) -> HoldingsReview:
         """The reviewer's verdicts; an empty book has nothing to review (no call)."""
-        if not holdings:
+        if not brief.holdings:
             self.steps[HOLDINGS_REVIEWER] = StepState.SKIPPED
             return HoldingsReview(verdicts=[], summary="The book holds no positions.")
         self.phase = HOLDINGS_REVIEWER
-        inputs = ReviewInputs(book=book, holdings=holdings)
-        return await self._ask(args, holdings_reviewer.SPEC, inputs)
+        return await self._ask(args, holdings_reviewer.SPEC, brief.review())
 
     async def _candidates(self, args: PortfolioInput, loaded: LoadedBook) -> Prioritized:
         """The Scan's stocks ranked; without a Scan there are none."""

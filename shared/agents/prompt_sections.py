@@ -1,4 +1,5 @@
-"""The pieces the Pipeline's and the Scan's user prompts are made of: headed sections.
+"""The pieces the Pipeline's and the Scan's prompts are made of: a grounded system
+message, and headed sections for the user message.
 
 A prompt's user message is Markdown sections (``## heading`` over their body), the
 ones a run has nothing for left out; an empty body says so (``not given``) rather
@@ -12,6 +13,17 @@ from collections.abc import Iterable
 from shared.llm.contracts import ChatMessage
 
 NOT_GIVEN = "not given"
+
+GROUNDING = (
+    "Base every statement on the data you are given; never invent values, and say so "
+    "wherever the data is marked simulated."
+)
+"""What every Pipeline and Scan agent is held to, whoever it is."""
+
+
+def system_message(who: str) -> ChatMessage:
+    """The system message of the agent ``who`` (its role and its task's subject)."""
+    return ChatMessage(role="system", content=f"You are {who}. {GROUNDING}")
 
 
 def section(heading: str, body: str) -> str:

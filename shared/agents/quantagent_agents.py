@@ -17,6 +17,7 @@ Every sentence quotes the number it rests on, so a reader can check the call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -48,11 +49,19 @@ from shared.agents.quantagent import (
     trend_messages,
     trend_text_messages,
 )
-from shared.agents.spec import AgentSpec, Prose, from_inputs, prose_text, register_agent
+from shared.agents.spec import (
+    AgentFamily,
+    AgentSpec,
+    Prose,
+    from_inputs,
+    prose_text,
+    register_agent,
+)
 from shared.errors import InvalidInput
 from shared.llm.contracts import ChatMessage
 from shared.llm.offline.reading import OfflineInput
 from shared.llm.providers import LlmRole
+from shared.storage.objects import ObjectRef
 from shared.ta.patterns import Bias
 from shared.ta.trend_summary import TrendLines
 from shared.tools.indicator_tools import INDICATOR_TOOL_NAMES
@@ -308,24 +317,37 @@ def _indicator_prompt(
     return indicator_messages(inputs.symbol, inputs.timeframe, inputs.bar_count, inputs.last_time)
 
 
-def _pattern_prompt(
-    spec: AgentSpec[ChartInputs, PatternReport], inputs: ChartInputs
-) -> list[ChatMessage]:
-    """The chart when the model sees, else the bars and the scan's matches as text."""
-    if inputs.chart is not None:
-        return pattern_messages(inputs.symbol, inputs.timeframe, inputs.chart)
+def _patterns_as_text(inputs: ChartInputs) -> list[ChatMessage]:
+    """The bars and the scan's matches."""
     return pattern_text_messages(inputs.symbol, inputs.timeframe, inputs.window, inputs.patterns)
 
 
-def _trend_prompt(
-    spec: AgentSpec[ChartInputs, TrendReport], inputs: ChartInputs
-) -> list[ChatMessage]:
-    """The chart when the model sees, else the lines and their bars as text."""
-    if inputs.chart is not None:
-        return trend_messages(inputs.symbol, inputs.timeframe, inputs.chart)
+def _trend_as_text(inputs: ChartInputs) -> list[ChatMessage]:
+    """The fitted lines and their bars."""
     if inputs.trendlines is None:
         raise InvalidInput("trendlines", "the trend agent reads the fitted lines; none were given")
     return trend_text_messages(inputs.symbol, inputs.timeframe, inputs.window, inputs.trendlines)
+
+
+_CHART_PROMPTS: dict[
+    str,
+    tuple[
+        Callable[[str, str, ObjectRef], list[ChatMessage]],
+        Callable[[ChartInputs], list[ChatMessage]],
+    ],
+] = {
+    PATTERN_AGENT: (pattern_messages, _patterns_as_text),
+    TREND_AGENT: (trend_messages, _trend_as_text),
+}
+"""Chart agent -> its turns with the chart, and its turns as text for a model without vision."""
+
+
+def _chart_prompt(spec: AgentSpec[ChartInputs, Any], inputs: ChartInputs) -> list[ChatMessage]:
+    """The chart when the model sees, else what the chart was drawn from, as text."""
+    with_chart, as_text = _CHART_PROMPTS[spec.name]
+    if inputs.chart is not None:
+        return with_chart(inputs.symbol, inputs.timeframe, inputs.chart)
+    return as_text(inputs)
 
 
 def _decision_prompt(
@@ -355,27 +377,22 @@ INDICATOR: AgentSpec[IndicatorInputs, Prose] = AgentSpec(
     as_text=prose_text,
     tools=INDICATOR_TOOL_NAMES,
 )
-PATTERN: AgentSpec[ChartInputs, PatternReport] = AgentSpec(
-    name=PATTERN_AGENT,
-    group=QUANTAGENT_GROUP,
-    llm_role=LlmRole.VISION,
-    inputs=ChartInputs,
+CHART_AGENTS = AgentFamily(QUANTAGENT_GROUP, LlmRole.VISION, ChartInputs, _chart_prompt)
+"""The pattern and trend agents: each reads its chart (or, without vision, its source)."""
+
+PATTERN = CHART_AGENTS.spec(
+    PATTERN_AGENT,
+    PATTERN_ROLE,
+    PATTERN_QUESTION,
     output=PatternReport,
-    title=PATTERN_ROLE,
-    brief=PATTERN_QUESTION,
-    prompt=_pattern_prompt,
     offline=from_inputs(read_patterns),
     as_text=lambda report: report.analysis,
 )
-TREND: AgentSpec[ChartInputs, TrendReport] = AgentSpec(
-    name=TREND_AGENT,
-    group=QUANTAGENT_GROUP,
-    llm_role=LlmRole.VISION,
-    inputs=ChartInputs,
+TREND = CHART_AGENTS.spec(
+    TREND_AGENT,
+    TREND_ROLE,
+    TREND_QUESTION,
     output=TrendReport,
-    title=TREND_ROLE,
-    brief=TREND_QUESTION,
-    prompt=_trend_prompt,
     offline=from_inputs(read_trend),
     as_text=lambda report: report.analysis,
 )

@@ -64,15 +64,10 @@ changes, so editing a file takes effect on the next read.
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import Protocol, TypeVar
 
 from shared.data.bundled import check_as_of, native_timeframe, read_bars
 from shared.data.contracts import (
@@ -85,10 +80,8 @@ from shared.data.contracts import (
     IndustryCompany,
     InsiderTransaction,
     Listing,
-    MacroPoint,
     MacroSeries,
     MarketMovers,
-    Mover,
     NewsItem,
     NewsQuery,
     NewsSearch,
@@ -98,12 +91,27 @@ from shared.data.contracts import (
     Statement,
     StatementKind,
 )
+from shared.data.figures import (
+    RELATIVE_VOLUME_DAYS,
+    as_percent,
+    compute_fundamentals,
+    mover_of,
+    return_over,
+    year_to_date_return,
+)
+from shared.data.local_files import (
+    ParsedFiles,
+    bar_parser,
+    csv_parser,
+    jsonl_parser,
+    read_macro_file,
+    statements_parser,
+)
 from shared.errors import InvalidInput, NoData, NotConfigured
 from shared.market.bars import Bar, Timeframe
 from shared.market.files import CSV_SUFFIXES, PARQUET_SUFFIXES
 from shared.market.series import check_lookback
 from shared.market.sources import CsvSource
-from shared.validation_errors import problem
 
 
 class _AboutSymbol(Protocol):
@@ -114,7 +122,6 @@ class _AboutSymbol(Protocol):
 
 
 T = TypeVar("T")
-M = TypeVar("M", bound=BaseModel)
 S = TypeVar("S", bound=_AboutSymbol)
 
 OHLCV_DIR = "ohlcv"
@@ -142,24 +149,6 @@ REQUIRED: dict[DataKind, tuple[str, ...]] = {
 """The files or directories under the root each kind is computed from."""
 
 _BAR_SUFFIXES = CSV_SUFFIXES + PARQUET_SUFFIXES
-_TTM_QUARTERS = 4
-_TTM_MAX_SPAN = timedelta(days=300)  # four consecutive quarter ends lie ~273 days apart
-_RELATIVE_VOLUME_DAYS = 20
-
-
-class _SeriesInfo(BaseModel):
-    """The optional ``macro/<SERIES>.json`` sidecar."""
-
-    name: str
-    unit: str
-
-
-@dataclass(frozen=True)
-class _Macro:
-    """A parsed macro series file: its sidecar, if any, and every row (all versions)."""
-
-    info: _SeriesInfo | None
-    points: list[MacroPoint]
 
 
 def visible(
@@ -199,218 +188,6 @@ def _of_symbol(records: list[S], symbol: str) -> list[S]:
     return [record for record in records if record.symbol.upper() == symbol.upper()]
 
 
-def _invalid(path: Path, where: str, error: ValidationError) -> InvalidInput:
-    """The first problem of a record, naming the file, the line or entry, and the field."""
-    first = error.errors()[0]
-    field = ".".join(str(part) for part in first["loc"])
-    subject = f"field `{field}`" if field else "the record"
-    return InvalidInput(
-        str(path),
-        f"{where}, {subject}: {problem(first)}",
-        fix="Correct or remove it; the layout is documented in shared/data/local.py.",
-    )
-
-
-def _validate(model: type[M], raw: Any, path: Path, where: str) -> M:
-    try:
-        if isinstance(raw, str):
-            return model.model_validate_json(raw)
-        return model.model_validate(raw)
-    except ValidationError as error:
-        raise _invalid(path, where, error) from None
-
-
-def _jsonl(model: type[M]) -> Callable[[Path], list[M]]:
-    """A parser of a file of one ``model`` per line."""
-
-    def parse(path: Path) -> list[M]:
-        with path.open(encoding="utf-8") as lines:
-            return [
-                _validate(model, line, path, f"line {number}")
-                for number, line in enumerate(lines, start=1)
-                if line.strip()
-            ]
-
-    return parse
-
-
-def _csv(model: type[M]) -> Callable[[Path], list[M]]:
-    """A parser of a CSV file of ``model`` rows; empty cells take the field's default."""
-
-    def parse(path: Path) -> list[M]:
-        with path.open(encoding="utf-8", newline="") as lines:
-            reader = csv.DictReader(lines)
-            return [
-                _validate(model, _cells(row), path, f"line {reader.line_num}") for row in reader
-            ]
-
-    return parse
-
-
-def _cells(row: dict[str | None, Any]) -> dict[str, str]:
-    """A CSV row without its empty cells, names and values stripped, names lower-case."""
-    return {
-        name.strip().lower(): value.strip()
-        for name, value in row.items()
-        if isinstance(name, str) and isinstance(value, str) and value.strip()
-    }
-
-
-def _statements_file(symbol: str) -> Callable[[Path], list[Statement]]:
-    """A parser of ``statements/<SYMBOL>.json``: a list of statements of that symbol."""
-
-    def parse(path: Path) -> list[Statement]:
-        try:
-            entries = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise InvalidInput(
-                str(path), f"line {error.lineno}: not valid JSON ({error.msg})"
-            ) from None
-        if not isinstance(entries, list):
-            raise InvalidInput(str(path), "is not a JSON list", fix="Write [ {statement}, ... ].")
-        statements = [
-            _validate(Statement, entry, path, f"entry {number}")
-            for number, entry in enumerate(entries, start=1)
-        ]
-        for number, statement in enumerate(statements, start=1):
-            if statement.symbol.upper() != symbol:
-                raise InvalidInput(
-                    str(path),
-                    f"entry {number}, field `symbol`: {statement.symbol!r} in the file of {symbol}",
-                    fix="Move the statement to its own symbol's file.",
-                )
-        return statements
-
-    return parse
-
-
-def _bar_file(symbol: str) -> Callable[[Path], CsvSource]:
-    """A parser of ``ohlcv/<SYMBOL>.*``, loaded now so a bad file is an error, not "no data"."""
-
-    def parse(path: Path) -> CsvSource:
-        source = CsvSource({symbol: path})
-        native_timeframe(source, symbol)
-        return source
-
-    return parse
-
-
-def _macro_file(path: Path) -> _Macro:
-    """A parser of ``macro/<SERIES>.csv`` and its optional ``.json`` sidecar."""
-    sidecar = path.with_suffix(".json")
-    info = (
-        _validate(_SeriesInfo, sidecar.read_text(encoding="utf-8"), sidecar, "the file")
-        if sidecar.is_file()
-        else None
-    )
-    return _Macro(info, _csv(MacroPoint)(path))
-
-
-def _change(bars: list[Bar], sessions: int) -> float | None:
-    """The close-to-close return over the last ``sessions`` bars, as a fraction."""
-    if len(bars) <= sessions:
-        return None
-    return bars[-1].close / bars[-1 - sessions].close - 1
-
-
-def _year_to_date(bars: list[Bar]) -> float | None:
-    """The return since the last close of the previous calendar year, if the bars reach it."""
-    year = bars[-1].time.year
-    before = [bar for bar in bars if bar.time.year < year]
-    return bars[-1].close / before[-1].close - 1 if before else None
-
-
-def _percent(fraction: float | None) -> float | None:
-    return None if fraction is None else fraction * 100
-
-
-def _ratio(numerator: float | None, denominator: float | None) -> float | None:
-    """None unless both are known and the denominator is positive."""
-    if numerator is None or denominator is None or denominator <= 0:
-        return None
-    return numerator / denominator
-
-
-def _ttm(income: list[Statement], item: str) -> float | None:
-    """The sum of ``item`` over the latest four quarters (``income`` newest first)."""
-    quarters = income[:_TTM_QUARTERS]
-    if len(quarters) < _TTM_QUARTERS:
-        return None
-    if quarters[0].period_end - quarters[-1].period_end > _TTM_MAX_SPAN:
-        return None  # not four consecutive quarters: annual statements, or a gap
-    values = [quarter.items[item] for quarter in quarters if item in quarter.items]
-    return sum(values) if len(values) == _TTM_QUARTERS else None
-
-
-def compute_fundamentals(
-    symbol: str,
-    as_of: datetime,
-    statements: list[Statement],
-    price: float | None,
-    listing: Listing | None,
-) -> Fundamentals:
-    """The point-in-time summary of ``statements`` (current versions, all reported by ``as_of``)."""
-    newest = sorted(statements, key=lambda s: s.period_end, reverse=True)
-    income = [s for s in newest if s.kind is StatementKind.INCOME]
-    balance = next((s.items for s in newest if s.kind is StatementKind.BALANCE), {})
-    shares = balance.get("shares_outstanding")
-    equity = balance.get("total_equity")
-    net_income = _ttm(income, "net_income")
-    market_cap = None if price is None or shares is None else price * shares
-    eps = _ratio(net_income, shares)
-    return Fundamentals(
-        symbol=symbol,
-        as_of=as_of,
-        name=listing.name if listing else symbol,
-        sector=listing.sector if listing else None,
-        industry=listing.industry if listing else None,
-        price=price,
-        market_cap=market_cap,
-        pe_ratio=_ratio(price, eps),
-        price_to_book=_ratio(market_cap, equity),
-        revenue_ttm=_ttm(income, "revenue"),
-        net_income_ttm=net_income,
-        eps_ttm=eps,
-        debt_to_equity=_ratio(balance.get("total_debt"), equity),
-        latest_period=newest[0].fiscal_period,
-    )
-
-
-def _mover(listing: Listing, bars: list[Bar]) -> Mover:
-    """A symbol's last session; relative volume against the 20 sessions before it."""
-    last = bars[-1]
-    prior = [bar.volume for bar in bars[-1 - _RELATIVE_VOLUME_DAYS : -1]]
-    average = sum(prior) / len(prior) if len(prior) == _RELATIVE_VOLUME_DAYS else None
-    return Mover(
-        symbol=listing.symbol,
-        name=listing.name,
-        last=last.close,
-        change_pct=(last.close / bars[-2].close - 1) * 100,
-        volume=last.volume,
-        relative_volume=_ratio(last.volume, average),
-    )
-
-
-class _ParsedFiles:
-    """Parsed files by path, parsed again when a file's modification time or size changes."""
-
-    def __init__(self) -> None:
-        self._entries: dict[Path, tuple[tuple[int, int], object]] = {}
-
-    def load(self, path: Path, parse: Callable[[Path], T], missing: str) -> T:
-        try:
-            status = path.stat()
-        except FileNotFoundError:
-            raise NotConfigured(missing) from None
-        version = (status.st_mtime_ns, status.st_size)
-        cached = self._entries.get(path)
-        if cached is not None and cached[0] == version:
-            return cached[1]  # type: ignore[return-value]  # one parser per path
-        value = parse(path)
-        self._entries[path] = (version, value)
-        return value
-
-
 class LocalVendor(DataVendor, NewsSearch):
     """Every kind from the files under ``root`` (layout: this module's docstring)."""
 
@@ -418,7 +195,7 @@ class LocalVendor(DataVendor, NewsSearch):
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self._files = _ParsedFiles()
+        self._files = ParsedFiles()
 
     @property
     def kinds(self) -> frozenset[DataKind]:
@@ -442,7 +219,7 @@ class LocalVendor(DataVendor, NewsSearch):
         symbol, topic = query.symbol, query.topic
         wanted = [
             item
-            for item in self._load(NEWS_FILE, _jsonl(NewsItem))
+            for item in self._load(NEWS_FILE, jsonl_parser(NewsItem))
             if (symbol is None or symbol.upper() in {s.upper() for s in item.symbols})
             and (topic is None or topic.lower() in {t.lower() for t in item.topics})
         ]
@@ -455,12 +232,12 @@ class LocalVendor(DataVendor, NewsSearch):
     def social(
         self, symbol: str, as_of: datetime, window: timedelta, limit: int = 50
     ) -> list[SocialPost]:
-        posts = _of_symbol(self._load(SOCIAL_FILE, _jsonl(SocialPost)), symbol)
+        posts = _of_symbol(self._load(SOCIAL_FILE, jsonl_parser(SocialPost)), symbol)
         found = visible(posts, lambda post: post.posted_at, as_of, f"posts about {symbol}", window)
         return _newest(found, limit)
 
     def insider(self, symbol: str, as_of: datetime, window: timedelta) -> list[InsiderTransaction]:
-        trades = _of_symbol(self._load(INSIDER_FILE, _jsonl(InsiderTransaction)), symbol)
+        trades = _of_symbol(self._load(INSIDER_FILE, jsonl_parser(InsiderTransaction)), symbol)
         found = visible(
             trades, lambda trade: trade.filed_at, as_of, f"insider trades of {symbol}", window
         )
@@ -489,7 +266,7 @@ class LocalVendor(DataVendor, NewsSearch):
         path = self._named(MACRO_DIR, (".csv",)).get(key)
         if path is None:
             raise NotConfigured(f"local has no {MACRO_DIR}/{key}.csv under {self.root}")
-        data = self._files.load(path, _macro_file, f"{path} disappeared")
+        data = self._files.load(path, read_macro_file, f"{path} disappeared")
         released = visible(data.points, lambda p: p.released_at, as_of, f"{key} values")
         points = sorted(latest_versions(released, lambda p: p.observed), key=lambda p: p.observed)
         return MacroSeries(
@@ -510,10 +287,10 @@ class LocalVendor(DataVendor, NewsSearch):
             SectorPerformance(
                 sector=sector,
                 etf=etf,
-                return_1d=_change(bars, 1),
-                return_5d=_change(bars, 5),
-                return_21d=_change(bars, 21),
-                return_ytd=_year_to_date(bars),
+                return_1d=return_over(bars, 1),
+                return_5d=return_over(bars, 5),
+                return_21d=return_over(bars, 21),
+                return_ytd=year_to_date_return(bars),
             )
             for sector, etf in SECTOR_ETFS.items()
             if (bars := self._daily(etf, as_of)) is not None
@@ -532,8 +309,8 @@ class LocalVendor(DataVendor, NewsSearch):
                 symbol=symbol,
                 name=name,
                 level=bars[-1].close,
-                change_1d_pct=_percent(_change(bars, 1)),
-                change_21d_pct=_percent(_change(bars, 21)),
+                change_1d_pct=as_percent(return_over(bars, 1)),
+                change_21d_pct=as_percent(return_over(bars, 21)),
             )
             for symbol, name in names.items()
             if (bars := self._daily(symbol, as_of)) is not None
@@ -548,13 +325,13 @@ class LocalVendor(DataVendor, NewsSearch):
             (listing, bars)
             for listing in self._listings()
             if listing.asset_type == "equity"
-            and (bars := self._daily(listing.symbol, as_of, _RELATIVE_VOLUME_DAYS + 1)) is not None
+            and (bars := self._daily(listing.symbol, as_of, RELATIVE_VOLUME_DAYS + 1)) is not None
             and len(bars) > 1
         ]
         if not histories:
             raise NoData(f"local has no two sessions of any universe equity by {as_of}")
         session = max(bars[-1].time for _, bars in histories)
-        moved = [_mover(listing, bars) for listing, bars in histories if bars[-1].time == session]
+        moved = [mover_of(listing, bars) for listing, bars in histories if bars[-1].time == session]
         by_change = sorted(moved, key=lambda m: m.change_pct, reverse=True)
         return MarketMovers(
             as_of=check_as_of(as_of),
@@ -617,7 +394,7 @@ class LocalVendor(DataVendor, NewsSearch):
         return named
 
     def _listings(self) -> list[Listing]:
-        return self._load(UNIVERSE_FILE, _csv(Listing))
+        return self._load(UNIVERSE_FILE, csv_parser(Listing))
 
     def _optional_listings(self) -> list[Listing]:
         """The universe where it only adds names: none without the file."""
@@ -634,7 +411,7 @@ class LocalVendor(DataVendor, NewsSearch):
         if path is None:
             raise NotConfigured(f"local has no {STATEMENTS_DIR}/{key}.json under {self.root}")
         reported = visible(
-            self._files.load(path, _statements_file(key), f"{path} disappeared"),
+            self._files.load(path, statements_parser(key), f"{path} disappeared"),
             lambda s: s.reported_at,
             as_of,
             f"statements of {key} reported",
@@ -646,7 +423,7 @@ class LocalVendor(DataVendor, NewsSearch):
         path = self._named(OHLCV_DIR, _BAR_SUFFIXES).get(key)
         if path is None:
             raise NotConfigured(f"local has no {OHLCV_DIR}/{key}.csv or .parquet under {self.root}")
-        return self._files.load(path, _bar_file(key), f"{path} disappeared")
+        return self._files.load(path, bar_parser(key), f"{path} disappeared")
 
     def _daily(self, symbol: str, as_of: datetime, lookback: int | None = None) -> list[Bar] | None:
         """Daily bars of ``symbol`` up to ``as_of``, or None when the files have none."""
@@ -666,7 +443,7 @@ class LocalVendor(DataVendor, NewsSearch):
 
     def _return_21d(self, symbol: str, as_of: datetime) -> float | None:
         bars = self._daily(symbol, as_of, 22)
-        return None if bars is None else _change(bars, 21)
+        return None if bars is None else return_over(bars, 21)
 
     def _market_cap(self, symbol: str, as_of: datetime) -> float | None:
         try:

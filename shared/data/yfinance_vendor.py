@@ -54,7 +54,7 @@ from shared.data.contracts import (
     Statement,
     StatementKind,
 )
-from shared.data.local import compute_fundamentals
+from shared.data.figures import compute_fundamentals
 from shared.errors import InvalidInput, NoData, NotConfigured
 from shared.market.bar_source import BarQuery, BarSource
 from shared.market.bars import Bar, Timeframe, validate_bars

@@ -48,7 +48,7 @@ from shared.agents.pipeline.schemas import (
     Speaker,
     TraderProposal,
 )
-from shared.agents.prompt_sections import NOT_GIVEN, section, user_message
+from shared.agents.prompt_sections import NOT_GIVEN, section, system_message, user_message
 from shared.agents.spec import AgentSpec, SpecTable, by_key, specs_by_key
 from shared.errors import InvalidInput
 from shared.llm.contracts import ChatMessage
@@ -98,12 +98,7 @@ ABORT_TASK = (
 
 
 def _system(title: str, symbol: str) -> ChatMessage:
-    return ChatMessage(
-        role="system",
-        content=f"You are {title} at a trading firm, working on {symbol}. Base every statement "
-        "on the data you are given; never invent values, and say so wherever the data is "
-        "marked simulated.",
-    )
+    return system_message(f"{title} at a trading firm, working on {symbol}")
 
 
 def _number(value: float | None) -> str:

@@ -18,6 +18,7 @@ Pipeline decision, the risk report and the limits it will be held to.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -202,3 +203,57 @@ class PmInputs(BaseModel):
     review: HoldingsReview
     macro: MacroSummary
     micro: MicroSummary
+
+
+@dataclass(frozen=True)
+class BookBrief:
+    """One book as of T as the Portfolio's agents read it. The workflow and ``quantdesk
+    prompt show`` both build every agent's inputs from it, so a preview cannot drift
+    from a run."""
+
+    portfolio: str
+    as_of: datetime
+    book: BookFacts
+    holdings: list[HoldingView]
+
+    @classmethod
+    def of(
+        cls,
+        portfolio: str,
+        as_of: datetime,
+        valuation: Valuation,
+        limits: Limits,
+        decisions: Mapping[str, TickerDecision],
+    ) -> BookBrief:
+        """The book's facts and every holding with its decision."""
+        facts = BookFacts.of(valuation, limits)
+        return cls(portfolio, as_of, facts, holding_views(valuation, decisions))
+
+    def review(self) -> ReviewInputs:
+        return ReviewInputs(book=self.book, holdings=self.holdings)
+
+    def macro(self, scan: ScanSummary | None) -> MacroInputs:
+        return MacroInputs(portfolio=self.portfolio, as_of=self.as_of, scan=scan)
+
+    def micro(self, candidates: list[CandidateView]) -> MicroInputs:
+        return MicroInputs(portfolio=self.portfolio, holdings=self.holdings, candidates=candidates)
+
+    def pm(
+        self,
+        candidates: list[CandidateView],
+        risk: RiskReport,
+        review: HoldingsReview,
+        macro: MacroSummary,
+        micro: MicroSummary,
+    ) -> PmInputs:
+        """The book manager's inputs: this brief with the ranked candidates and the
+        risk report, review and summaries the earlier steps gave."""
+        return PmInputs(
+            book=self.book,
+            holdings=self.holdings,
+            candidates=candidates,
+            risk=risk,
+            review=review,
+            macro=macro,
+            micro=micro,
+        )

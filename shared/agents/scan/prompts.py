@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from shared.agents.missing import MissingStep, missing_section
-from shared.agents.prompt_sections import NOT_GIVEN, section, user_message
+from shared.agents.prompt_sections import NOT_GIVEN, section, system_message, user_message
 from shared.agents.scan.facts import Candidate
 from shared.agents.scan.inputs import (
     SCANNER_PREFETCH,
@@ -41,11 +41,8 @@ REPORT_TASK = (
 
 
 def _system(title: str, as_of: datetime) -> ChatMessage:
-    return ChatMessage(
-        role="system",
-        content=f"You are {title} on a macro research desk, scanning the whole market as of "
-        f"{as_of:%Y-%m-%d}. Base every statement on the data you are given; never invent "
-        "values, and say so wherever the data is marked simulated.",
+    return system_message(
+        f"{title} on a macro research desk, scanning the whole market as of {as_of:%Y-%m-%d}"
     )
 
 

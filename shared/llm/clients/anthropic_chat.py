@@ -195,9 +195,5 @@ VENDOR = Vendor(
     create=lambda client, params: client.messages.create(**params),
     params=request_params,
     read=read_reply,
-    errors=SdkErrors(
-        status=anthropic.APIStatusError,
-        timeout=anthropic.APITimeoutError,
-        connection=anthropic.APIConnectionError,
-    ),
+    errors=SdkErrors.of(anthropic),
 )

@@ -11,6 +11,7 @@ import base64
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, NamedTuple
 
 from shared.config import provider_setting
@@ -121,6 +122,11 @@ class SdkErrors(NamedTuple):
     status: type[Exception]
     timeout: type[Exception]
     connection: type[Exception]
+
+    @classmethod
+    def of(cls, sdk: ModuleType) -> SdkErrors:
+        """The classes of the ``sdk`` module (``anthropic``, ``openai``): both name them alike."""
+        return cls(sdk.APIStatusError, sdk.APITimeoutError, sdk.APIConnectionError)
 
 
 class Vendor(NamedTuple):

@@ -224,9 +224,5 @@ VENDOR = Vendor(
     create=lambda client, params: client.chat.completions.create(**params),
     params=request_params,
     read=read_reply,
-    errors=SdkErrors(
-        status=openai.APIStatusError,
-        timeout=openai.APITimeoutError,
-        connection=openai.APIConnectionError,
-    ),
+    errors=SdkErrors.of(openai),
 )
