@@ -18,7 +18,6 @@ from temporalio.worker import Replayer
 from tests.histories.record import ID_SEPARATOR
 from workflows.catalog import WORKFLOWS
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 HISTORIES = Path(__file__).resolve().parent / "histories"
 FILES = sorted(HISTORIES.glob("*.json"))
 
@@ -40,6 +39,7 @@ def test_every_workflow_type_has_a_golden_history() -> None:
 
 
 @pytest.mark.parametrize("path", FILES, ids=[path.stem for path in FILES])
+@pytest.mark.asyncio(loop_scope="session")
 async def test_the_golden_history_replays_with_todays_code(path: Path) -> None:
     replayer = Replayer(workflows=WORKFLOWS, data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(_load(path), raise_on_replay_failure=False)
