@@ -158,7 +158,8 @@ class LlmActivities:
             "then resume the run."
         )
         budget = window.tokens - reply_tokens
-        for attempt in range(OVERFLOW_RESIZES + 1):
+        resizes = 0
+        while True:
             messages, cut = fit_to_context(
                 request.messages,
                 budget_tokens=budget,
@@ -171,8 +172,9 @@ class LlmActivities:
                 response = await send(sized)
             except ProviderError as error:
                 counted = server_overflow(error.message)
-                if counted is None or attempt == OVERFLOW_RESIZES:
+                if counted is None or resizes == OVERFLOW_RESIZES:
                     raise
+                resizes += 1
                 # The server counted `prompt` tokens: cut what it found too many, and a
                 # margin for the estimate's error on what remains.
                 prompt, server_window = counted
@@ -186,7 +188,6 @@ class LlmActivities:
                     update={"usage": response.usage.model_copy(update={"trimmed_prompts": 1})}
                 )
             return response
-        raise AssertionError("unreachable: the last resize re-raises")
 
     def _keep_raw_reply(self, request: ChatRequest, reply: str) -> str:
         """Store an unusable reply so a human can read it; return its key."""

@@ -10,7 +10,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.llm import LlmActivities
+from activities.llm import OVERFLOW_RESIZES, LlmActivities
 from shared.config import load_settings
 from shared.llm.contracts import ChatMessage, ChatRequest
 from shared.llm.prompt_budget import (
@@ -142,6 +142,26 @@ async def test_a_server_overflow_refusal_cuts_the_prompt_again_by_its_ratio(
     # the server counted 6120 tokens; 4096 - 512 leave room for the reply
     assert _sent_chars(fake, 1) < _sent_chars(fake, 0) * (4096 - 512) / 6120
     assert response.text == "RSI is high."
+
+
+async def test_a_server_that_keeps_refusing_is_cut_again_only_so_often(
+    fake: FakeLlmServer,
+) -> None:
+    # A little over each time: every cut leaves a prompt that could still be sent.
+    slightly_over = LLAMA_OVERFLOW.replace("6120 tokens", "3700 tokens")
+    for _ in range(OVERFLOW_RESIZES + 1):
+        fake.fail(400, slightly_over)
+    fake.reply_text("never reached")
+    activities = _activities(fake, context_tokens=4096, reply_tokens=512)
+
+    with pytest.raises(ApplicationError) as caught:
+        await ActivityEnvironment().run(
+            activities.chat, _request(SYSTEM, TASK, _tool("rsi", 9_000))
+        )
+
+    # the first try and one per resize, then the server's own refusal stands
+    assert len(fake.requests) == OVERFLOW_RESIZES + 1
+    assert "exceeds the available context size" in str(caught.value)
 
 
 async def test_a_prompt_that_cannot_fit_fails_without_retry_and_without_a_call(
