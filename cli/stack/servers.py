@@ -90,15 +90,6 @@ def port_is_free(port: int, host: str = LOOPBACK) -> bool:
     return True
 
 
-def port_is_open(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
-    """Whether something accepts connections on ``host:port``."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
 def check_ports_free(launch: ServerLaunch) -> None:
     """Fail before starting anything if a port is taken, naming the setting to change."""
     for claim in launch.ports:

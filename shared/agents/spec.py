@@ -188,11 +188,6 @@ def agent_spec(name: str) -> AgentSpec[Any, Any]:
     return lookup(AGENT_SPECS, name, field="agent", what="agent")
 
 
-def specs_of(group: str) -> list[AgentSpec[Any, Any]]:
-    """The registered agents of ``group``, in registration order."""
-    return [spec for spec in AGENT_SPECS.values() if spec.group == group]
-
-
 class SpecTable(Mapping[K, V]):
     """A table derived from the registry: a row per spec of ``groups``, read live, so an
     agent registered (or removed) later is in it (or gone) everywhere at once."""

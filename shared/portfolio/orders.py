@@ -9,7 +9,6 @@ the trade's idempotency key.
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import Decimal
 from enum import StrEnum
 
 from pydantic import BaseModel, Field, model_validator
@@ -77,11 +76,6 @@ class PlannedOrder(BaseModel):
     take_profit: Price | None = None
     price_target: Price | None = None
     adjustments: list[str] = Field(default_factory=list, description="every change, and why")
-
-    @property
-    def cost_drag(self) -> Decimal:
-        """What the fill loses against the close: fees plus slippage."""
-        return self.est_fees + abs(self.fill_price - self.close) * self.shares
 
 
 class RejectedOrder(BaseModel):

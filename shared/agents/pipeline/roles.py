@@ -16,10 +16,8 @@ from shared.agents.pipeline.kinds import ANALYST_GROUP
 from shared.agents.pipeline.schemas import SPEAKERS, AnalystKind, AnalystReport, Debate, Speaker
 from shared.agents.spec import AgentSpec, SpecTable, by_key, specs_by_key, specs_by_name
 
-MARKET_ANALYST = "market_analyst"
 SOCIAL_ANALYST = "social_analyst"
 NEWS_ANALYST = "news_analyst"
-FUNDAMENTALS_ANALYST = "fundamentals_analyst"
 BULL_RESEARCHER = "bull_researcher"
 BEAR_RESEARCHER = "bear_researcher"
 RESEARCH_MANAGER = "research_manager"
