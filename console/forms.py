@@ -108,6 +108,12 @@ def payload_of(fields: list[FormField], form: FormData) -> dict[str, Any]:
     """The workflow input a filled form stands for: blank fields left out (their defaults hold),
     a time without a zone taken as UTC (as the CLI does)."""
     payload: dict[str, Any] = {}
+    declared = {spec.name for spec in fields}
+    # A key the form has no box for (a hand-made POST, an old bookmark) goes to the model
+    # as given, so it is refused by name like any other unknown field.
+    for name in form:
+        if name not in declared:
+            _put(payload, name, form.get(name))
     for spec in fields:
         if spec.kind == "choices":
             value: Any = [str(v) for v in form.getlist(spec.name)]
@@ -121,12 +127,19 @@ def payload_of(fields: list[FormField], form: FormData) -> dict[str, Any]:
                 value = value == "yes"
             elif spec.kind == "datetime":
                 value = _utc(value)
-        *parents, leaf = spec.name.split(".")
-        target = payload
-        for part in parents:
-            target = target.setdefault(part, {})
-        target[leaf] = value
+        _put(payload, spec.name, value)
     return payload
+
+
+def _put(payload: dict[str, Any], name: str, value: Any) -> None:
+    """Set the dotted field ``name`` (``llm.provider``) of ``payload`` to ``value``."""
+    *parents, leaf = name.split(".")
+    target = payload
+    for part in parents:
+        if not isinstance(target.get(part), dict):
+            target[part] = {}
+        target = target[part]
+    target[leaf] = value
 
 
 def _utc(text: str) -> str:

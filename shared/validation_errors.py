@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from shared.errors import InvalidInput
+from shared.unknown_fields import UNKNOWN_FIELD
 
 MAX_SHOWN = 80
 """Characters of a given value a message shows; longer ones are cut with an ellipsis."""
@@ -52,6 +53,8 @@ def problem(item: ErrorDetails) -> str:
     rule = item["msg"].removeprefix("Value error, ")
     if item["type"] == "missing":
         return "missing (required)"
+    if item["type"] == UNKNOWN_FIELD:
+        return rule  # names the field and the nearest known one
     if not item["loc"] and isinstance(item["input"], dict):
         return rule  # a rule across fields: the value is the whole object
     secret = any(SECRET_NAME.search(str(part)) for part in item["loc"])
@@ -62,6 +65,8 @@ def problem(item: ErrorDetails) -> str:
 
 
 def _named(item: ErrorDetails, prefix: str = "") -> str:
+    if item["type"] == UNKNOWN_FIELD:
+        return problem(item)
     return f"`{prefix}{field_name(item)}` {problem(item)}"
 
 

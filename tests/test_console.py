@@ -449,6 +449,9 @@ async def test_a_malformed_form_shows_each_problem_next_to_its_field(stack: Cons
             "/start/autorun",
             data={"max_tickers": "0", "min_conviction": "certain", "llm.provider": "nobody"},
         )
+        typo = await http.post("/start/autorun", data={"max_ticker": "2"})
+    assert typo.status_code == 422
+    assert "unknown field 'max_ticker' (did you mean 'max_tickers'?)" in shown(typo)
     assert answer.status_code == 422
     assert 'id="problem-max_tickers"' in shown(answer) and "greater than or equal to 1" in shown(
         answer

@@ -10,6 +10,11 @@ message names each bad field and the value given; the SDK lets a failure of that
 kind through decoding and fails the run with it. Built in code (``PipelineInput(
 symbol=...)``), a model raises pydantic's ``ValidationError`` as usual.
 
+A key the model does not know (``{"max_ticker": 2}``) is refused the same way, naming
+it and the nearest known field (``shared.unknown_fields``), on every door: a start
+payload fails the run, and the CLI, schedules and the console's forms validate with the
+same model. Only a replay skips that check, so a run started before it replays as it ran.
+
 A start without any input (``temporal workflow start --type Scan``) counts as
 ``{}``: ``NoInputIsEmpty`` hands ``run`` its model validated from nothing, so a
 model with defaults for everything runs and one with required fields fails the run
@@ -41,6 +46,7 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
+from shared.unknown_fields import unknown_fields, unknown_fields_error
 from shared.validation_errors import describe_validation_error
 
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
@@ -70,17 +76,28 @@ class RunInput(BaseModel):
         def fail_the_run(
             data: Any, validate: core_schema.ValidatorFunctionWrapHandler, info: ValidationInfo
         ) -> Any:
-            if info.mode != "json":
-                return validate(data)
+            if info.mode == "json" and data is None:
+                data = {}
             try:
-                return validate({} if data is None else data)
+                unknown = [] if _replaying() else unknown_fields(source, data)
+                if unknown:
+                    raise unknown_fields_error(source, unknown)
+                return validate(data)
             except ValidationError as error:
+                if info.mode != "json":
+                    raise
                 raise invalid_run_input(source, error) from None
 
         return core_schema.with_info_wrap_validator_function(fail_the_run, handler(source))
 
 
 M = TypeVar("M", bound=RunInput)
+
+
+def _replaying() -> bool:
+    """Whether this input is decoded again by a replay: a run that started before unknown
+    fields were refused went on without them, and must replay as it ran."""
+    return workflow.in_workflow() and workflow.unsafe.is_replaying()
 
 
 def _has_timezone(value: datetime) -> datetime:
