@@ -9,14 +9,16 @@ The workers are exactly what `quantdesk up` starts (``workers.main.plan_for``), 
 at a temporary data directory (SQLite books and memories) and the session's S3. The
 run scans the simulated market of 2012-06-01, analyses the shortlist and a holding,
 trades the paper book and leaves one Reflect per decision. A holding the data layer
-has never heard of makes its Pipeline fail: the run records it and goes on.
+has never heard of makes its Pipeline fail: the run records it and goes on. A model
+whose shortlist names only tickers outside the universe (a vendor stand-in over HTTP)
+empties the Scan's shortlist: the run goes on with the holdings.
 """
 
 from __future__ import annotations
 
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -34,8 +36,10 @@ import cli.run as cli_run
 import cli.views as cli_views
 from cli.report import fetch_report
 from shared.config import Settings
+from shared.data.contracts import Sector
 from shared.portfolio.models import Side, TradeRequest
 from shared.portfolio.store import PortfolioStore
+from tests.fakes.llm_server import FakeLlmServer
 from tests.servers import (
     isolated_settings,
     running_workers,
@@ -49,14 +53,30 @@ from workflows.autorun import AutoRunProgress, AutoRunResult
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 QUEUE = "test-autorun"
 AS_OF = "2012-06-01T00:00:00Z"
-PRODUCT_ROLES = (WorkerRole.WORKFLOWS, WorkerRole.TOOLS, WorkerRole.CHARTS, WorkerRole.LLM_OFFLINE)
+PRODUCT_ROLES = (
+    WorkerRole.WORKFLOWS,
+    WorkerRole.TOOLS,
+    WorkerRole.CHARTS,
+    WorkerRole.LLM_OFFLINE,
+    WorkerRole.LLM_OPENAI,
+)
 GHOST = "GHOSTCO"
 """A holding no vendor knows: its Pipeline fails, and the run must go on."""
 
 
 @pytest.fixture(scope="module")
-def settings(s3_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    return isolated_settings(s3_settings, tmp_path_factory.mktemp("autorun"), QUEUE)
+def vendor() -> Iterator[FakeLlmServer]:
+    """The ``openai`` provider's stand-in (the offline provider needs none)."""
+    with FakeLlmServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def settings(
+    s3_settings: Settings, tmp_path_factory: pytest.TempPathFactory, vendor: FakeLlmServer
+) -> Settings:
+    openai = {"api_key": "sk-test-autorun", "base_url": vendor.base_url_openai}
+    return isolated_settings(s3_settings, tmp_path_factory.mktemp("autorun"), QUEUE, openai=openai)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
@@ -214,3 +234,66 @@ async def test_quantdesk_run_autorun_prints_the_decisions_and_downloads_the_repo
     report = tmp_path / "autorun-cli-test" / "report.html"
     assert report.exists() and f"report: {report.resolve()}" in text.replace("\n", "")
     assert "Web UI: http://127.0.0.1:" in text
+
+
+def _outside_the_universe() -> dict[str, Any]:
+    """A schema-valid synthesis that names only tickers no vendor lists."""
+    stock = {
+        "name": "Nowhere Inc",
+        "sector": Sector.INFORMATION_TECHNOLOGY.value,
+        "rationale": "a name the model remembered",
+        "thesis_angle": "momentum",
+        "conviction": "high",
+    }
+    return {
+        "timeframe": "1-3 months",
+        "executive_summary": "Leaders are hard to find.",
+        "macro_context": {"economic_cycle": "mid-cycle", "central_bank_stance": "on hold"},
+        "key_themes": [
+            {"theme": "t", "description": "d", "conviction": "low", "timeframe": "1-3 months"}
+        ],
+        "stocks_to_investigate": [{**stock, "ticker": "ZZZQ"}, {**stock, "ticker": "QQQZ"}],
+    }
+
+
+async def test_a_scan_the_data_leave_empty_lets_the_desk_go_on_with_its_holdings(
+    ts_env: WorkflowEnvironment, workers: None, settings: Settings, vendor: FakeLlmServer
+) -> None:
+    portfolio = f"empty{uuid.uuid4().hex[:6]}"
+    _hold_a_ghost(settings, portfolio)
+    for index in range(5):
+        vendor.reply_json(
+            {"headline": f"scanner {index}", "findings": ["quiet"], "report_markdown": "Quiet."}
+        )
+    vendor.reply_json(_outside_the_universe())  # the synthesis
+    vendor.reply_json(_outside_the_universe())  # its repair turn, no better
+    for _ in range(3):  # the Portfolio's holdings review, macro and micro summaries
+        vendor.reply_conforming()
+    vendor.reply_json(
+        {
+            "holds": [GHOST],
+            "cash_reserve": 0.9,
+            "portfolio_thesis": "wait",
+            "risk_summary": "nothing new is sound",
+        }
+    )
+
+    handle = await _start(
+        ts_env,
+        {
+            "portfolio": portfolio,
+            "as_of": AS_OF,
+            "llm": {"provider": "openai"},
+            "reflect": False,
+        },
+    )
+    result: AutoRunResult = await handle.result()
+
+    assert result.shortlist == [] and result.candidates == [GHOST]
+    [failure] = result.failures  # the holding was analysed (and failed, as a ghost does)
+    assert failure.symbol == GHOST
+    scan = await ts_env.client.get_workflow_handle(f"{handle.id}-scan").result()
+    assert scan["summary"]["stocks_to_investigate"] == []
+    assert "no stock left to investigate" in scan["corrections"][-1]
+    assert result.portfolio_status == "approved_auto"  # the Portfolio ran on the holdings
+    assert vendor.pending == 0

@@ -443,3 +443,23 @@ async def test_a_shortlist_still_refuted_after_the_repair_is_corrected_by_the_da
     markdown = workers.get_bytes(result.summary_markdown.report).decode()
     assert "## Shortlist corrected by the data" in markdown and "dropped ZZZQ" in markdown
     assert vendor.pending == 0
+
+
+async def test_a_shortlist_the_data_empty_completes_the_scan_saying_so(
+    ts_env: WorkflowEnvironment, workers: ObjectStore, vendor: FakeLlmServer
+) -> None:
+    # Only names the universe does not hold as stocks, twice: nothing survives the data.
+    outside = _summary(_stock("ZZZQ", GOOD.sector.value), _stock("QQQZ", GOOD.sector.value))
+    _script(vendor, outside, outside)
+
+    _, result = await _run(ts_env, {"as_of": AS_OF.isoformat(), "llm": {"provider": "openai"}})
+
+    assert result.summary.stocks_to_investigate == []
+    assert any("dropped ZZZQ" in c for c in result.corrections)
+    assert result.corrections[-1] == (
+        "no stock left to investigate: none of the tickers named is a stock of the universe "
+        "as of 2012-06-01"
+    )
+    markdown = workers.get_bytes(result.summary_markdown.report).decode()
+    assert "no stock left to investigate" in markdown
+    assert vendor.pending == 0

@@ -23,6 +23,7 @@ from temporalio.worker import Worker
 from activities.group import ActivityGroup, activities_on
 from activities.llm import LlmActivities
 from activities.market import MARKET_ACTIVITIES
+from activities.result_check import CheckResults
 from activities.tools import run_tool_activity
 from shared.config import Settings
 from shared.errors import ConfigError, QuantdeskError
@@ -140,7 +141,10 @@ def build_worker(client: Client, plan: WorkerPlan) -> Worker:
         # A domain error raised in workflow code fails the run instead of the workflow
         # task, which Temporal would retry forever while the run looks alive.
         workflow_failure_exception_types=[QuantdeskError],
-        interceptors=[NoInputIsEmpty()] if plan.workflows else [],
+        interceptors=[
+            *([NoInputIsEmpty()] if plan.workflows else []),
+            *([CheckResults()] if plan.activities else []),
+        ],
         **options,
     )
 

@@ -99,8 +99,12 @@ class ScanSummary(BaseModel):
     executive_summary: str = Field(min_length=1)
     macro_context: MacroContext
     key_themes: list[KeyTheme] = Field(min_length=1, description="strongest first")
+    # The model is asked for at least one (the schema's minItems), and an empty reply is a
+    # problem for the repair turn (``shortlist_problems``); but a shortlist the data emptied
+    # (every ticker named outside the universe) is a valid outcome the scan reports.
     stocks_to_investigate: list[StockToInvestigate] = Field(
-        min_length=1, description="highest conviction first; each ticker once (repeats dropped)"
+        description="highest conviction first; each ticker once (repeats dropped)",
+        json_schema_extra={"minItems": 1},
     )
     risk_factors: list[str] = Field(default_factory=list, description="what would change the view")
 

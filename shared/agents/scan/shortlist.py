@@ -17,10 +17,15 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
-from shared.agents.scan.schemas import ScanSummary
+from shared.agents.scan.schemas import ScanSummary, StockToInvestigate
 from shared.data.contracts import Listing
 
 EQUITY = "equity"
+NOTHING_LEFT = (
+    "no stock left to investigate: none of the tickers named is a stock of the universe as of "
+    "{as_of:%Y-%m-%d}"
+)
+"""The correction that says the data emptied the shortlist."""
 
 
 def shortlist_problems(
@@ -36,6 +41,11 @@ def shortlist_problems(
     listings = {listing.symbol.upper(): listing for listing in universe}
     stocks = summary.stocks_to_investigate
     problems = []
+    if not stocks:
+        problems.append(
+            "stocks_to_investigate is empty: name at least one stock of the universe "
+            "that fits the themes"
+        )
     if len(stocks) > max_tickers:
         problems.append(
             f"stocks_to_investigate lists {len(stocks)} stocks but at most {max_tickers} are "
@@ -91,18 +101,22 @@ def corrected_shortlist(
             what = "not in the data universe" if listing is None else f"an {listing.asset_type}"
             corrections.append(f"dropped {stock.ticker}: {what} as of {as_of:%Y-%m-%d}")
             continue
-        fixed = stock
+        fixes: dict[str, object] = {}
         if listing.sector is not None and listing.sector is not stock.sector:
             corrections.append(
                 f"{stock.ticker}: sector {stock.sector.value} corrected to {listing.sector.value}"
             )
-            fixed = fixed.model_copy(update={"sector": listing.sector})
+            fixes["sector"] = listing.sector
         if stock.smart_money and stock.ticker not in flagged:
             corrections.append(f"{stock.ticker}: smart_money cleared (no screen flagged it)")
-            fixed = fixed.model_copy(update={"smart_money": False})
-        kept.append(fixed)
+            fixes["smart_money"] = False
+        kept.append(StockToInvestigate.model_validate({**stock.model_dump(), **fixes}))
     if len(kept) > max_tickers:
         cut = ", ".join(stock.ticker for stock in kept[max_tickers:])
         corrections.append(f"cut to the first {max_tickers} stocks: dropped {cut}")
         kept = kept[:max_tickers]
-    return summary.model_copy(update={"stocks_to_investigate": kept}), corrections
+    if not kept:
+        corrections.append(NOTHING_LEFT.format(as_of=as_of))
+    # Validated, not copied: what the workflow decodes must hold the model's rules.
+    corrected = ScanSummary.model_validate({**summary.model_dump(), "stocks_to_investigate": kept})
+    return corrected, corrections
