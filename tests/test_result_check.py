@@ -106,6 +106,8 @@ def test_every_product_activity_declares_a_result_type_the_check_can_read() -> N
     for source in activity_groups(settings):
         found += source.activities() if isinstance(source, ActivityGroup) else [source]
 
-    unreadable = [fn.__name__ for fn in found if result_adapter(getattr(fn, "__func__", fn)) is None]
+    unreadable = [
+        fn.__name__ for fn in found if result_adapter(getattr(fn, "__func__", fn)) is None
+    ]
 
     assert len(found) > 20 and unreadable == []
