@@ -122,6 +122,9 @@ class LlmActivities:
             return answer_offline(request, model)
         schema = schema_named(request.response_schema) if request.response_schema else None
 
+        block = self.settings.provider(spec.name)
+        sampling = clients.Sampling(temperature=block.temperature, seed=block.seed)
+
         def send(sized: ChatRequest) -> Awaitable[ChatResponse]:
             return clients.complete(
                 sized,
@@ -129,9 +132,10 @@ class LlmActivities:
                 model=model,
                 api_key=self.settings.api_key(spec),
                 base_url=self.settings.base_url(spec),
-                timeout=self.settings.provider(spec.name).timeout_seconds,
+                timeout=block.timeout_seconds,
                 images=images,
                 json_schema=schema.model_json_schema() if schema else None,
+                sampling=sampling,
             )
 
         window = self.settings.context_window(spec)

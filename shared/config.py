@@ -61,6 +61,19 @@ class ProviderSettings(Serving):
         "trimmed to fit it)",
     )
 
+    temperature: float | None = Field(
+        None,
+        ge=0,
+        le=2,
+        description="the sampling temperature when a call sets none (0: the likeliest token)",
+    )
+    seed: int | None = Field(
+        None,
+        ge=0,
+        description="the sampling seed sent with every call (OpenAI-style servers; llama.cpp "
+        "answers the same way each time with a seed and temperature 0)",
+    )
+
     @classmethod
     def of(cls, spec: ProviderSpec) -> ProviderSettings:
         """The block a provider has when nothing is set: its row's serving limits."""

@@ -108,6 +108,23 @@ async def test_default_model_of_the_role_comes_from_settings(fake: FakeLlmServer
     assert response.model == "gpt-test-deep"
 
 
+async def test_the_provider_block_s_sampling_goes_on_the_wire_unless_the_call_sets_it(
+    fake: FakeLlmServer,
+) -> None:
+    fake.reply_text("same every time")
+    fake.reply_text("warmer")
+    block = {"api_key": KEY, "base_url": fake.base_url_openai, "temperature": 0, "seed": 7}
+    settings = _settings(fake, openai=block)
+
+    await _chat(settings, QUEUE_OPENAI, _request())
+    default = fake.last_request.body
+    await _chat(settings, QUEUE_OPENAI, _request(temperature=0.5))
+    chosen = fake.last_request.body
+
+    assert (default["temperature"], default["seed"]) == (0, 7)
+    assert (chosen["temperature"], chosen["seed"]) == (0.5, 7)
+
+
 async def test_images_are_fetched_from_s3_and_sent_as_png(
     fake: FakeLlmServer, s3_settings: Settings
 ) -> None:

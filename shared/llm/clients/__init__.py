@@ -15,7 +15,7 @@ from typing import Any
 
 from shared.errors import ConfigError
 from shared.llm.clients import anthropic_chat, openai_chat
-from shared.llm.clients.common import Target, Vendor, key_settings
+from shared.llm.clients.common import Sampling, Target, Vendor, key_settings
 from shared.llm.clients.errors import reading_reply, translated
 from shared.llm.contracts import ChatRequest, ChatResponse
 from shared.llm.providers import ClientKind, ProviderSpec
@@ -58,6 +58,7 @@ async def complete(
     timeout: float,
     images: dict[str, bytes],
     json_schema: dict[str, Any] | None = None,
+    sampling: Sampling = Sampling(),
 ) -> ChatResponse:
     """One call to ``spec``'s vendor.
 
@@ -79,6 +80,7 @@ async def complete(
         json_schema=json_schema,
         schema_name=request.response_schema or "reply",
         tools=tuple(request.tools),
+        sampling=sampling,
     )
     params = vendor.params(request, target)
     started = time.perf_counter()
@@ -93,4 +95,4 @@ async def complete(
     return response.model_copy(update={"latency_ms": round(latency_ms, 1)})
 
 
-__all__ = ["complete"]
+__all__ = ["Sampling", "complete"]

@@ -71,6 +71,15 @@ def _media_type(ref: ObjectRef, data: bytes) -> str:
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """How the provider block asks the model to sample when a request does not say: a
+    temperature and a seed make a server that honours them answer the same way each time."""
+
+    temperature: float | None = None
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
 class Target:
     """One call's destination and everything about it that is not the conversation."""
 
@@ -84,6 +93,7 @@ class Target:
     json_schema: dict[str, Any] | None
     schema_name: str
     tools: tuple[ToolSpec, ...] = ()
+    sampling: Sampling = Sampling()
 
     @property
     def tools_as_text(self) -> bool:

@@ -154,7 +154,10 @@ def request_params(request: ChatRequest, target: Target) -> dict[str, Any]:
         ],
     } | without_none(
         tools=[_tool_spec(tool) for tool in native_tools] or None,
-        temperature=request.temperature,
+        temperature=request.temperature
+        if request.temperature is not None
+        else target.sampling.temperature,
+        seed=target.sampling.seed,
         response_format=_response_format(target),
         **{target.spec.capabilities.max_tokens_param: request.max_tokens},
     )
