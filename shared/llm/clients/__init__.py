@@ -15,7 +15,7 @@ from typing import Any
 
 from shared.errors import ConfigError
 from shared.llm.clients import anthropic_chat, openai_chat
-from shared.llm.clients.common import Sampling, Target, Vendor, key_settings
+from shared.llm.clients.common import UNSET_SAMPLING, Sampling, Target, Vendor, key_settings
 from shared.llm.clients.errors import reading_reply, translated
 from shared.llm.contracts import ChatRequest, ChatResponse
 from shared.llm.providers import ClientKind, ProviderSpec
@@ -58,7 +58,7 @@ async def complete(
     timeout: float,
     images: dict[str, bytes],
     json_schema: dict[str, Any] | None = None,
-    sampling: Sampling = Sampling(),
+    sampling: Sampling = UNSET_SAMPLING,
 ) -> ChatResponse:
     """One call to ``spec``'s vendor.
 

@@ -79,6 +79,10 @@ class Sampling:
     seed: int | None = None
 
 
+UNSET_SAMPLING = Sampling()
+"""The server's own sampling."""
+
+
 @dataclass(frozen=True)
 class Target:
     """One call's destination and everything about it that is not the conversation."""
@@ -93,7 +97,7 @@ class Target:
     json_schema: dict[str, Any] | None
     schema_name: str
     tools: tuple[ToolSpec, ...] = ()
-    sampling: Sampling = Sampling()
+    sampling: Sampling = UNSET_SAMPLING
 
     @property
     def tools_as_text(self) -> bool:
