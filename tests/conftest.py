@@ -50,9 +50,15 @@ def local_llm_server(session_dir: Path) -> Iterator[LocalLlmServer]:
         yield server
 
 
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
-    """The time-skipping test server."""
+    """A time-skipping test server per test module.
+
+    Its clock is one for every run on it, and it stops skipping for good once a parent
+    has completed while children it abandoned (Reflects, parked runs) still run: shared
+    by the session, one module's leftovers made a later module's timer (a 90-minute
+    approval timeout) wait in real time, depending on the order modules ran in. A
+    server per module starts in about a second and leaves no module another's runs."""
     env = await start_time_skipping()
     try:
         yield env

@@ -1,9 +1,7 @@
 """AutoRun offline end to end on the time-skipping server, with the product's worker plans.
 
-The module runs its own time-skipping server: once a parent has completed while the
-children it abandoned (the Reflects) were still running, the test server stops skipping
-time for every later run on it, however those children end (the session's server would
-then sleep out another module's 90-minute approval timeout in real time).
+Like every module, this one has a time-skipping server of its own (``tests/conftest.py``):
+the Reflects its runs leave behind stop that server's skipping for good.
 
 The workers are exactly what `quantdesk up` starts (``workers.main.plan_for``), pointed
 at a temporary data directory (SQLite books and memories) and the session's S3. The
@@ -43,7 +41,6 @@ from tests.fakes.llm_server import FakeLlmServer
 from tests.servers import (
     isolated_settings,
     running_workers,
-    start_time_skipping,
     tools_reading,
 )
 from workers.main import plan_for
@@ -77,16 +74,6 @@ def settings(
 ) -> Settings:
     openai = {"api_key": "sk-test-autorun", "base_url": vendor.base_url_openai}
     return isolated_settings(s3_settings, tmp_path_factory.mktemp("autorun"), QUEUE, openai=openai)
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
-    """This module's own time-skipping server (see the module docstring)."""
-    server = await start_time_skipping()
-    try:
-        yield server
-    finally:
-        await server.shutdown()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
