@@ -148,14 +148,17 @@ def _window(items: list[_T], call: Call, when: Callable[[_T], datetime]) -> list
 
 
 def get_account(book: Brokerage, call: Call) -> Reply:
+    """GET /v2/account."""
     return Reply(200, account_json(book))
 
 
 def list_positions(book: Brokerage, call: Call) -> Reply:
+    """GET /v2/positions, by symbol."""
     return Reply(200, [position_json(book, book.positions[s]) for s in sorted(book.positions)])
 
 
 def get_position(book: Brokerage, call: Call) -> Reply:
+    """GET /v2/positions/{symbol_or_asset_id}: 404 when flat, as Alpaca."""
     wanted = call.params[0]
     for symbol, position in book.positions.items():
         if wanted in (symbol, asset_id(symbol)):
@@ -167,6 +170,7 @@ def get_position(book: Brokerage, call: Call) -> Reply:
 
 
 def post_order(book: Brokerage, call: Call) -> Reply:
+    """POST /v2/orders: 200 with the Order, or Alpaca's 4xx."""
     if call.body is None:
         raise malformed()
     return Reply(200, order_json(book.submit(parse_order_request(call.body))))
@@ -180,6 +184,7 @@ _ORDER_STATUS_FILTER: dict[str, Callable[[StoredOrder], bool]] = {
 
 
 def list_orders(book: Brokerage, call: Call) -> Reply:
+    """GET /v2/orders: status, limit, after/until, direction, symbols, side."""
     wanted = _ORDER_STATUS_FILTER[_choice(call, "status", tuple(_ORDER_STATUS_FILTER), "open")]
     limit = _bounded_int(call, "limit", ORDER_LIMIT_DEFAULT, ORDER_LIMIT_MAX)
     symbols = set(filter(None, (_one(call, "symbols") or "").split(",")))
@@ -196,10 +201,12 @@ def list_orders(book: Brokerage, call: Call) -> Reply:
 
 
 def get_order(book: Brokerage, call: Call) -> Reply:
+    """GET /v2/orders/{order_id}."""
     return Reply(200, order_json(book.find(call.params[0])))
 
 
 def get_order_by_client_order_id(book: Brokerage, call: Call) -> Reply:
+    """GET /v2/orders:by_client_order_id: how a client finds an order whose answer it lost."""
     client_order_id = _one(call, "client_order_id")
     if not client_order_id:
         raise invalid("client_order_id is required")
@@ -207,6 +214,7 @@ def get_order_by_client_order_id(book: Brokerage, call: Call) -> Reply:
 
 
 def cancel_order(book: Brokerage, call: Call) -> Reply:
+    """DELETE /v2/orders/{order_id}: 204, or 422 once the order is done."""
     book.cancel(call.params[0])
     return Reply(204)
 
@@ -217,6 +225,7 @@ def cancel_all_orders(book: Brokerage, call: Call) -> Reply:
 
 
 def replace_order(book: Brokerage, call: Call) -> Reply:
+    """PATCH /v2/orders/{order_id}: in the spec, not simulated."""
     raise not_simulated("PATCH /v2/orders/{order_id} (replace)")
 
 
@@ -240,6 +249,7 @@ def _page_of_fills(fills: list[Fill], call: Call) -> Reply:
 
 
 def get_activities(book: Brokerage, call: Call) -> Reply:
+    """GET /v2/account/activities: activity_types or category, then paging."""
     types, category = _one(call, "activity_types"), _one(call, "category")
     if types is not None and category is not None:
         raise invalid("activity_types and category cannot be used together")
@@ -253,6 +263,7 @@ def get_activities(book: Brokerage, call: Call) -> Reply:
 
 
 def get_activities_of_type(book: Brokerage, call: Call) -> Reply:
+    """GET /v2/account/activities/{activity_type}."""
     kind = call.params[0]
     if kind not in ACTIVITY_TYPES:
         raise invalid(f"invalid activity_type: {kind}")
@@ -263,6 +274,7 @@ def get_activities_of_type(book: Brokerage, call: Call) -> Reply:
 
 
 def get_clock(book: Brokerage, call: Call) -> Reply:
+    """GET /v2/clock, from the test's clock."""
     return Reply(200, clock_json(book.calendar, book.now))
 
 
@@ -275,6 +287,7 @@ def _calendar_day(call: Call, name: str, default: date) -> date:
 
 
 def get_calendar(book: Brokerage, call: Call) -> Reply:
+    """GET /v2/calendar: start/end (default all XNYS knows), by trading or settlement date."""
     calendar = book.calendar
     start = _calendar_day(call, "start", calendar.first_day)
     end = _calendar_day(call, "end", calendar.last_day)

@@ -119,11 +119,13 @@ class Brokerage:
     # -- the account's figures -------------------------------------------------
 
     def long_market_value(self) -> Decimal:
+        """Every holding at its current price."""
         return sum(
             (p.qty * self.prices[p.symbol] for p in self.positions.values()), start=Decimal(0)
         )
 
     def equity(self) -> Decimal:
+        """Cash plus holdings (no shorts, no margin)."""
         return self.cash + self.long_market_value()
 
     def _left(self, order: StoredOrder) -> Decimal:
@@ -213,12 +215,14 @@ class Brokerage:
             )
 
     def find(self, order_id: str) -> StoredOrder:
+        """The order with Alpaca's id ``order_id``, or Alpaca's 404."""
         try:
             return self.orders[order_id]
         except KeyError:
             raise not_found("order not found") from None
 
     def find_by_client_order_id(self, client_order_id: str) -> StoredOrder:
+        """The order the client named ``client_order_id``, or Alpaca's 404."""
         for order in self.orders.values():
             if order.client_order_id == client_order_id:
                 return order

@@ -112,22 +112,23 @@ class RateLimiter:
         self._stamps.append(mono)
         return True
 
+    def _wait(self, mono: float) -> float:
+        """Seconds until the oldest counted request leaves the window."""
+        return self._stamps[0] + WINDOW_SECONDS - mono if self._stamps else 0.0
+
     def headers(self, mono: float, wall: float) -> dict[str, str]:
         """X-RateLimit-Limit, -Remaining, and -Reset: when the oldest counted request ages out."""
-        wait = self._stamps[0] + WINDOW_SECONDS - mono if self._stamps else 0.0
         return {
             "X-RateLimit-Limit": str(self.per_minute),
             "X-RateLimit-Remaining": str(self.per_minute - len(self._stamps)),
-            "X-RateLimit-Reset": str(math.ceil(wall + wait)),
+            "X-RateLimit-Reset": str(math.ceil(wall + self._wait(mono))),
         }
 
     def refused_headers(self, mono: float, wall: float, retry_after: int | None) -> dict[str, str]:
-        """The 429's headers: nothing remaining, and Retry-After in whole seconds."""
-        headers = self.headers(mono, wall)
-        wait = retry_after if retry_after is not None else int(headers["X-RateLimit-Reset"]) - wall
-        seconds = max(1, math.ceil(wait))
-        return headers | {
+        """The 429's headers: nothing remaining, Retry-After in whole seconds, Reset to match."""
+        wait = retry_after if retry_after is not None else self._wait(mono)
+        return self.headers(mono, wall) | {
             "X-RateLimit-Remaining": "0",
-            "X-RateLimit-Reset": str(math.ceil(wall) + seconds),
-            "Retry-After": str(seconds),
+            "X-RateLimit-Reset": str(math.ceil(wall + wait)),
+            "Retry-After": str(max(1, math.ceil(wait))),
         }

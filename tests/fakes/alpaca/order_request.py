@@ -57,10 +57,12 @@ _WITH_STOP = (OrderType.STOP, OrderType.STOP_LIMIT)
 
 
 def parse_order_request(body: Any) -> OrderRequest:
-    """``body`` (JSON parsed with ``parse_float=Decimal``) as an order, or the Refusal Alpaca sends."""
+    """``body`` (JSON read with ``parse_float=Decimal``) as an order, else Alpaca's Refusal."""
     if not isinstance(body, dict):
         raise malformed()
     _refuse_unknown_or_unsimulated(body)
+    if body.get("type") == "trailing_stop":
+        raise not_simulated("type trailing_stop")
     side = _enum(body, "side", Side)
     kind = _enum(body, "type", OrderType)
     tif = _enum(body, "time_in_force", TimeInForce)

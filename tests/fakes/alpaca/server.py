@@ -94,6 +94,7 @@ class ControlledClock:
         self._stand_in = stand_in
 
     def now(self) -> datetime:
+        """The stand-in's current time (UTC-aware)."""
         with self._stand_in.lock:
             return self._stand_in.book.now
 
@@ -103,6 +104,7 @@ class ControlledClock:
             self._stand_in.book.move_to(when)
 
     def advance(self, delta: timedelta) -> None:
+        """Move forward by ``delta``, as ``set`` does."""
         with self._stand_in.lock:
             self._stand_in.book.move_to(self._stand_in.book.now + delta)
 
@@ -112,6 +114,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     server: _HttpServer
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle on, a keep-alive client waits for the
+    # delayed ACK (40 ms) before it sees the body.
+    disable_nagle_algorithm = True
 
     def _serve(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
@@ -228,6 +233,7 @@ class AlpacaStandIn:
 
     @property
     def port(self) -> int:
+        """The bound port (chosen free when constructed with port 0)."""
         if self._httpd is None:
             raise RuntimeError("AlpacaStandIn is not started")
         return self._httpd.server_address[1]
