@@ -229,6 +229,11 @@ def replace_order(book: Brokerage, call: Call) -> Reply:
     raise not_simulated("PATCH /v2/orders/{order_id} (replace)")
 
 
+def close_positions(book: Brokerage, call: Call) -> Reply:
+    """DELETE /v2/positions and /v2/positions/{symbol_or_asset_id}: not simulated."""
+    raise not_simulated("closing positions through DELETE /v2/positions")
+
+
 # -- activities --------------------------------------------------------------------
 
 
@@ -323,6 +328,8 @@ ROUTES: tuple[tuple[str, re.Pattern[str], Endpoint], ...] = tuple(
         ("PATCH", f"/v2/orders/{_SEGMENT}", replace_order),
         ("GET", "/v2/positions", list_positions),
         ("GET", f"/v2/positions/{_SEGMENT}", get_position),
+        ("DELETE", "/v2/positions", close_positions),
+        ("DELETE", f"/v2/positions/{_SEGMENT}", close_positions),
         ("GET", "/v2/clock", get_clock),
         ("GET", "/v2/calendar", get_calendar),
     )
