@@ -13,21 +13,25 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
+from temporalio import workflow
 from temporalio.client import WorkflowFailureError
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
 
-from cli.schedule import ScheduleRequest, _checked
-from shared.agents.pipeline.inputs import AnalystReports
-from shared.errors import InvalidInput
-from shared.unknown_fields import unknown_fields
-from shared.validation_errors import describe_validation_error
-from tests.servers import running_workers
-from tests.test_input_errors import BAD_INPUTS
-from workers.main import WorkerPlan
-from workflows.autorun import AutoRunInput, AutoRunWorkflow
-from workflows.inputs import parse_input
-from workflows.quantagent import QuantAgentInput
+with workflow.unsafe.imports_passed_through():
+    from cli.schedule import ScheduleRequest, _checked
+    from shared.agents.pipeline.inputs import AnalystReports
+    from shared.errors import InvalidInput
+    from shared.unknown_fields import unknown_fields
+    from shared.validation_errors import describe_validation_error
+    from tests.servers import running_workers
+    from tests.test_input_errors import BAD_INPUTS
+    from workers.main import WorkerPlan
+    from workflows.autorun import AutoRunInput, AutoRunWorkflow
+    from workflows.inputs import CheckRunInput, RunInput, parse_input
+    from workflows.quantagent import QuantAgentInput
 
 
 def _misspelt(model: type[BaseModel]) -> tuple[str, str]:
@@ -134,3 +138,49 @@ async def test_a_run_started_with_a_misspelt_field_fails_saying_so(
     cause = caught.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == "InvalidInput"
     assert "unknown field 'max_ticker' (did you mean 'max_tickers'?)" in cause.message
+
+
+class GreetInput(RunInput):
+    """A one-field input."""
+
+    name: str = "desk"
+
+
+@workflow.defn(name="Greet")
+class Greet:
+    """Echoes its input: enough to record a history whose start payload has a typo."""
+
+    @workflow.run
+    async def run(self, args: GreetInput) -> str:
+        return f"hello {args.name}"
+
+
+async def test_a_run_started_before_unknown_fields_were_refused_still_replays(
+    ts_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queue = f"greet-{uuid.uuid4()}"
+    with monkeypatch.context() as before:  # the code as it was: unknown keys ignored
+        before.setattr(RunInput, "unknown_fields_failure", lambda self: None)
+        async with running_workers(ts_env.client, [WorkerPlan(queue=queue, workflows=[Greet])]):
+            handle = await ts_env.client.start_workflow(
+                "Greet",
+                {"name": "ann", "nmae": "typo"},
+                id=f"greet-{uuid.uuid4()}",
+                task_queue=queue,
+            )
+            assert await handle.result() == "hello ann"
+    history = await handle.fetch_history()
+
+    replayer = Replayer(
+        workflows=[Greet], data_converter=pydantic_data_converter, interceptors=[CheckRunInput()]
+    )
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    with monkeypatch.context() as fresh_start:  # the check, were it not told a replay apart
+        fresh_start.setattr(workflow.unsafe, "is_replaying", lambda: False)
+        unguarded = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    with pytest.raises(ApplicationError) as fresh:
+        parse_input(GreetInput, {"name": "ann", "nmae": "typo"})
+
+    assert replayed.replay_failure is None
+    assert unguarded.replay_failure is not None
+    assert "unknown field 'nmae' (did you mean 'name'?)" in fresh.value.message

@@ -31,7 +31,7 @@ from shared.llm.providers import providers_on_queue
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from workers.roles import WorkerRole
 from workflows.catalog import WORKFLOWS
-from workflows.inputs import NoInputIsEmpty
+from workflows.inputs import CheckRunInput
 from workflows.retries import set_retry_budget
 
 # Sync activities (tools, charts) run in threads; a few per core is plenty.
@@ -142,7 +142,7 @@ def build_worker(client: Client, plan: WorkerPlan) -> Worker:
         # task, which Temporal would retry forever while the run looks alive.
         workflow_failure_exception_types=[QuantdeskError],
         interceptors=[
-            *([NoInputIsEmpty()] if plan.workflows else []),
+            *([CheckRunInput()] if plan.workflows else []),
             *([CheckResults()] if plan.activities else []),
         ],
         **options,

@@ -13,10 +13,12 @@ symbol=...)``), a model raises pydantic's ``ValidationError`` as usual.
 A key the model does not know (``{"max_ticker": 2}``) is refused the same way, naming
 it and the nearest known field (``shared.unknown_fields``), on every door: a start
 payload fails the run, and the CLI, schedules and the console's forms validate with the
-same model. Only a replay skips that check, so a run started before it replays as it ran.
+same model. Decoding only notes such keys; ``CheckRunInput`` fails a fresh run for them
+inside the workflow, where a replay can be told apart (decoding cannot), so a run that
+started before this rule replays as it ran.
 
 A start without any input (``temporal workflow start --type Scan``) counts as
-``{}``: ``NoInputIsEmpty`` hands ``run`` its model validated from nothing, so a
+``{}``: ``CheckRunInput`` hands ``run`` its model validated from nothing, so a
 model with defaults for everything runs and one with required fields fails the run
 naming them.
 """
@@ -24,7 +26,7 @@ naming them.
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
@@ -32,6 +34,7 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     GetCoreSchemaHandler,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
 )
@@ -53,11 +56,15 @@ SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTi
 """Set by the server on every run a Schedule starts."""
 
 
-def invalid_run_input(model: type[BaseModel], error: ValidationError) -> ApplicationError:
-    """The failure of a run whose input is not a valid ``model``: every bad field with the
-    value given, e.g. ``timeframe '7x' is not one of '1m', '5m', ...``."""
+def invalid_run_input(
+    model: type[BaseModel], error: ValidationError | None, unknown: Sequence[str] = ()
+) -> ApplicationError:
+    """The failure of a run whose input is not a valid ``model``: every unknown field with the
+    nearest known one, then every bad field with the value given, e.g. ``timeframe '7x' is
+    not one of '1m', '5m', ...``."""
+    problems = [*unknown, *([describe_validation_error(error)] if error else [])]
     return ApplicationError(
-        f"invalid input for {model.__name__}: {describe_validation_error(error)}.",
+        f"invalid input for {model.__name__}: {'; '.join(problems)}.",
         type="InvalidInput",
         non_retryable=True,
     )
@@ -66,6 +73,10 @@ def invalid_run_input(model: type[BaseModel], error: ValidationError) -> Applica
 class RunInput(BaseModel):
     """The base of every workflow's input model: decoded from a start payload, a bad field
     fails the run with ``invalid_run_input`` (see the module docstring)."""
+
+    _unknown: tuple[str, ...] = PrivateAttr(default=())
+    """What decoding found that the model does not know, one message each: a fresh run is
+    refused for it (``CheckRunInput``), a replay of an older one is not."""
 
     @classmethod
     def __get_pydantic_core_schema__(
@@ -78,26 +89,28 @@ class RunInput(BaseModel):
         ) -> Any:
             if info.mode == "json" and data is None:
                 data = {}
+            unknown = unknown_fields(source, data)
+            if unknown and info.mode != "json":
+                raise unknown_fields_error(source, unknown)
+            messages = tuple(item.message() for item in unknown)
             try:
-                unknown = [] if _replaying() else unknown_fields(source, data)
-                if unknown:
-                    raise unknown_fields_error(source, unknown)
-                return validate(data)
+                value = validate(data)
             except ValidationError as error:
                 if info.mode != "json":
                     raise
-                raise invalid_run_input(source, error) from None
+                raise invalid_run_input(source, error, messages) from None
+            if messages:
+                value._unknown = messages
+            return value
 
         return core_schema.with_info_wrap_validator_function(fail_the_run, handler(source))
 
+    def unknown_fields_failure(self) -> ApplicationError | None:
+        """The failure of a fresh run whose start payload named fields the model does not know."""
+        return invalid_run_input(type(self), None, self._unknown) if self._unknown else None
+
 
 M = TypeVar("M", bound=RunInput)
-
-
-def _replaying() -> bool:
-    """Whether this input is decoded again by a replay: a run that started before unknown
-    fields were refused went on without them, and must replay as it ran."""
-    return workflow.in_workflow() and workflow.unsafe.is_replaying()
 
 
 def _has_timezone(value: datetime) -> datetime:
@@ -113,8 +126,13 @@ local time, a different moment on each machine."""
 
 def parse_input(model: type[M], raw: Any) -> M:
     """``raw`` (a JSON value; None: no input) decoded as ``model`` the way the SDK decodes a
-    start payload: a bad field raises ``invalid_run_input``'s failure."""
-    return model.model_validate_json(to_json(raw))
+    start payload and checked as a fresh run checks it: a bad or unknown field raises
+    ``invalid_run_input``'s failure."""
+    value = model.model_validate_json(to_json(raw))
+    failure = value.unknown_fields_failure()
+    if failure is not None:
+        raise failure
+    return value
 
 
 def run_input_model(run: Callable[..., Any]) -> type[RunInput] | None:
@@ -125,22 +143,29 @@ def run_input_model(run: Callable[..., Any]) -> type[RunInput] | None:
     return model if isinstance(model, type) and issubclass(model, RunInput) else None
 
 
-class _NoInputIsEmptyInbound(WorkflowInboundInterceptor):
+class _CheckRunInputInbound(WorkflowInboundInterceptor):
     async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
         model = run_input_model(input.run_fn)
         if not input.args and model is not None:
             input.args = [parse_input(model, None)]
+        given = input.args[0] if input.args else None
+        # Decoding cannot tell a replay from a fresh start; the workflow can.
+        if isinstance(given, RunInput) and not workflow.unsafe.is_replaying():
+            failure = given.unknown_fields_failure()
+            if failure is not None:
+                raise failure
         return await super().execute_workflow(input)
 
 
-class NoInputIsEmpty(Interceptor):
-    """A run started without input gets its model validated from ``{}`` (every worker that
-    runs workflows has this interceptor)."""
+class CheckRunInput(Interceptor):
+    """Every worker that runs workflows has this interceptor: a run started without input
+    gets its model validated from ``{}``, and a fresh run whose start payload named an
+    unknown field fails saying so (a replay of a run that began before that rule goes on)."""
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
     ) -> type[WorkflowInboundInterceptor]:
-        return _NoInputIsEmptyInbound
+        return _CheckRunInputInbound
 
 
 def scheduled_time() -> datetime | None:
