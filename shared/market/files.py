@@ -88,7 +88,7 @@ def _read_table(path: Path, field: str) -> pd.DataFrame:
             raise ConfigError(
                 "pyarrow",
                 f"reading the Parquet file {path} needs pyarrow, which is not installed",
-                fix="Run `pip install pyarrow`, or convert the file to CSV.",
+                fix="Install the parquet extra (`pip install -e '.[parquet]'`), or convert the file to CSV.",
             ) from None
         try:
             table = pd.read_parquet(path, engine="pyarrow")
