@@ -1,5 +1,5 @@
 """The book in SQL: exact money, one transaction per trade, each key booked once; SQLite and
-PostgreSQL alike (the server is the throwaway one the memory tests start)."""
+PostgreSQL alike (on the session's throwaway server)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from shared.portfolio.models import (
 )
 from shared.portfolio.schema import COMPONENT, SCHEMA_VERSION, trades
 from shared.portfolio.store import PortfolioStore, TradeRefused
-from tests.test_memory import _fresh_database, postgres_server  # noqa: F401  (the fixture)
+from tests.servers import fresh_database
 
 AS_OF = datetime(2012, 6, 1, tzinfo=UTC)
 
@@ -35,7 +35,7 @@ AS_OF = datetime(2012, 6, 1, tzinfo=UTC)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'book.db'}"
-    return _fresh_database(request.getfixturevalue("postgres_server"))
+    return fresh_database(request.getfixturevalue("postgres_server"))
 
 
 @pytest.fixture
