@@ -17,6 +17,7 @@ from shared.data.contracts import Sector
 from shared.database import SchemaVersionError, schema_versions
 from shared.errors import InvalidInput
 from shared.portfolio.models import (
+    BrokerKind,
     DecisionRecord,
     DecisionStatus,
     Side,
@@ -26,21 +27,13 @@ from shared.portfolio.models import (
 )
 from shared.portfolio.schema import COMPONENT, SCHEMA_VERSION, trades
 from shared.portfolio.store import PortfolioStore, TradeRefused
-from tests.servers import fresh_database
 
 AS_OF = datetime(2012, 6, 1, tzinfo=UTC)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'book.db'}"
-    return fresh_database(request.getfixturevalue("postgres_server"))
-
-
 @pytest.fixture
-def store(url: str) -> PortfolioStore:
-    book = PortfolioStore(url)
+def store(database_url: str) -> PortfolioStore:
+    book = PortfolioStore(database_url)
     book.create("demo", Decimal("100000"))
     return book
 
@@ -85,6 +78,27 @@ def test_a_taken_name_and_an_unknown_one_are_refused_with_the_fix(store: Portfol
         store.create("other", -1)
 
 
+def test_a_book_is_bound_to_its_broker_and_opened_only_with_it(store: PortfolioStore) -> None:
+    live = store.create("live", 1000, broker=BrokerKind.ALPACA)
+
+    assert store.get("demo").broker is BrokerKind.PAPER
+    assert store.open("live", 5, broker=BrokerKind.ALPACA) == (live, False)
+    with pytest.raises(
+        InvalidInput, match=r"`broker`: portfolio 'live' trades at the alpaca broker, not paper"
+    ):
+        store.open("live", 5)
+    opened, created = store.open("new", 7, broker=BrokerKind.ALPACA)
+    assert created and (opened.cash, opened.broker) == (Decimal(7), BrokerKind.ALPACA)
+
+
+def test_a_book_at_a_real_broker_takes_no_paper_fills(store: PortfolioStore) -> None:
+    store.create("live", 1000, broker=BrokerKind.ALPACA)
+
+    with pytest.raises(InvalidInput, match="alpaca broker, not paper"):
+        store.execute_trade("live", _order("k"))
+    assert store.trades("live") == []
+
+
 def test_a_buy_and_a_sell_move_cash_shares_and_cost_basis_to_the_cent(
     store: PortfolioStore,
 ) -> None:
@@ -103,7 +117,7 @@ def test_a_buy_and_a_sell_move_cash_shares_and_cost_basis_to_the_cent(
 
 
 def test_the_same_key_books_one_trade_however_often_it_is_sent(
-    store: PortfolioStore, url: str
+    store: PortfolioStore, database_url: str
 ) -> None:
     first = store.execute_trade("demo", _order("wf-1/order-0"))
     again = store.execute_trade("demo", _order("wf-1/order-0"))
@@ -111,7 +125,7 @@ def test_the_same_key_books_one_trade_however_often_it_is_sent(
     assert first.new and not again.new
     assert again.trade == first.trade
     assert store.get("demo").cash == Decimal("100000") + first.trade.cash_change
-    assert _trade_rows(url) == 1
+    assert _trade_rows(database_url) == 1
 
 
 def test_one_key_for_two_different_trades_is_a_bug_and_refused(store: PortfolioStore) -> None:
@@ -120,13 +134,15 @@ def test_one_key_for_two_different_trades_is_a_bug_and_refused(store: PortfolioS
         store.execute_trade("demo", _order("k", shares=11))
 
 
-def test_a_trade_the_book_cannot_take_writes_nothing(store: PortfolioStore, url: str) -> None:
+def test_a_trade_the_book_cannot_take_writes_nothing(
+    store: PortfolioStore, database_url: str
+) -> None:
     with pytest.raises(TradeRefused, match="needs 251250.0251 in cash"):
         store.execute_trade("demo", _order("big", shares=10_000))
     with pytest.raises(TradeRefused, match="holds 0"):
         store.execute_trade("demo", _order("short", Side.SELL))
 
-    assert _trade_rows(url) == 0
+    assert _trade_rows(database_url) == 0
     assert store.get("demo").cash == Decimal("100000")
     assert store.holdings("demo") == []
     # The refused keys stay free: the fixed trade can use them.
@@ -140,13 +156,13 @@ def test_selling_everything_closes_the_position(store: PortfolioStore) -> None:
     assert [t.side for t in store.trades("demo")] == [Side.BUY, Side.SELL]
 
 
-def test_racing_workers_with_one_key_book_it_once(store: PortfolioStore, url: str) -> None:
-    others = [PortfolioStore(url) for _ in range(4)]
+def test_racing_workers_with_one_key_book_it_once(store: PortfolioStore, database_url: str) -> None:
+    others = [PortfolioStore(database_url) for _ in range(4)]
     with ThreadPoolExecutor(4) as pool:
         outcomes = list(pool.map(lambda s: s.execute_trade("demo", _order("race")), others))
 
     assert sum(outcome.new for outcome in outcomes) == 1
-    assert _trade_rows(url) == 1
+    assert _trade_rows(database_url) == 1
     assert store.holdings("demo")[0].shares == 10
 
 
@@ -200,9 +216,9 @@ def test_the_paper_clock_is_the_latest_trade_or_snapshot(store: PortfolioStore) 
     assert store.last_activity("demo") == AS_OF
 
 
-def test_a_newer_schema_version_is_refused(url: str) -> None:
-    PortfolioStore(url).close()
-    engine = create_engine(url)
+def test_a_newer_schema_version_is_refused(database_url: str) -> None:
+    PortfolioStore(database_url).close()
+    engine = create_engine(database_url)
     with engine.begin() as conn:
         conn.execute(
             update(schema_versions)
@@ -212,7 +228,7 @@ def test_a_newer_schema_version_is_refused(url: str) -> None:
     engine.dispose()
 
     with pytest.raises(SchemaVersionError, match="newer than"):
-        PortfolioStore(url)
+        PortfolioStore(database_url)
 
 
 def test_an_unversioned_portfolios_table_is_refused(tmp_path: Path) -> None:
