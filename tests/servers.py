@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import Table, create_engine, func, select, text
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -189,6 +189,15 @@ def fresh_database(server: str) -> str:
         conn.execute(text(f"CREATE DATABASE {name}"))
     admin.dispose()
     return f"{server}/{name}"
+
+
+def count_rows(url: str, table: Table) -> int:
+    """How many rows ``table`` has in the database at ``url``."""
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        count = conn.execute(select(func.count()).select_from(table)).scalar_one()
+    engine.dispose()
+    return count
 
 
 @asynccontextmanager

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from sqlalchemy import create_engine, func, select, update
+from sqlalchemy import create_engine, update
 
 from shared.database import schema_versions
 from shared.errors import ConfigError, InvalidInput
@@ -31,7 +31,7 @@ from shared.memory import (
 )
 from shared.memory.retrieval import SituationIndex
 from shared.memory.schema import memories
-from tests.servers import fresh_database
+from tests.servers import count_rows, fresh_database
 
 T0 = datetime(2024, 3, 1, 14, 30, tzinfo=UTC)
 LATER = T0 + timedelta(days=365)
@@ -69,11 +69,6 @@ def store() -> MemoryStore:
     return MemoryStore("sqlite://")
 
 
-def _row_count(url: str) -> int:
-    with create_engine(url).connect() as conn:
-        return conn.execute(select(func.count()).select_from(memories)).scalar_one()
-
-
 def test_lessons_persist_across_store_instances(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'not' / 'yet' / 'there' / 'memory.db'}"
     first = MemoryStore(url)
@@ -97,7 +92,7 @@ def test_recording_the_same_run_and_role_twice_keeps_the_first(tmp_path: Path) -
     assert store.record_lesson(retried) is False
     assert store.record_lesson(other_role) is True
 
-    assert _row_count(url) == 2
+    assert count_rows(url, memories) == 2
     bull = store.recall(MemoryRole.BULL, NVDA_EARNINGS, as_of=LATER)
     assert [r.lesson for r in bull] == [lesson.lesson]
 
@@ -247,7 +242,7 @@ def test_stores_started_together_on_a_fresh_file_agree(tmp_path: Path) -> None:
     for attempt in range(3):
         url = f"sqlite:///{tmp_path / f'memory-{attempt}.db'}"
         _start_together(url)
-        assert _row_count(url) == 0
+        assert count_rows(url, memories) == 0
 
 
 def test_a_newer_schema_version_is_refused(tmp_path: Path) -> None:
@@ -345,14 +340,14 @@ def test_postgres_stores_and_recalls_like_sqlite(postgres_url: str) -> None:
     assert [r.lesson for r in recalled] == ["newer", lesson.lesson]
     assert recalled[1].as_of == lesson.as_of and recalled[1].as_of.tzinfo == UTC
     assert store.recall(MemoryRole.BULL, NVDA_EARNINGS, as_of=lesson.learned_at) == recalled[1:]
-    assert _row_count(postgres_url) == 2
+    assert count_rows(postgres_url, memories) == 2
 
 
 def test_postgres_stores_started_together_agree(postgres_server: str) -> None:
     for _ in range(3):
         url = fresh_database(postgres_server)
         _start_together(url)
-        assert _row_count(url) == 0
+        assert count_rows(url, memories) == 0
 
 
 def test_postgres_refuses_a_newer_schema_version(postgres_url: str) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, func, select, update
+from sqlalchemy import create_engine, update
 
 from shared.data.contracts import Sector
 from shared.database import SchemaVersionError, schema_versions
@@ -27,6 +27,7 @@ from shared.portfolio.models import (
 )
 from shared.portfolio.schema import COMPONENT, SCHEMA_VERSION, trades
 from shared.portfolio.store import PortfolioStore, TradeRefused
+from tests.servers import count_rows
 
 AS_OF = datetime(2012, 6, 1, tzinfo=UTC)
 
@@ -52,14 +53,6 @@ def _order(key: str, side: Side = Side.BUY, shares: int = 10, **fields: Any) -> 
         "source": "wf-1",
     }
     return TradeRequest(**(values | fields))
-
-
-def _trade_rows(url: str) -> int:
-    engine = create_engine(url)
-    with engine.connect() as conn:
-        count = conn.execute(select(func.count()).select_from(trades)).scalar_one()
-    engine.dispose()
-    return count
 
 
 def test_a_new_book_holds_its_cash_exactly(store: PortfolioStore) -> None:
@@ -125,7 +118,7 @@ def test_the_same_key_books_one_trade_however_often_it_is_sent(
     assert first.new and not again.new
     assert again.trade == first.trade
     assert store.get("demo").cash == Decimal("100000") + first.trade.cash_change
-    assert _trade_rows(database_url) == 1
+    assert count_rows(database_url, trades) == 1
 
 
 def test_one_key_for_two_different_trades_is_a_bug_and_refused(store: PortfolioStore) -> None:
@@ -142,7 +135,7 @@ def test_a_trade_the_book_cannot_take_writes_nothing(
     with pytest.raises(TradeRefused, match="holds 0"):
         store.execute_trade("demo", _order("short", Side.SELL))
 
-    assert _trade_rows(database_url) == 0
+    assert count_rows(database_url, trades) == 0
     assert store.get("demo").cash == Decimal("100000")
     assert store.holdings("demo") == []
     # The refused keys stay free: the fixed trade can use them.
@@ -162,7 +155,7 @@ def test_racing_workers_with_one_key_book_it_once(store: PortfolioStore, databas
         outcomes = list(pool.map(lambda s: s.execute_trade("demo", _order("race")), others))
 
     assert sum(outcome.new for outcome in outcomes) == 1
-    assert _trade_rows(database_url) == 1
+    assert count_rows(database_url, trades) == 1
     assert store.holdings("demo")[0].shares == 10
 
 
