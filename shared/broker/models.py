@@ -31,7 +31,6 @@ BROKER_ID_MAX_LENGTH = 128
 """A broker's order or fill id (Alpaca's are UUIDs, or a time and a UUID for fills)."""
 MAX_ORDER_INDEX = 999_999
 """An order's index in its workflow: six digits, far beyond any plan's length."""
-WHO_MAX_LENGTH = 200
 
 Ticker = Annotated[Symbol, AfterValidator(canonical_symbol)]
 """A symbol as the book compares it: trimmed, upper-case."""
@@ -85,12 +84,12 @@ class OrderSpec(_Record):
     order_index: int = Field(
         ge=0, le=MAX_ORDER_INDEX, description="its place in the workflow's orders"
     )
-    symbol: Ticker
-    side: Side
+    symbol: Ticker = Field(description="the ticker, as the book and the broker name it")
+    side: Side = Field(description="buy or sell")
     qty: int = Field(gt=0, description="whole shares, as the book holds them")
-    order_type: OrderType = OrderType.MARKET
+    order_type: OrderType = Field(OrderType.MARKET, description="market, or limit at limit_price")
     limit_price: Price | None = Field(None, gt=0, description="limit orders only")
-    time_in_force: TimeInForce = TimeInForce.DAY
+    time_in_force: TimeInForce = Field(TimeInForce.DAY, description="how long it works")
     reference_price: Price = Field(
         gt=0, description="the last close: what a market order is valued at by the guardrails"
     )
@@ -116,28 +115,35 @@ class OrderIntent(OrderSpec):
     """An order as the book knows it: what was meant, and what the broker made of it."""
 
     book: str = Field(description="the portfolio's name")
-    client_order_id: str = Field(max_length=CLIENT_ORDER_ID_MAX_LENGTH)
-    status: IntentStatus
+    client_order_id: str = Field(
+        max_length=CLIENT_ORDER_ID_MAX_LENGTH,
+        description="ours, sent with the order: the broker takes an id once",
+    )
+    status: IntentStatus = Field(description="where the order stands")
     broker_order_id: str | None = Field(None, description="None until the broker gives it")
-    filled_qty: int = Field(0, ge=0)
+    filled_qty: int = Field(0, ge=0, description="shares of the fills booked so far")
     avg_fill_price: Price | None = Field(None, description="of the fills booked so far")
     reason: str | None = Field(None, description="why it was refused, rejected or canceled")
-    created_at: AwareDatetime
-    updated_at: AwareDatetime
+    created_at: AwareDatetime = Field(description="when it was recorded, before sending")
+    updated_at: AwareDatetime = Field(description="its last change")
 
 
 class BrokerFill(_Record):
     """One execution the broker reports, to be booked once under its id."""
 
-    fill_id: str = Field(min_length=1, max_length=BROKER_ID_MAX_LENGTH)
+    fill_id: str = Field(
+        min_length=1, max_length=BROKER_ID_MAX_LENGTH, description="the broker's, unique"
+    )
     client_order_id: str | None = Field(None, description="ours, when the report carries it")
-    broker_order_id: str | None = Field(None, max_length=BROKER_ID_MAX_LENGTH)
-    symbol: Ticker
-    side: Side
-    qty: int = Field(gt=0)
-    price: Price = Field(gt=0)
-    transaction_time: AwareDatetime
-    fees: Money = Field(Decimal(0), ge=0)
+    broker_order_id: str | None = Field(
+        None, max_length=BROKER_ID_MAX_LENGTH, description="the broker's id of the order"
+    )
+    symbol: Ticker = Field(description="what was traded")
+    side: Side = Field(description="the order's side")
+    qty: int = Field(gt=0, description="whole shares filled")
+    price: Price = Field(gt=0, description="the price they filled at")
+    transaction_time: AwareDatetime = Field(description="when the broker filled them")
+    fees: Money = Field(Decimal(0), ge=0, description="what the broker charged for the fill")
 
     @model_validator(mode="after")
     def _names_its_order(self) -> BrokerFill:
@@ -149,50 +155,50 @@ class BrokerFill(_Record):
 class BookedFill(BrokerFill):
     """A fill as booked: its order's ids both known, and what it changed."""
 
-    book: str
-    client_order_id: str
+    book: str = Field(description="the portfolio's name")
+    client_order_id: str = Field(description="its order's, found by the broker's id if need be")
     trade_key: str | None = Field(description="its trade's key; None: covered by an adoption")
     adoption_id: int | None = Field(None, description="the adoption whose numbers include it")
-    created_at: AwareDatetime
+    created_at: AwareDatetime = Field(description="when it was booked")
 
 
 class Position(_Record):
     """Whole shares of one symbol and what they cost each (the broker's or the book's)."""
 
-    symbol: Ticker
+    symbol: Ticker = Field(description="the ticker")
     shares: int = Field(gt=0, description="long only: the book never holds a short")
-    avg_cost: Price = Field(gt=0)
+    avg_cost: Price = Field(gt=0, description="per share")
 
 
 class Halt(_Record):
     """One change of a book's halt: stopped (no order may be sent) or resumed."""
 
-    book: str
-    halted: bool
-    reason: str
-    who: str = Field(min_length=1, max_length=WHO_MAX_LENGTH)
-    at: AwareDatetime
+    book: str = Field(description="the portfolio's name")
+    halted: bool = Field(description="True: halted from now; False: resumed")
+    reason: str = Field(description="why it was halted; empty for a resume")
+    who: str = Field(min_length=1, description="the person or process that did it")
+    at: AwareDatetime = Field(description="when")
 
 
 class Adoption(_Record):
     """A person's explicit choice of the broker's numbers over the book's, and both."""
 
-    id: int
-    book: str
+    id: int = Field(description="its number; a fill it covers names it")
+    book: str = Field(description="the portfolio's name")
     as_of: AwareDatetime = Field(description="the newest fill the broker's numbers include")
-    who: str = Field(min_length=1, max_length=WHO_MAX_LENGTH)
-    reason: str = Field(min_length=1)
-    cash_before: Money
-    cash_after: Money
-    positions_before: list[Position]
-    positions_after: list[Position]
-    created_at: AwareDatetime
+    who: str = Field(min_length=1, description="the person who chose the broker's numbers")
+    reason: str = Field(min_length=1, description="why")
+    cash_before: Money = Field(description="the book's cash it replaced")
+    cash_after: Money = Field(description="the broker's cash, now the book's")
+    positions_before: list[Position] = Field(description="the book's holdings it replaced")
+    positions_after: list[Position] = Field(description="the broker's, now the book's holdings")
+    created_at: AwareDatetime = Field(description="when it was adopted")
 
 
 class FillOutcome(_Record):
     """What booking a fill did, and whether this call did it (False: booked already)."""
 
-    fill: BookedFill
+    fill: BookedFill = Field(description="the fill as booked (the first time)")
     intent: OrderIntent = Field(description="the fill's order intent, filled quantities updated")
     trade: Trade | None = Field(description="the trade it booked; None: an adoption covered it")
-    new: bool
+    new: bool = Field(description="False: the fill was booked already, nothing changed")
