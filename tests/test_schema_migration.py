@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, inspect, select
 
+from shared.broker.book import BrokerBook
+from shared.broker.models import IntentStatus, OrderSpec
 from shared.database import SchemaStep, schema_versions
 from shared.errors import InvalidInput
-from shared.portfolio.models import BrokerKind
+from shared.portfolio.models import BrokerKind, Side
 from shared.portfolio.schema import COMPONENT, SCHEMA_VERSION
 from shared.portfolio.store import PortfolioStore
 from tests.servers import fresh_database
@@ -93,6 +95,25 @@ def test_a_version_1_book_opens_as_a_paper_book_with_its_money_intact(database_u
     assert (trade.key, trade.cash_change) == ("wf-1/order-0", Decimal("-251.2751"))
     with pytest.raises(InvalidInput, match="trades at the paper broker, not alpaca"):
         store.get("old", broker=BrokerKind.ALPACA)
+
+
+def test_a_migrated_database_takes_orders_at_a_broker(database_url: str) -> None:
+    _version_1_database(database_url)
+    store = BrokerBook(database_url)
+    store.create("live", 5000, broker=BrokerKind.ALPACA)
+
+    spec = OrderSpec(
+        workflow_id="wf-2",
+        order_index=0,
+        symbol="QBTX",
+        side=Side.BUY,
+        qty=1,
+        reference_price=Decimal("25"),
+    )
+    intent = store.record_intent("live", spec, broker=BrokerKind.ALPACA)
+
+    assert intent.status is IntentStatus.PENDING
+    assert store.halted("live") is None and store.adoptions("live") == []
 
 
 def test_a_migrated_database_has_the_tables_a_fresh_one_has(
