@@ -25,9 +25,44 @@ from tests.servers import fresh_database
 V1_DDL = Path(__file__).parent / "data" / "portfolio_v1"
 T0 = datetime(2024, 1, 2, 15, 0, tzinfo=UTC)
 
+V1_ROWS: dict[str, dict[str, Any]] = {
+    "portfolios": {
+        "name": "old",
+        "currency": "USD",
+        "initial_cash": "1000.0000",
+        "cash": "748.7249",
+        "created_at": T0,
+    },
+    "holdings": {
+        "portfolio_id": 1,
+        "symbol": "QBTX",
+        "shares": 10,
+        "avg_cost": "25.127510",
+        "opened_at": T0,
+        "updated_at": T0,
+    },
+    "trades": {
+        "portfolio_id": 1,
+        "idempotency_key": "wf-1/order-0",
+        "symbol": "QBTX",
+        "side": "BUY",
+        "shares": 10,
+        "price": "25.125000",
+        "value": "251.2500",
+        "fees": "0.0251",
+        "cash_change": "-251.2751",
+        "executed_at": T0,
+        "rationale": "v1",
+        "source": "wf-1",
+        "created_at": T0,
+    },
+}
+"""One book that bought 10 QBTX at 25.125 (fee 0.0251), as version 1 stored it; money is
+given as text, which both SQLite's text columns and PostgreSQL's NUMERIC take exactly."""
+
 
 def _version_1_database(url: str) -> None:
-    """The version-1 tables with one book that bought 10 QBTX at 25.125 (fee 0.0251)."""
+    """The version-1 tables, holding ``V1_ROWS``."""
     engine = create_engine(url)
     ddl = (V1_DDL / f"{engine.dialect.name}.sql").read_text()
     with engine.begin() as conn:
@@ -35,39 +70,9 @@ def _version_1_database(url: str) -> None:
             if statement.strip():
                 conn.exec_driver_sql(statement)
         tables = MetaData()
-        tables.reflect(conn, only=["portfolios", "holdings", "trades"])
-        book = {"currency": "USD", "initial_cash": "1000.0000", "cash": "748.7249"}
-        conn.execute(tables.tables["portfolios"].insert().values(name="old", created_at=T0, **book))
-        conn.execute(
-            tables.tables["holdings"]
-            .insert()
-            .values(
-                portfolio_id=1,
-                symbol="QBTX",
-                shares=10,
-                avg_cost="25.127510",
-                opened_at=T0,
-                updated_at=T0,
-            )
-        )
-        trade = {"price": "25.125000", "value": "251.2500", "fees": "0.0251"}
-        conn.execute(
-            tables.tables["trades"]
-            .insert()
-            .values(
-                portfolio_id=1,
-                idempotency_key="wf-1/order-0",
-                symbol="QBTX",
-                side="BUY",
-                shares=10,
-                cash_change="-251.2751",
-                executed_at=T0,
-                rationale="v1",
-                source="wf-1",
-                created_at=T0,
-                **trade,
-            )
-        )
+        tables.reflect(conn, only=list(V1_ROWS))
+        for name, values in V1_ROWS.items():
+            conn.execute(tables.tables[name].insert().values(values))
     engine.dispose()
 
 
