@@ -21,7 +21,7 @@ from activities.heartbeat import heartbeating
 from activities.research import MARKDOWN
 from activities.services import Services, StoredReport
 from shared.data.contracts import DataKind
-from shared.errors import InvalidInput, QuantdeskError
+from shared.errors import QuantdeskError
 from shared.market.bars import Timeframe
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.reports.autorun import AutoRunReport, chart_name, render_markdown
@@ -80,17 +80,7 @@ class AutoRunActivities(Services):
     def open_book(self, request: OpenBookRequest) -> OpenedBook:
         """The named book (created with ``initial_cash`` if there is none) and its holdings."""
         with as_temporal_failures():
-            created = False
-            try:
-                book = self.books.get(request.portfolio)
-            except InvalidInput:
-                try:
-                    book = self.books.create(request.portfolio, request.initial_cash)
-                    created = True
-                except InvalidInput as error:
-                    if error.field != "name":
-                        raise
-                    book = self.books.get(request.portfolio)  # another run created it first
+            book, created = self.books.open(request.portfolio, request.initial_cash)
             holdings = {
                 h.symbol: HeldPosition(
                     shares=h.shares,

@@ -3,21 +3,27 @@
 One URL (``QUANTDESK_DATABASE_URL``; a SQLite file in the data directory by
 default, or PostgreSQL) serves every component. Each component's tables carry a
 version in the shared ``schema_versions`` table (one row per component), so a
-process never writes with a layout it does not know: ``ensure_versioned_schema``
-creates the tables in an empty database, accepts its own version and refuses any
-other, or tables nobody versioned. Every step is idempotent (``IF NOT EXISTS``,
-``ON CONFLICT DO NOTHING``) and runs in one transaction (under an advisory lock on
-PostgreSQL), so workers starting together on a fresh database all agree.
+process never writes with a layout it does not know. A component lists its
+schema steps in order, step ``n`` bringing its tables to version ``n``;
+``ensure_versioned_schema`` applies the steps a database lacks (all of them to an
+empty one), accepts its own version and refuses a newer one, or tables nobody
+versioned. The steps and the new version row go in one transaction, after the
+version is read again under a lock (PostgreSQL's advisory lock; SQLite's write
+lock, taken by the first write), so workers starting together all agree and a
+database is never left half-migrated.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy import (
+    CheckConstraint,
     Column,
     Connection,
     DateTime,
@@ -25,12 +31,15 @@ from sqlalchemy import (
     Engine,
     Integer,
     MetaData,
+    Row,
     String,
     Table,
     create_engine,
     func,
     inspect,
     select,
+    text,
+    update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
@@ -99,41 +108,95 @@ schema_versions = Table(
 )
 
 
+@dataclass(frozen=True)
+class SchemaStep:
+    """What brings a component's tables to its next version: the tables it adds (in
+    creation order) and the columns it adds to tables an earlier step made.
+
+    Steps only add, and each addition is skipped where it is there already, so the steps
+    applied in order bring an empty database, or one at any earlier version, to the tables
+    as the code defines them now. (A step that must change or drop something will need SQL
+    of its own.)"""
+
+    tables: tuple[Table, ...] = ()
+    columns: tuple[Column[Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        for column in self.columns:
+            if not column.nullable and column.server_default is None:
+                raise ValueError(
+                    f"{column.table.name}.{column.name} is NOT NULL: give it a server_default "
+                    "for the rows already there"
+                )
+
+
 def ensure_versioned_schema(
-    engine: Engine, *, component: str, version: int, tables: Sequence[Table], lock_key: int
+    engine: Engine, *, component: str, steps: Sequence[SchemaStep], lock_key: int
 ) -> None:
-    """Create ``tables`` (in order) in a fresh database under ``component`` at ``version``;
-    verify the version of an existing one. ``lock_key``: the component's advisory lock."""
-    where = engine.url.render_as_string(hide_password=True)
+    """Bring ``component``'s tables to version ``len(steps)`` by the steps the database
+    lacks; refuse a newer version, or the component's tables with no version recorded.
+    ``lock_key``: the component's advisory lock on PostgreSQL."""
+    version = len(steps)
     with engine.connect() as conn:
-        # Tables and version row are committed together: a visible table means a visible row.
-        has_tables = inspect(conn).has_table(tables[0].name)
-        found = _stored_version(conn, component)
-    if found is None and has_tables:
-        raise SchemaVersionError(
-            where, f"found a `{tables[0].name}` table with no recorded version"
-        )
-    if found is not None and found != version:
-        raise SchemaVersionError(where, _mismatch(component, found, version))
+        if _stored_version(conn, component) == version:
+            return  # up to date: no lock, no write
+    where = engine.url.render_as_string(hide_password=True)
+    first = steps[0].tables[0].name
     insert = INSERTS[engine.dialect.name]
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             # Concurrent CREATE ... IF NOT EXISTS can still collide in PostgreSQL's catalog.
             conn.execute(select(func.pg_advisory_xact_lock(lock_key)))
         conn.execute(CreateTable(schema_versions, if_not_exists=True))
+        # The first write: on SQLite it takes the write lock, so the version read next is the
+        # one this transaction migrates from, whoever else is starting.
         conn.execute(
             insert(schema_versions)
-            .values(component=component, version=version)
+            .values(component=component, version=0)
             .on_conflict_do_nothing(index_elements=["component"])
         )
-        for table in tables:
-            conn.execute(CreateTable(table, if_not_exists=True))
-            for index in table.indexes:
-                conn.execute(CreateIndex(index, if_not_exists=True))
-    with engine.connect() as conn:
-        found = _stored_version(conn, component)
-    if found != version:
-        raise SchemaVersionError(where, _mismatch(component, found, version))
+        found = _stored_version(conn, component) or 0
+        if found == 0 and inspect(conn).has_table(first):
+            raise SchemaVersionError(where, f"found a `{first}` table with no recorded version")
+        if found > version:
+            raise SchemaVersionError(
+                where,
+                f"{component} schema version {found} is newer than this quantdesk "
+                f"(knows {version})",
+            )
+        for step in steps[found:]:
+            _apply(conn, step)
+        conn.execute(
+            update(schema_versions)
+            .where(schema_versions.c.component == component)
+            .values(version=version)
+        )
+
+
+def _apply(conn: Connection, step: SchemaStep) -> None:
+    """Add the step's tables (and their indexes) and columns that are not there yet."""
+    for table in step.tables:
+        conn.execute(CreateTable(table, if_not_exists=True))
+        for index in table.indexes:
+            conn.execute(CreateIndex(index, if_not_exists=True))
+    for column in step.columns:
+        present = {found["name"] for found in inspect(conn).get_columns(column.table.name)}
+        if column.name not in present:
+            conn.execute(text(_add_column(column, conn.dialect)))
+
+
+def _add_column(column: Column[Any], dialect: Dialect) -> str:
+    """``ALTER TABLE ... ADD COLUMN`` with the column's type, default, nullability and checks,
+    as the table's ``CREATE TABLE`` would give them, so a migrated table is a created one."""
+    compiler = dialect.ddl_compiler(dialect, CreateTable(column.table))
+    checks = [
+        compiler.process(constraint)
+        for constraint in column.table.constraints
+        if isinstance(constraint, CheckConstraint) and constraint.columns.contains_column(column)
+    ]
+    table = compiler.preparer.format_table(column.table)
+    spec = " ".join([compiler.get_column_specification(column), *checks])
+    return f"ALTER TABLE {table} ADD COLUMN {spec}"
 
 
 def _stored_version(conn: Connection, component: str) -> int | None:
@@ -142,13 +205,6 @@ def _stored_version(conn: Connection, component: str) -> int | None:
         return None
     query = select(schema_versions.c.version).where(schema_versions.c.component == component)
     return conn.execute(query).scalar_one_or_none()
-
-
-def _mismatch(component: str, found: int | None, version: int) -> str:
-    if found is None:
-        return f"no {component} schema version recorded"
-    relation = "newer than" if found > version else "unknown to"
-    return f"{component} schema version {found} is {relation} this quantdesk (knows {version})"
 
 
 def engine_for(url: str) -> Engine:
@@ -199,6 +255,18 @@ def row_values(table: Table, record: object, **given: Any) -> dict[str, Any]:
         for column in table.columns
         if not column.primary_key and (column.name in given or hasattr(record, column.name))
     }
+
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def record_of(model: type[R], row: Row[Any], **given: Any) -> R:
+    """The ``model`` of a row (``row_values`` the other way): each field from its column of
+    the same name, or from ``given`` where the column is named or stored otherwise."""
+    columns = row._mapping
+    return model.model_validate(
+        {name: given[name] if name in given else columns[name] for name in model.model_fields}
+    )
 
 
 class SqlStore:

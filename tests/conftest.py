@@ -3,6 +3,10 @@
 - ``s3_settings``: SeaweedFS S3 (`weed mini`) with generated credentials and buckets.
 - ``ts_env``: Temporal's time-skipping test server (timers jump, so no test sleeps).
 - ``dev_env``: the Temporal dev server, as `quantdesk up` runs it.
+- ``postgres_server``: a throwaway PostgreSQL (skipped where it is not installed); the
+  URL of its server without a database: ``tests.servers.fresh_database`` makes one.
+- ``database_url``: an empty database, once a SQLite file and once on that PostgreSQL, so a
+  store's tests run on both.
 - ``local_llm_server``: SmolLM2-135M behind llama.cpp's server (`quantdesk local-llm`),
   as `quantdesk up` runs it; a ``LocalLlmServer`` (``url`` = the OpenAI-compatible base
   URL ``http://127.0.0.1:<port>/v1``, ``model`` = the GGUF path, ``settings``).
@@ -24,7 +28,13 @@ from temporalio.testing import WorkflowEnvironment
 
 from shared.config import Settings
 from tests.local_llm import LocalLlmServer, local_llm_for_tests
-from tests.servers import s3_for_tests, start_dev_server, start_time_skipping
+from tests.servers import (
+    fresh_database,
+    postgres_for_tests,
+    s3_for_tests,
+    start_dev_server,
+    start_time_skipping,
+)
 
 _EXIT_STATUS: list[int] = []
 
@@ -40,6 +50,21 @@ def s3_settings(session_dir: Path) -> Iterator[Settings]:
     """Settings reaching a real S3 server with the buckets created."""
     with s3_for_tests(session_dir / "s3data") as settings:
         yield settings
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A throwaway PostgreSQL server on a loopback port, for the session."""
+    with postgres_for_tests() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database: a SQLite file, then one on the session's PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'quantdesk.db'}"
+    return fresh_database(request.getfixturevalue("postgres_server"))
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Starting the real servers for the test session: S3 (SeaweedFS) and Temporal.
+"""Starting the real servers for the test session: S3 (SeaweedFS), Temporal and PostgreSQL.
 
 Uses the same launch specs as `quantdesk up`, on free loopback ports, in a
 temporary data directory, so tests exercise exactly what users run.
@@ -6,14 +6,23 @@ temporary data directory, so tests exercise exactly what users run.
 
 from __future__ import annotations
 
+import glob
 import os
+import pwd
 import random
+import shutil
+import signal
 import subprocess
+import tempfile
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from itertools import count
 from pathlib import Path
 from typing import Any
 
+import pytest
+from sqlalchemy import Table, create_engine, func, select, text
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -24,6 +33,8 @@ from shared.storage.objects import ObjectStore
 from workers.main import WorkerPlan, build_worker
 
 S3_START_TIMEOUT = 60.0
+PG_START_TIMEOUT = 30.0
+"""Seconds a fresh PostgreSQL gets to accept connections."""
 
 
 def free_port_base(
@@ -97,6 +108,96 @@ def s3_for_tests(data_dir: Path) -> Iterator[Settings]:
         if not wait_until(ready, timeout=S3_START_TIMEOUT, interval=0.3):
             raise RuntimeError("S3 server did not become ready")
         yield settings
+
+
+def _postgres_bin() -> Path | None:
+    """The folder of initdb and postgres: beside pg_ctl on PATH, or Debian's versioned folder."""
+    on_path = shutil.which("pg_ctl")
+    found = [Path(on_path).resolve().parent] if on_path else []
+    found += [Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)]
+    return next((folder for folder in found if (folder / "initdb").exists()), None)
+
+
+def _run_as() -> dict[str, Any]:
+    """Popen arguments for a non-root user: initdb and postgres refuse to run as root."""
+    if os.geteuid() != 0:
+        return {}
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        pytest.skip("running as root without a `postgres` user to run the server")
+    return {"user": "postgres", "group": "postgres", "extra_groups": []}
+
+
+@contextmanager
+def postgres_for_tests() -> Iterator[str]:
+    """A throwaway PostgreSQL on a loopback port; skipped where it is not installed.
+
+    The server is our own child (no pg_ctl daemon), so stopping it also reaps it."""
+    psycopg = pytest.importorskip("psycopg")
+    bin_dir = _postgres_bin()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL server binaries (initdb, postgres) not installed")
+    run_as = _run_as()
+    data = Path(tempfile.mkdtemp(prefix="quantdesk-pg-"))
+    if run_as:
+        shutil.chown(data, "postgres")
+    port = free_port_base(lambda base: [base])
+    db = str(data / "db")
+    initdb = [str(bin_dir / "initdb"), "-D", db, "-U", "quantdesk", "--auth=trust"]
+    argv = [str(bin_dir / "postgres"), "-D", db, "-p", str(port), "-k", str(data)]
+    argv += ["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"]
+    try:
+        subprocess.run(initdb, cwd=data, check=True, capture_output=True, timeout=120, **run_as)
+    except BaseException:
+        shutil.rmtree(data, ignore_errors=True)
+        raise
+    with (data / "server.log").open("wb") as log:
+        server = subprocess.Popen(
+            argv, cwd=data, stdin=subprocess.DEVNULL, stdout=log, stderr=log, **run_as
+        )
+    dsn = f"postgresql://quantdesk@127.0.0.1:{port}/postgres"
+    try:
+        deadline = time.monotonic() + PG_START_TIMEOUT
+        while True:
+            try:
+                psycopg.connect(dsn, connect_timeout=2).close()
+                break
+            except psycopg.OperationalError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError((data / "server.log").read_text()) from None
+                time.sleep(0.1)
+        yield f"postgresql+psycopg://quantdesk@127.0.0.1:{port}"
+    finally:
+        server.send_signal(signal.SIGINT)  # PostgreSQL's fast shutdown
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+_databases = count()
+
+
+def fresh_database(server: str) -> str:
+    """The URL of a new, empty database on the throwaway server."""
+    name = f"quantdesk_{next(_databases)}"
+    admin = create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    admin.dispose()
+    return f"{server}/{name}"
+
+
+def count_rows(url: str, table: Table) -> int:
+    """How many rows ``table`` has in the database at ``url``."""
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        count = conn.execute(select(func.count()).select_from(table)).scalar_one()
+    engine.dispose()
+    return count
 
 
 @asynccontextmanager

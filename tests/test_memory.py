@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-import glob
-import os
-import pwd
-import shutil
-import signal
 import sqlite3
-import subprocess
-import tempfile
-import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta, timezone
-from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from sqlalchemy import create_engine, func, select, text, update
+from sqlalchemy import create_engine, update
 
 from shared.database import schema_versions
 from shared.errors import ConfigError, InvalidInput
@@ -41,7 +31,7 @@ from shared.memory import (
 )
 from shared.memory.retrieval import SituationIndex
 from shared.memory.schema import memories
-from tests.servers import free_port_base
+from tests.servers import count_rows, fresh_database
 
 T0 = datetime(2024, 3, 1, 14, 30, tzinfo=UTC)
 LATER = T0 + timedelta(days=365)
@@ -57,8 +47,6 @@ OTHERS = (
     "JPM steady after the stress test; yield curve steepening; bank results next week",
 )
 _runs = iter(range(1_000_000))
-# Seconds a fresh PostgreSQL gets to accept connections.
-PG_START_TIMEOUT = 30.0
 
 
 def _lesson(**overrides: Any) -> Lesson:
@@ -79,11 +67,6 @@ def _lesson(**overrides: Any) -> Lesson:
 @pytest.fixture
 def store() -> MemoryStore:
     return MemoryStore("sqlite://")
-
-
-def _row_count(url: str) -> int:
-    with create_engine(url).connect() as conn:
-        return conn.execute(select(func.count()).select_from(memories)).scalar_one()
 
 
 def test_lessons_persist_across_store_instances(tmp_path: Path) -> None:
@@ -109,7 +92,7 @@ def test_recording_the_same_run_and_role_twice_keeps_the_first(tmp_path: Path) -
     assert store.record_lesson(retried) is False
     assert store.record_lesson(other_role) is True
 
-    assert _row_count(url) == 2
+    assert count_rows(url, memories) == 2
     bull = store.recall(MemoryRole.BULL, NVDA_EARNINGS, as_of=LATER)
     assert [r.lesson for r in bull] == [lesson.lesson]
 
@@ -259,7 +242,7 @@ def test_stores_started_together_on_a_fresh_file_agree(tmp_path: Path) -> None:
     for attempt in range(3):
         url = f"sqlite:///{tmp_path / f'memory-{attempt}.db'}"
         _start_together(url)
-        assert _row_count(url) == 0
+        assert count_rows(url, memories) == 0
 
 
 def test_a_newer_schema_version_is_refused(tmp_path: Path) -> None:
@@ -338,90 +321,9 @@ def test_render_says_when_nothing_is_comparable() -> None:
     assert render_recollections([]) == "No comparable past situations."
 
 
-def _postgres_bin() -> Path | None:
-    """The folder of initdb and postgres: beside pg_ctl on PATH, or Debian's versioned folder."""
-    on_path = shutil.which("pg_ctl")
-    found = [Path(on_path).resolve().parent] if on_path else []
-    found += [Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)]
-    return next((folder for folder in found if (folder / "initdb").exists()), None)
-
-
-def _run_as() -> dict[str, Any]:
-    """Popen arguments for a non-root user: initdb and postgres refuse to run as root."""
-    if os.geteuid() != 0:
-        return {}
-    try:
-        pwd.getpwnam("postgres")
-    except KeyError:
-        pytest.skip("running as root without a `postgres` user to run the server")
-    return {"user": "postgres", "group": "postgres", "extra_groups": []}
-
-
-@pytest.fixture(scope="module")
-def postgres_server() -> Iterator[str]:
-    """A throwaway PostgreSQL on a loopback port; skipped where it is not installed.
-
-    The server is our own child (no pg_ctl daemon), so stopping it also reaps it."""
-    psycopg = pytest.importorskip("psycopg")
-    bin_dir = _postgres_bin()
-    if bin_dir is None:
-        pytest.skip("PostgreSQL server binaries (initdb, postgres) not installed")
-    run_as = _run_as()
-    data = Path(tempfile.mkdtemp(prefix="quantdesk-pg-"))
-    if run_as:
-        shutil.chown(data, "postgres")
-    port = free_port_base(lambda base: [base])
-    db = str(data / "db")
-    initdb = [str(bin_dir / "initdb"), "-D", db, "-U", "quantdesk", "--auth=trust"]
-    argv = [str(bin_dir / "postgres"), "-D", db, "-p", str(port), "-k", str(data)]
-    argv += ["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"]
-    try:
-        subprocess.run(initdb, cwd=data, check=True, capture_output=True, timeout=120, **run_as)
-    except BaseException:
-        shutil.rmtree(data, ignore_errors=True)
-        raise
-    with (data / "server.log").open("wb") as log:
-        server = subprocess.Popen(
-            argv, cwd=data, stdin=subprocess.DEVNULL, stdout=log, stderr=log, **run_as
-        )
-    dsn = f"postgresql://quantdesk@127.0.0.1:{port}/postgres"
-    try:
-        deadline = time.monotonic() + PG_START_TIMEOUT
-        while True:
-            try:
-                psycopg.connect(dsn, connect_timeout=2).close()
-                break
-            except psycopg.OperationalError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError((data / "server.log").read_text()) from None
-                time.sleep(0.1)
-        yield f"postgresql+psycopg://quantdesk@127.0.0.1:{port}"
-    finally:
-        server.send_signal(signal.SIGINT)  # PostgreSQL's fast shutdown
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        shutil.rmtree(data, ignore_errors=True)
-
-
-_databases = count()
-
-
-def _fresh_database(server: str) -> str:
-    """The URL of a new, empty database on the throwaway server."""
-    name = f"memory_{next(_databases)}"
-    admin = create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    admin.dispose()
-    return f"{server}/{name}"
-
-
 @pytest.fixture
 def postgres_url(postgres_server: str) -> str:
-    return _fresh_database(postgres_server)
+    return fresh_database(postgres_server)
 
 
 def test_postgres_stores_and_recalls_like_sqlite(postgres_url: str) -> None:
@@ -438,14 +340,14 @@ def test_postgres_stores_and_recalls_like_sqlite(postgres_url: str) -> None:
     assert [r.lesson for r in recalled] == ["newer", lesson.lesson]
     assert recalled[1].as_of == lesson.as_of and recalled[1].as_of.tzinfo == UTC
     assert store.recall(MemoryRole.BULL, NVDA_EARNINGS, as_of=lesson.learned_at) == recalled[1:]
-    assert _row_count(postgres_url) == 2
+    assert count_rows(postgres_url, memories) == 2
 
 
 def test_postgres_stores_started_together_agree(postgres_server: str) -> None:
     for _ in range(3):
-        url = _fresh_database(postgres_server)
+        url = fresh_database(postgres_server)
         _start_together(url)
-        assert _row_count(url) == 0
+        assert count_rows(url, memories) == 0
 
 
 def test_postgres_refuses_a_newer_schema_version(postgres_url: str) -> None:

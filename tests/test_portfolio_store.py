@@ -1,5 +1,5 @@
 """The book in SQL: exact money, one transaction per trade, each key booked once; SQLite and
-PostgreSQL alike (the server is the throwaway one the memory tests start)."""
+PostgreSQL alike (on the session's throwaway server)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, func, select, update
+from sqlalchemy import create_engine, update
 
 from shared.data.contracts import Sector
 from shared.database import SchemaVersionError, schema_versions
 from shared.errors import InvalidInput
 from shared.portfolio.models import (
+    BrokerKind,
     DecisionRecord,
     DecisionStatus,
     Side,
@@ -26,21 +27,14 @@ from shared.portfolio.models import (
 )
 from shared.portfolio.schema import COMPONENT, SCHEMA_VERSION, trades
 from shared.portfolio.store import PortfolioStore, TradeRefused
-from tests.test_memory import _fresh_database, postgres_server  # noqa: F401  (the fixture)
+from tests.servers import count_rows
 
 AS_OF = datetime(2012, 6, 1, tzinfo=UTC)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'book.db'}"
-    return _fresh_database(request.getfixturevalue("postgres_server"))
-
-
 @pytest.fixture
-def store(url: str) -> PortfolioStore:
-    book = PortfolioStore(url)
+def store(database_url: str) -> PortfolioStore:
+    book = PortfolioStore(database_url)
     book.create("demo", Decimal("100000"))
     return book
 
@@ -61,14 +55,6 @@ def _order(key: str, side: Side = Side.BUY, shares: int = 10, **fields: Any) -> 
     return TradeRequest(**(values | fields))
 
 
-def _trade_rows(url: str) -> int:
-    engine = create_engine(url)
-    with engine.connect() as conn:
-        count = conn.execute(select(func.count()).select_from(trades)).scalar_one()
-    engine.dispose()
-    return count
-
-
 def test_a_new_book_holds_its_cash_exactly(store: PortfolioStore) -> None:
     book = store.get("demo")
     assert book.cash == book.initial_cash == Decimal("100000.0000")
@@ -83,6 +69,27 @@ def test_a_taken_name_and_an_unknown_one_are_refused_with_the_fix(store: Portfol
         store.get("nope")
     with pytest.raises(InvalidInput, match="`cash`"):
         store.create("other", -1)
+
+
+def test_a_book_is_bound_to_its_broker_and_opened_only_with_it(store: PortfolioStore) -> None:
+    live = store.create("live", 1000, broker=BrokerKind.ALPACA)
+
+    assert store.get("demo").broker is BrokerKind.PAPER
+    assert store.open("live", 5, broker=BrokerKind.ALPACA) == (live, False)
+    with pytest.raises(
+        InvalidInput, match=r"`broker`: portfolio 'live' trades at the alpaca broker, not paper"
+    ):
+        store.open("live", 5)
+    opened, created = store.open("new", 7, broker=BrokerKind.ALPACA)
+    assert created and (opened.cash, opened.broker) == (Decimal(7), BrokerKind.ALPACA)
+
+
+def test_a_book_at_a_real_broker_takes_no_paper_fills(store: PortfolioStore) -> None:
+    store.create("live", 1000, broker=BrokerKind.ALPACA)
+
+    with pytest.raises(InvalidInput, match="alpaca broker, not paper"):
+        store.execute_trade("live", _order("k"))
+    assert store.trades("live") == []
 
 
 def test_a_buy_and_a_sell_move_cash_shares_and_cost_basis_to_the_cent(
@@ -103,7 +110,7 @@ def test_a_buy_and_a_sell_move_cash_shares_and_cost_basis_to_the_cent(
 
 
 def test_the_same_key_books_one_trade_however_often_it_is_sent(
-    store: PortfolioStore, url: str
+    store: PortfolioStore, database_url: str
 ) -> None:
     first = store.execute_trade("demo", _order("wf-1/order-0"))
     again = store.execute_trade("demo", _order("wf-1/order-0"))
@@ -111,7 +118,7 @@ def test_the_same_key_books_one_trade_however_often_it_is_sent(
     assert first.new and not again.new
     assert again.trade == first.trade
     assert store.get("demo").cash == Decimal("100000") + first.trade.cash_change
-    assert _trade_rows(url) == 1
+    assert count_rows(database_url, trades) == 1
 
 
 def test_one_key_for_two_different_trades_is_a_bug_and_refused(store: PortfolioStore) -> None:
@@ -120,13 +127,15 @@ def test_one_key_for_two_different_trades_is_a_bug_and_refused(store: PortfolioS
         store.execute_trade("demo", _order("k", shares=11))
 
 
-def test_a_trade_the_book_cannot_take_writes_nothing(store: PortfolioStore, url: str) -> None:
+def test_a_trade_the_book_cannot_take_writes_nothing(
+    store: PortfolioStore, database_url: str
+) -> None:
     with pytest.raises(TradeRefused, match="needs 251250.0251 in cash"):
         store.execute_trade("demo", _order("big", shares=10_000))
     with pytest.raises(TradeRefused, match="holds 0"):
         store.execute_trade("demo", _order("short", Side.SELL))
 
-    assert _trade_rows(url) == 0
+    assert count_rows(database_url, trades) == 0
     assert store.get("demo").cash == Decimal("100000")
     assert store.holdings("demo") == []
     # The refused keys stay free: the fixed trade can use them.
@@ -140,13 +149,13 @@ def test_selling_everything_closes_the_position(store: PortfolioStore) -> None:
     assert [t.side for t in store.trades("demo")] == [Side.BUY, Side.SELL]
 
 
-def test_racing_workers_with_one_key_book_it_once(store: PortfolioStore, url: str) -> None:
-    others = [PortfolioStore(url) for _ in range(4)]
+def test_racing_workers_with_one_key_book_it_once(store: PortfolioStore, database_url: str) -> None:
+    others = [PortfolioStore(database_url) for _ in range(4)]
     with ThreadPoolExecutor(4) as pool:
         outcomes = list(pool.map(lambda s: s.execute_trade("demo", _order("race")), others))
 
     assert sum(outcome.new for outcome in outcomes) == 1
-    assert _trade_rows(url) == 1
+    assert count_rows(database_url, trades) == 1
     assert store.holdings("demo")[0].shares == 10
 
 
@@ -200,9 +209,9 @@ def test_the_paper_clock_is_the_latest_trade_or_snapshot(store: PortfolioStore) 
     assert store.last_activity("demo") == AS_OF
 
 
-def test_a_newer_schema_version_is_refused(url: str) -> None:
-    PortfolioStore(url).close()
-    engine = create_engine(url)
+def test_a_newer_schema_version_is_refused(database_url: str) -> None:
+    PortfolioStore(database_url).close()
+    engine = create_engine(database_url)
     with engine.begin() as conn:
         conn.execute(
             update(schema_versions)
@@ -212,7 +221,7 @@ def test_a_newer_schema_version_is_refused(url: str) -> None:
     engine.dispose()
 
     with pytest.raises(SchemaVersionError, match="newer than"):
-        PortfolioStore(url)
+        PortfolioStore(database_url)
 
 
 def test_an_unversioned_portfolios_table_is_refused(tmp_path: Path) -> None:

@@ -20,11 +20,9 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from shared.database import UtcDateTime, ensure_versioned_schema, metadata
+from shared.database import SchemaStep, UtcDateTime, ensure_versioned_schema, metadata
 from shared.memory.models import SYMBOL_MAX_LENGTH, MemoryRole
 
-# Bump with every change to the tables below; a database at another version is refused.
-SCHEMA_VERSION = 1
 # This component's row in the shared version table.
 COMPONENT = "memory"
 # PostgreSQL advisory lock key held while creating the tables (any fixed number; "qdmemory").
@@ -63,12 +61,11 @@ memories = Table(
 Index("ix_memories_role_id", memories.c.role, memories.c.id)
 
 
+STEPS = (SchemaStep(tables=(memories,)),)
+"""Step ``n`` brings the tables to version ``n``: append one with every change to them."""
+SCHEMA_VERSION = len(STEPS)
+
+
 def ensure_schema(engine: Engine) -> None:
-    """Create the memory table in a fresh database; verify the version of an existing one."""
-    ensure_versioned_schema(
-        engine,
-        component=COMPONENT,
-        version=SCHEMA_VERSION,
-        tables=(memories,),
-        lock_key=PG_SCHEMA_LOCK,
-    )
+    """Bring the memory table to this version (creating it in a fresh database)."""
+    ensure_versioned_schema(engine, component=COMPONENT, steps=STEPS, lock_key=PG_SCHEMA_LOCK)

@@ -81,18 +81,28 @@ class Side(StrEnum):
     SELL = "SELL"
 
 
+class BrokerKind(StrEnum):
+    """Where a book's orders go; a book is bound to one when it is created, for good."""
+
+    PAPER = "paper"
+    """Filled at the as-of close by ``PaperBroker``, booked directly."""
+    ALPACA = "alpaca"
+    """Sent to Alpaca as order intents; booked from the fills it reports."""
+
+
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class Portfolio(_Record):
-    """A named paper book: its cash now and what it started with."""
+    """A named book: its cash now, what it started with, and the broker it trades at."""
 
     name: str = Field(pattern=NAME_PATTERN)
     currency: str = Field("USD", pattern=r"^[A-Z]{3}$")
     initial_cash: Money = Field(ge=0)
     cash: Money = Field(description="may not go below zero: buys need the cash first")
     created_at: AwareDatetime
+    broker: BrokerKind = Field(BrokerKind.PAPER, description="bound at creation, never switched")
 
 
 class Holding(_Record):

@@ -1,5 +1,6 @@
 """The book's tables, in SQLAlchemy Core, versioned like every component's
-(``shared.database``, component ``portfolio``).
+(``shared.database``, component ``portfolio``): a book, its holdings, trades,
+snapshots and decisions (version 1), and its orders at a broker (version 2).
 
 Money is exact. PostgreSQL keeps ``NUMERIC``; SQLite has no decimal type (its
 NUMERIC affinity rounds through a binary float), so there the same column holds
@@ -14,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     Dialect,
     Engine,
@@ -30,21 +32,27 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from shared.broker.models import (
+    BROKER_ID_MAX_LENGTH,
+    CLIENT_ORDER_ID_MAX_LENGTH,
+    IntentStatus,
+    OrderType,
+    TimeInForce,
+)
 from shared.data.contracts import Sector
-from shared.database import UtcDateTime, ensure_versioned_schema
+from shared.database import SchemaStep, UtcDateTime, ensure_versioned_schema
 from shared.portfolio.models import (
     KEY_MAX_LENGTH,
     MONEY_PLACES,
     PRICE_PLACES,
+    BrokerKind,
     DecisionStatus,
     Side,
 )
 
-SCHEMA_VERSION = 1
-"""Bump with every change to the tables below; a database at another version is refused."""
 COMPONENT = "portfolio"
 PG_SCHEMA_LOCK = 0x7164626F6F6B
-"""PostgreSQL advisory lock key held while creating the tables (any fixed number; "qdbook")."""
+"""PostgreSQL advisory lock key held while migrating the tables (any fixed number; "qdbook")."""
 NUMERIC_PRECISION = 28
 
 
@@ -121,6 +129,13 @@ portfolios = Table(
     Column("initial_cash", _money(), nullable=False),
     Column("cash", _money(), nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+    # Version 2: books made before it traded on paper.
+    Column(
+        "broker",
+        _enum(BrokerKind, "broker_kind"),
+        nullable=False,
+        server_default=BrokerKind.PAPER.value,
+    ),
 )
 
 holdings = _of_book(
@@ -176,12 +191,90 @@ decisions = _of_book(
 )
 Index("ix_decisions_portfolio_id", decisions.c.portfolio_id, decisions.c.id)
 
-TABLES = (portfolios, holdings, trades, snapshots, decisions)
-"""In creation order: every foreign key points at an earlier table."""
+adoptions = _of_book(
+    "adoptions",
+    Column("as_of", UtcDateTime, nullable=False),
+    Column("who", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("cash_before", _money(), nullable=False),
+    Column("cash_after", _money(), nullable=False),
+    Column("positions_before", Text, nullable=False),
+    Column("positions_after", Text, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+Index("ix_adoptions_portfolio_as_of", adoptions.c.portfolio_id, adoptions.c.as_of)
+
+
+def _broker_id(name: str, **options: Any) -> Column[str]:
+    return Column(name, String(BROKER_ID_MAX_LENGTH), **options)
+
+
+order_intents = _of_book(
+    "order_intents",
+    Column("client_order_id", String(CLIENT_ORDER_ID_MAX_LENGTH), nullable=False, unique=True),
+    Column("workflow_id", Text, nullable=False),
+    Column("order_index", Integer, nullable=False),
+    Column("symbol", String(32), nullable=False),
+    Column("side", _enum(Side, "intent_side"), nullable=False),
+    Column("qty", BigInteger, nullable=False),
+    Column("order_type", _enum(OrderType, "intent_order_type"), nullable=False),
+    Column("limit_price", _price(), nullable=True),
+    Column("time_in_force", _enum(TimeInForce, "intent_time_in_force"), nullable=False),
+    Column("reference_price", _price(), nullable=False),
+    Column("sector", _enum(Sector, "intent_sector"), nullable=True),
+    Column("rationale", Text, nullable=False),
+    Column("status", _enum(IntentStatus, "intent_status"), nullable=False),
+    _broker_id("broker_order_id", nullable=True, unique=True),
+    Column("filled_qty", BigInteger, nullable=False),
+    Column("avg_fill_price", _price(), nullable=True),
+    Column("reason", Text, nullable=True),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+)
+Index(
+    "ix_order_intents_portfolio_created", order_intents.c.portfolio_id, order_intents.c.created_at
+)
+
+broker_fills = _of_book(
+    "broker_fills",
+    _broker_id("fill_id", nullable=False, unique=True),
+    Column("intent_id", Integer, ForeignKey("order_intents.id"), nullable=False),
+    _broker_id("broker_order_id", nullable=True),
+    Column("symbol", String(32), nullable=False),
+    Column("side", _enum(Side, "fill_side"), nullable=False),
+    Column("qty", BigInteger, nullable=False),
+    Column("price", _price(), nullable=False),
+    Column("fees", _money(), nullable=False),
+    Column("transaction_time", UtcDateTime, nullable=False),
+    Column("trade_key", String(KEY_MAX_LENGTH), nullable=True),
+    Column("adoption_id", Integer, ForeignKey("adoptions.id"), nullable=True),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+Index(
+    "ix_broker_fills_portfolio_time", broker_fills.c.portfolio_id, broker_fills.c.transaction_time
+)
+
+broker_halts = _of_book(
+    "broker_halts",
+    Column("halted", Boolean, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("who", Text, nullable=False),
+    Column("at", UtcDateTime, nullable=False),
+)
+Index("ix_broker_halts_portfolio_id", broker_halts.c.portfolio_id, broker_halts.c.id)
+
+STEPS = (
+    SchemaStep(tables=(portfolios, holdings, trades, snapshots, decisions)),
+    SchemaStep(
+        tables=(adoptions, order_intents, broker_fills, broker_halts),
+        columns=(portfolios.c.broker,),
+    ),
+)
+"""Step ``n`` brings the tables to version ``n``, each table after those its foreign keys
+name: append a step with every change to the tables above."""
+SCHEMA_VERSION = len(STEPS)
 
 
 def ensure_schema(engine: Engine) -> None:
-    """Create the book's tables in a fresh database; verify the version of an existing one."""
-    ensure_versioned_schema(
-        engine, component=COMPONENT, version=SCHEMA_VERSION, tables=TABLES, lock_key=PG_SCHEMA_LOCK
-    )
+    """Bring the book's tables to this version (creating them in a fresh database)."""
+    ensure_versioned_schema(engine, component=COMPONENT, steps=STEPS, lock_key=PG_SCHEMA_LOCK)

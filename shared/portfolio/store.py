@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from sqlalchemy import ColumnElement, Connection, Row, Table, delete, select, update
 from sqlalchemy.exc import IntegrityError
 
-from shared.database import SqlStore, row_values
+from shared.database import SqlStore, record_of, row_values
 from shared.errors import InvalidInput, QuantdeskError
 from shared.portfolio.models import (
+    BrokerKind,
     DecisionRecord,
     Holding,
     Portfolio,
@@ -54,9 +55,6 @@ class TradeRefused(QuantdeskError):
         super().__init__(f"trade in {symbol} refused: {problem}")
 
 
-R = TypeVar("R", bound=BaseModel)
-
-
 class PortfolioStore(SqlStore):
     """Portfolios, holdings, trades, snapshots and decisions in one database."""
 
@@ -64,8 +62,10 @@ class PortfolioStore(SqlStore):
 
     # --- portfolios -----------------------------------------------------------------------
 
-    def create(self, name: str, cash: Any, *, currency: str = "USD") -> Portfolio:
-        """A new book holding ``cash``; a taken name is refused."""
+    def create(
+        self, name: str, cash: Any, *, currency: str = "USD", broker: BrokerKind = BrokerKind.PAPER
+    ) -> Portfolio:
+        """A new book holding ``cash``, bound to ``broker`` for good; a taken name is refused."""
         try:
             created = Portfolio(
                 name=name,
@@ -73,6 +73,7 @@ class PortfolioStore(SqlStore):
                 initial_cash=cash,
                 cash=cash,
                 created_at=datetime.now(UTC),
+                broker=broker,
             )
         except ValidationError as error:
             first = error.errors()[0]
@@ -87,16 +88,34 @@ class PortfolioStore(SqlStore):
             ) from None
         return created
 
+    def open(
+        self, name: str, cash: Any, *, broker: BrokerKind = BrokerKind.PAPER
+    ) -> tuple[Portfolio, bool]:
+        """The book called ``name`` (created with ``cash`` if there is none), and whether this
+        call created it; a book bound to another broker is refused, never switched."""
+        try:
+            return self.get(name, broker=broker), False
+        except InvalidInput as error:
+            if error.field != "portfolio":
+                raise
+        try:
+            return self.create(name, cash, broker=broker), True
+        except InvalidInput as error:
+            if error.field != "name":
+                raise
+            return self.get(name, broker=broker), False  # another process created it first
+
     def portfolios(self) -> list[Portfolio]:
         """Every book, by name."""
         with self._engine.connect() as conn:
             rows = conn.execute(portfolios.select().order_by(portfolios.c.name)).all()
         return [_portfolio(row) for row in rows]
 
-    def get(self, name: str) -> Portfolio:
-        """The book called ``name``, or an error listing the books there are."""
+    def get(self, name: str, *, broker: BrokerKind | None = None) -> Portfolio:
+        """The book called ``name``, or an error listing the books there are; given a
+        ``broker``, a book bound to another is refused."""
         with self._engine.connect() as conn:
-            return _portfolio(self._row(conn, name))
+            return _portfolio(self._row(conn, name, broker=broker))
 
     def holdings(self, name: str) -> list[Holding]:
         """The book's positions, by symbol."""
@@ -115,17 +134,30 @@ class PortfolioStore(SqlStore):
             rows = conn.execute(query.limit(limit) if limit else query).all()
         return list(reversed(rows))
 
-    def _insert_once(self, conn: Connection, table: Table, values: dict[str, Any]) -> Row[Any]:
+    def _insert_once(
+        self, conn: Connection, table: Table, values: dict[str, Any], key: str | None = None
+    ) -> Row[Any]:
         """Insert a keyed row unless its key is stored already; the stored row, either way.
 
-        The key is the table's one unique column besides the generated id."""
-        (key,) = [c.name for c in table.columns if c.unique and not c.primary_key]
+        The key is the unique column ``key``, by default the table's one unique column
+        besides the generated id."""
+        if key is None:
+            (key,) = [c.name for c in table.columns if c.unique and not c.primary_key]
         conn.execute(
             self._insert(table).values(values).on_conflict_do_nothing(index_elements=[key])
         )
         return conn.execute(table.select().where(table.c[key] == values[key])).one()
 
-    def _row(self, conn: Connection, name: str, *, lock: bool = False) -> Row[Any]:
+    def _row(
+        self,
+        conn: Connection,
+        name: str,
+        *,
+        lock: bool = False,
+        broker: BrokerKind | None = None,
+    ) -> Row[Any]:
+        """The book's row (locked for update when ``lock``); given a ``broker``, it must be
+        the book's own."""
         query = portfolios.select().where(portfolios.c.name == name)
         row = conn.execute(query.with_for_update() if lock else query).first()
         if row is None:
@@ -136,44 +168,54 @@ class PortfolioStore(SqlStore):
                 f"no portfolio called {name!r} (there are: {names})",
                 fix="Create it with `quantdesk portfolio create NAME --cash 100000`.",
             )
+        if broker is not None and row.broker != broker:
+            raise InvalidInput(
+                "broker",
+                f"portfolio {name!r} trades at the {row.broker.value} broker, not {broker.value}",
+                fix=f"Use its own broker ({row.broker.value}), or create another book for "
+                f"{broker.value}.",
+            )
         return row
 
     # --- trades ---------------------------------------------------------------------------
 
     def execute_trade(self, name: str, request: TradeRequest) -> TradeOutcome:
-        """Book ``request`` once: cash, holding and trade row in one transaction.
+        """Book a paper fill once: cash, holding and trade row in one transaction.
 
         The same key again returns the booked trade with ``new=False``; the same key
-        for a different trade is refused, since that is a caller's bug, not a retry.
+        for a different trade is refused, since that is a caller's bug, not a retry. A book
+        bound to a real broker is refused: only the fills its broker reports move it.
         """
         with self._engine.begin() as conn:
             # PostgreSQL: lock the book's row before the trade row's foreign key share-locks it,
             # or two trades would each wait for the other to upgrade. SQLite ignores it.
-            book = self._row(conn, name, lock=True)
-            now = datetime.now(UTC)
-            inserted = conn.execute(
-                self._insert(trades)
-                .values(
-                    row_values(
-                        trades,
-                        request,
-                        portfolio_id=book.id,
-                        idempotency_key=request.key,
-                        created_at=now,
-                    )
+            book = self._row(conn, name, lock=True, broker=BrokerKind.PAPER)
+            return self._book_trade(conn, book, request)
+
+    def _book_trade(self, conn: Connection, book: Row[Any], request: TradeRequest) -> TradeOutcome:
+        """Book ``request`` in ``conn``'s transaction, the book's row locked by the caller."""
+        now = datetime.now(UTC)
+        inserted = conn.execute(
+            self._insert(trades)
+            .values(
+                row_values(
+                    trades,
+                    request,
+                    portfolio_id=book.id,
+                    idempotency_key=request.key,
+                    created_at=now,
                 )
-                .on_conflict_do_nothing(index_elements=["idempotency_key"])
-                .returning(trades.c.id)
-            ).first()
-            if inserted is None:
-                return TradeOutcome(trade=self._same_trade(conn, book.id, request), new=False)
-            # Read again now that the insert holds the write lock (SQLite takes it only then).
-            book = self._row(conn, name)
-            realized = self._apply(conn, book, request, now)
-            conn.execute(
-                update(trades).where(trades.c.id == inserted.id).values(realized_pnl=realized)
             )
-            row = conn.execute(trades.select().where(trades.c.id == inserted.id)).one()
+            .on_conflict_do_nothing(index_elements=["idempotency_key"])
+            .returning(trades.c.id)
+        ).first()
+        if inserted is None:
+            return TradeOutcome(trade=self._same_trade(conn, book.id, request), new=False)
+        # Read again now that the insert holds the write lock (SQLite takes it only then).
+        book = self._row(conn, book.name)
+        realized = self._apply(conn, book, request, now)
+        conn.execute(update(trades).where(trades.c.id == inserted.id).values(realized_pnl=realized))
+        row = conn.execute(trades.select().where(trades.c.id == inserted.id)).one()
         return TradeOutcome(trade=_trade(row), new=True)
 
     def _apply(self, conn: Connection, book: Row[Any], request: TradeRequest, now: datetime) -> Any:
@@ -276,7 +318,10 @@ class PortfolioStore(SqlStore):
     def trade(self, key: str) -> Trade | None:
         """The trade booked under ``key``, if any."""
         with self._engine.connect() as conn:
-            row = conn.execute(trades.select().where(trades.c.idempotency_key == key)).first()
+            return self._trade_at(conn, key)
+
+    def _trade_at(self, conn: Connection, key: str) -> Trade | None:
+        row = conn.execute(trades.select().where(trades.c.idempotency_key == key)).first()
         return None if row is None else _trade(row)
 
     # --- snapshots and decisions ----------------------------------------------------------
@@ -331,31 +376,22 @@ class PortfolioStore(SqlStore):
         return max(found) if found else None
 
 
-def _record(model: type[R], row: Row[Any], **given: Any) -> R:
-    """The model of a row: each field from its column of the same name, or from ``given``
-    where the column is named or stored otherwise."""
-    columns = row._mapping
-    return model.model_validate(
-        {name: given[name] if name in given else columns[name] for name in model.model_fields}
-    )
-
-
 def _portfolio(row: Row[Any]) -> Portfolio:
-    return _record(Portfolio, row)
+    return record_of(Portfolio, row)
 
 
 def _holding(row: Row[Any]) -> Holding:
-    return _record(Holding, row)
+    return record_of(Holding, row)
 
 
 def _trade(row: Row[Any]) -> Trade:
-    return _record(Trade, row, key=row.idempotency_key)
+    return record_of(Trade, row, key=row.idempotency_key)
 
 
 def _snapshot(row: Row[Any]) -> Snapshot:
     positions = [SnapshotPosition.model_validate(p) for p in json.loads(row.positions)]
-    return _record(Snapshot, row, key=row.snapshot_key, positions=positions)
+    return record_of(Snapshot, row, key=row.snapshot_key, positions=positions)
 
 
 def _decision(row: Row[Any]) -> DecisionRecord:
-    return _record(DecisionRecord, row, key=row.decision_key, decision=json.loads(row.decision))
+    return record_of(DecisionRecord, row, key=row.decision_key, decision=json.loads(row.decision))
