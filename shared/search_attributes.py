@@ -23,6 +23,12 @@ SEARCH_ATTRIBUTES: dict[str, str] = {
     AS_OF: "Datetime",
 }
 
+
+def quoted(value: str) -> str:
+    """``value`` as a string literal of a visibility query (``Symbol = "GOOG"``), escaped."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 REPORTED_PROBLEMS = "TemporalReportedProblems"
 """The server's own KeywordList on a run whose workflow task keeps failing, e.g.
 ``category=WorkflowTaskFailed`` and ``cause=WorkflowTaskFailedCauseWorkflowWorkerUnhandledFailure``;
