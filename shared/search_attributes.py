@@ -7,6 +7,10 @@ namespace job of ``docker-compose.yml`` (``tests/test_compose.py`` checks both
 agree with this table) and by the test servers; set by the workflows themselves
 (``workflows/visibility.py``). A namespace without them cannot run quantdesk
 workflows: upserting an unknown attribute fails the workflow task.
+
+Also the server's own mark on a run whose workflow task keeps failing
+(``REPORTED_PROBLEMS``) and the dynamic config that says when it is set, which the
+dev server, the test servers and docker-compose share.
 """
 
 from __future__ import annotations
