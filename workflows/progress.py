@@ -51,7 +51,7 @@ class RunProgress(BaseModel):
     )
     children: dict[str, str] = Field(
         default_factory=dict,
-        description="running child runs: workflow id → the step it runs as (\"\" for none), so "
+        description='running child runs: workflow id → the step it runs as ("" for none), so '
         "a reader can show a step whose child's workflow task keeps failing",
     )
     usage: UsageReport
