@@ -27,6 +27,7 @@ from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
+from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
 from shared.search_attributes import REPORTED_PROBLEMS, WORKFLOW_TASK_FAILED, quoted
@@ -35,6 +36,7 @@ from workflows.resume import child_label
 
 STUCK_QUERY = f"ExecutionStatus = 'Running' AND {REPORTED_PROBLEMS} IN ('{WORKFLOW_TASK_FAILED}')"
 """The visibility query of every marked run (the Web UI's "Task Failures" view)."""
+PROBLEMS = SearchAttributeKey.for_keyword_list(REPORTED_PROBLEMS)
 PARENT_ANSWER_TIMEOUT = timedelta(seconds=3)
 """How long a parent may take to say which step a child is (its worker may be away)."""
 MAX_DEPTH = 8
@@ -90,7 +92,7 @@ class StuckRun(BaseModel):
 
 def is_marked(run: WorkflowExecution) -> bool:
     """Whether the server marks this listed run as one whose workflow task keeps failing."""
-    problems = run.search_attributes.get(REPORTED_PROBLEMS) or []
+    problems = run.typed_search_attributes.get(PROBLEMS) or []
     return run.status == WorkflowExecutionStatus.RUNNING and WORKFLOW_TASK_FAILED in problems
 
 
