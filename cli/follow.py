@@ -2,7 +2,9 @@
 
 The live view polls the common ``progress`` query (or a flow's own view of it)
 until the run ends; a failed run prints its innermost cause, the one that names
-the field or the setting.
+the field or the setting. A run at or below the one followed whose workflow task
+keeps failing is shown as stuck, with its message and what to do (``cli.stuck_runs``):
+such a run never ends by itself, so the view must not look like it just goes on.
 """
 
 from __future__ import annotations
@@ -16,17 +18,36 @@ from typing import Any, TypeVar
 
 from rich.live import Live
 from rich.table import Table
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+)
 from temporalio.service import RPCError
 
 from cli import views
 from cli.stack.console import console_link
-from cli.views import console, print_failure, print_links, titled, web_ui_url
+from cli.stuck_runs import StuckRun, stuck_below, stuck_steps
+from cli.views import (
+    ProgressView,
+    console,
+    print_failure,
+    print_links,
+    stepless,
+    stuck_notice,
+    titled,
+    web_ui_url,
+)
 from shared.config import Settings
 from workers.client import ServerLost, across_outages
 from workflows.progress import RunProgress
 
 PROGRESS_POLL_SECONDS = 0.5
+UNANSWERED = (RPCError, WorkflowQueryFailedError)
+"""A progress query that got no answer this time (the view keeps what it shows)."""
+STUCK_POLL_SECONDS = 2.0
+"""How often a live view asks which runs at or below it are stuck (a visibility query)."""
 R = TypeVar("R")
 Links = Sequence[tuple[str, str]]
 """(label, url) pairs a finished run points to, printed one a line."""
@@ -54,23 +75,48 @@ def _say_lost(error: RPCError) -> None:
     )
 
 
+def _say_stuck(before: dict[str, StuckRun], now: dict[str, StuckRun]) -> dict[str, StuckRun]:
+    """Print the notice of the runs newly stuck, and a line for each that goes on again
+    (printed, not only shown live, so that a log or a pipe has them too); ``now``."""
+    if new := [run for key, run in now.items() if key not in before]:
+        console.print(stuck_notice(new))
+    for key in before.keys() - now.keys():
+        console.print(f"[green]{key}: its workflow task succeeds again; the run goes on[/]")
+    return now
+
+
 async def follow(
+    client: Client,
     handle: WorkflowHandle[Any, Any],
-    table: Callable[[Any], Table],
+    view: ProgressView,
     progress_type: type[Any] = RunProgress,
+    *,
+    root_id: str | None = None,
 ) -> Any:
-    """Show the progress query live until the run ends, then return its result."""
+    """Show the progress query live until the run ends, then return its result. A run at or
+    below it (in the tree of ``root_id``, its root; None when it is one) whose workflow task
+    keeps failing is announced and shown on the step it holds up, also when it is this run
+    itself (whose progress query is then refused)."""
     result_task = asyncio.create_task(result_across_outages(handle, on_lost=_say_lost))
+    loop = asyncio.get_running_loop()
+    stuck: dict[str, StuckRun] = {}
+    asked = -STUCK_POLL_SECONDS
     with Live(console=console, transient=False, refresh_per_second=8) as live:
         while not result_task.done():
+            if loop.time() - asked >= STUCK_POLL_SECONDS:
+                asked = loop.time()
+                with contextlib.suppress(RPCError):
+                    stuck = _say_stuck(stuck, await stuck_below(client, handle.id, root_id))
             # Before the first workflow task has run there is no query handler to answer,
-            # and while the server restarts there is no server.
-            with contextlib.suppress(RPCError):
-                live.update(table(await handle.query("progress", result_type=progress_type)))
+            # while the server restarts there is no server, and a stuck run cannot answer.
+            with contextlib.suppress(*UNANSWERED):
+                progress = await handle.query("progress", result_type=progress_type)
+                live.update(view(progress, stuck_steps(handle.id, progress, stuck)))
             await asyncio.wait({result_task}, timeout=PROGRESS_POLL_SECONDS)
         if result_task.exception() is None:
-            with contextlib.suppress(RPCError):
-                live.update(table(await handle.query("progress", result_type=progress_type)))
+            with contextlib.suppress(*UNANSWERED):
+                progress = await handle.query("progress", result_type=progress_type)
+                live.update(view(progress, {}))
     return await result_task
 
 
@@ -103,7 +149,8 @@ async def start_and_follow(
     ui_url = web_ui_url(settings, handle.id, handle.result_run_id)
     console.print(f"started [bold]{handle.id}[/]  {ui_url}")
     try:
-        return await follow(handle, table or titled(workflow_type), progress_type), ui_url
+        view = titled(workflow_type) if table is None else stepless(table)
+        return await follow(client, handle, view, progress_type), ui_url
     except WorkflowFailureError as error:
         print_failure(error)
         return None, ui_url

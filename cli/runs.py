@@ -2,7 +2,8 @@
 
 These read what every quantdesk workflow offers: the search attributes it tags
 itself with (flow, symbol, portfolio, as_of), the common ``progress`` query, and
-the ``resume`` signal.
+the ``resume`` signal; and the server's mark on a run whose workflow task keeps
+failing (``cli.stuck_runs``), listed as "stuck" and explained by ``watch``.
 """
 
 from __future__ import annotations
@@ -13,43 +14,42 @@ from typing import Any
 
 import typer
 from rich.table import Table
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError
 
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import ServerLost, follow
-from cli.views import console, print_failure, titled, web_ui_url
+from cli.stuck_runs import listed_status
+from cli.views import STATE_STYLE, console, print_failure, titled, web_ui_url
 from shared import search_attributes as names
 from shared.config import Settings, load_settings
 from workflows.progress import RunProgress
 from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
 
 STATUS_STYLE = {
-    WorkflowExecutionStatus.RUNNING: "yellow",
-    WorkflowExecutionStatus.COMPLETED: "green",
-    WorkflowExecutionStatus.FAILED: "bold red",
-    WorkflowExecutionStatus.TIMED_OUT: "red",
-    WorkflowExecutionStatus.TERMINATED: "red",
-    WorkflowExecutionStatus.CANCELED: "dim",
-    WorkflowExecutionStatus.CONTINUED_AS_NEW: "dim",
+    "running": "yellow",
+    "stuck": STATE_STYLE["stuck"],
+    "completed": "green",
+    "failed": "bold red",
+    "timed_out": "red",
+    "terminated": "red",
+    "canceled": "dim",
+    "continued_as_new": "dim",
 }
+"""A listed run's status (``listed_status``) → its style."""
 
 
 def visibility_query(
     flow: str | None, symbol: str | None, portfolio: str | None, running: bool
 ) -> str:
     """The list filter the Web UI would use for these options (values quoted safely)."""
-
-    def quoted(value: str) -> str:
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
     clauses = []
     if flow:
-        clauses.append(f"{names.FLOW} = {quoted(flow)}")
+        clauses.append(f"{names.FLOW} = {names.quoted(flow)}")
     if symbol:
-        clauses.append(f"{names.SYMBOL} = {quoted(symbol.upper())}")
+        clauses.append(f"{names.SYMBOL} = {names.quoted(symbol.upper())}")
     if portfolio:
-        clauses.append(f"{names.PORTFOLIO} = {quoted(portfolio)}")
+        clauses.append(f"{names.PORTFOLIO} = {names.quoted(portfolio)}")
     if running:
         clauses.append("ExecutionStatus = 'Running'")
     return " AND ".join(clauses)
@@ -68,23 +68,23 @@ async def list_runs(settings: Settings, query: str, limit: int) -> Table:
     table.add_column("workflow id", overflow="fold")
     for column in ("flow", "symbol", "portfolio", "as of", "status", "started"):
         table.add_column(column, overflow="fold")
-    shown = 0
+    listed = 0
     async for run in client.list_workflows(query or None, limit=limit):
         attributes = run.typed_search_attributes
         as_of = attributes.get(AS_OF)
-        status = run.status
-        style = STATUS_STYLE.get(status, "") if status else ""
+        shown = listed_status(run)
+        style = STATUS_STYLE.get(shown, "")
         table.add_row(
             run.id,
             attributes.get(FLOW) or run.workflow_type,
             attributes.get(SYMBOL) or "",
             attributes.get(PORTFOLIO) or "",
             as_of.date().isoformat() if as_of else "",
-            f"[{style}]{status.name.lower() if status else '?'}[/]",
+            f"[{style}]{shown}[/]",
             run.start_time.strftime("%Y-%m-%d %H:%M:%S"),
         )
-        shown += 1
-    table.caption = f"{shown} run(s)" + (f" where {query}" if query else "")
+        listed += 1
+    table.caption = f"{listed} run(s)" + (f" where {query}" if query else "")
     return table
 
 
@@ -100,7 +100,7 @@ async def watch_run(settings: Settings, workflow_id: str) -> int:
     title = f"{description.workflow_type} {workflow_id}"
     console.print(web_ui_url(settings, workflow_id, description.run_id), highlight=False)
     try:
-        await follow(handle, titled(title))
+        await follow(client, handle, titled(title), root_id=description.root_id)
     except WorkflowFailureError as error:
         print_failure(error)
         console.print(f"{workflow_id}: not completed")

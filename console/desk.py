@@ -22,6 +22,7 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.portfolio import PortfolioActivities
+from cli.stuck_runs import StuckRun, stuck_below, stuck_run
 from console.errors import Conflict, NotFound, PageError, Unavailable
 from shared.config import Settings
 from shared.errors import ConfigError
@@ -96,6 +97,26 @@ class Desk:
         """``query`` on another run by id (a child), None if it cannot answer."""
         handle = (await self.client()).get_workflow_handle(workflow_id)
         return await self.query(handle, name)
+
+    async def stuck(self, workflow_id: str, root_id: str | None) -> dict[str, StuckRun]:
+        """The runs at or below ``workflow_id`` (in ``root_id``'s tree) whose workflow task
+        keeps failing; none when Temporal cannot say now (the next refresh asks again)."""
+        try:
+            return await stuck_below(await self.client(), workflow_id, root_id)
+        except RPCError:
+            return {}
+
+    async def stuck_messages(self, runs: list[tuple[str, str]]) -> dict[str, str]:
+        """The failure of each (workflow id, run id) marked stuck, by workflow id."""
+
+        async def read(workflow_id: str, run_id: str) -> StuckRun | None:
+            try:
+                return await stuck_run(await self.client(), workflow_id, run_id)
+            except RPCError:
+                return None
+
+        found = await asyncio.gather(*(read(*run) for run in runs))
+        return {run.workflow_id: run.message for run in found if run is not None}
 
     async def result(self, workflow_id: str, run_id: str) -> Any:
         """A completed run's result as JSON (read once, then kept); ``run_id`` "" is the latest."""

@@ -6,6 +6,9 @@ result once it completed, and while it runs from what it offers live: a Pipeline
 ``state`` query and its debate child's transcript so far, an AutoRun's finished
 Pipeline children and its Portfolio child's approval, a Portfolio run's ``plan``.
 Results and state are read as JSON, so a page shows whatever a flow's contract holds.
+A running run, or one below it, whose workflow task keeps failing is shown in a banner
+with its message, and on the step it holds up (``cli.stuck_runs``: the parent's own
+progress cannot know, so the page overlays it).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 
 from cli.report import report_refs
+from cli.stuck_runs import StuckRun, stuck_steps
 from cli.views import innermost_cause, web_ui_url
 from console.desk import Desk
 from shared.reports.autorun import chart_name
@@ -53,6 +57,10 @@ class RunPage:
     failure: str | None = None
     parts: dict[str, Any] = field(default_factory=dict)
     report: dict[str, str] | None = None
+    stuck: dict[str, StuckRun] = field(default_factory=dict)
+    """Runs at or below this one whose workflow task keeps failing, by workflow id."""
+    stuck_steps: dict[str, StuckRun] = field(default_factory=dict)
+    """The steps they hold up, by step."""
 
     @property
     def running(self) -> bool:
@@ -61,7 +69,9 @@ class RunPage:
 
     @property
     def status_name(self) -> str:
-        """``running``, ``completed``, ``failed``..."""
+        """``running`` (``stuck`` when its workflow task keeps failing), ``completed``..."""
+        if self.workflow_id in self.stuck:
+            return "stuck"
         return self.status.name.lower() if self.status else "unknown"
 
     def step_state(self, step: str) -> StepState | None:
@@ -98,6 +108,9 @@ async def load_run(desk: Desk, workflow_id: str) -> RunPage:
     if raw is not None:
         page.progress = RunProgress.model_validate(raw)
         page.progress_extra = {k: v for k, v in raw.items() if k not in RunProgress.model_fields}
+    if page.running:
+        page.stuck = await desk.stuck(page.workflow_id, described.root_id)
+        page.stuck_steps = stuck_steps(page.workflow_id, page.progress, page.stuck)
     if page.status == WorkflowExecutionStatus.COMPLETED:
         page.result = await desk.result(page.workflow_id, page.run_id)
         page.report = await _report(desk, page)
@@ -192,11 +205,13 @@ async def _autorun(desk: Desk, page: RunPage) -> dict[str, Any]:
         decision = decisions.get(ticker)
         if decision is None and state == StepState.DONE:
             decision = (await desk.result(child_id, "")).get("decision")
+        stuck = page.stuck_steps.get(PIPELINE_STEP + ticker)
         rows.append(
             {
                 "ticker": ticker,
                 "child": child_id,
-                "state": state.value if state else "done",
+                "state": "stuck" if stuck else (state.value if state else "done"),
+                "stuck": stuck,
                 "decision": decision,
                 "failure": failures.get(ticker),
                 "chart": object_url(charts.get(chart_name(ticker))),

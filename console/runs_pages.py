@@ -1,8 +1,11 @@
-"""The Runs list, the Run page (and its live part), and the ``resume`` button."""
+"""The Runs list, the Run page (and its live part), and the ``resume`` button.
+
+A run whose workflow task keeps failing is listed as ``stuck``, its failure on hover.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from urllib.parse import quote
 
@@ -11,6 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from temporalio.service import RPCError
 
 from cli.runs import visibility_query
+from cli.stuck_runs import is_marked, listed_status
 from cli.views import web_ui_url
 from console.desk import rpc_problem
 from console.errors import PageError
@@ -55,6 +59,8 @@ class RunRow:
     status: str
     started: datetime
     web_ui: str
+    problem: str = ""
+    """Why its workflow task keeps failing, when it does (its status is then ``stuck``)."""
 
 
 def runs_query(flow: str, symbol: str, portfolio: str, status: str) -> str:
@@ -88,6 +94,7 @@ async def runs(
     query = runs_query(flow, symbol, portfolio, status)
     client = await desk.client()
     rows = []
+    marked: list[tuple[str, str]] = []
     try:
         async for run in client.list_workflows(query or None, limit=limit):
             attributes = run.typed_search_attributes
@@ -98,13 +105,17 @@ async def runs(
                     symbol=attributes.get(SYMBOL) or "",
                     portfolio=attributes.get(PORTFOLIO) or "",
                     as_of=attributes.get(AS_OF),
-                    status=run.status.name.lower() if run.status else "unknown",
+                    status=listed_status(run),
                     started=run.start_time,
                     web_ui=web_ui_url(desk.settings, run.id, run.run_id),
                 )
             )
+            if is_marked(run):
+                marked.append((run.id, run.run_id))
     except RPCError as error:
         raise rpc_problem(error, "no such runs") from None
+    problems = await desk.stuck_messages(marked)
+    rows = [replace(row, problem=problems.get(row.workflow_id, "")) for row in rows]
     return page(
         request,
         "runs.html",

@@ -17,7 +17,11 @@ import yaml
 from pydantic import BaseModel
 
 from shared.config import ENV_PREFIX, Settings, load_settings
-from shared.search_attributes import SEARCH_ATTRIBUTES
+from shared.search_attributes import (
+    SEARCH_ATTRIBUTES,
+    TASK_PROBLEMS_BEFORE_REPORTED,
+    TASK_PROBLEMS_SETTING,
+)
 from workers.roles import ROLE_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,6 +121,14 @@ def test_namespace_job_registers_the_search_attributes(
         kind = re.search(r"--type (\w+)", line)[1]
         registered |= dict.fromkeys(re.findall(r"--name (\w+)", line), kind)
     assert registered == SEARCH_ATTRIBUTES
+
+
+def test_the_server_marks_stuck_runs_as_the_dev_server_does() -> None:
+    compose = yaml.safe_load(_defaults((ROOT / "docker-compose.yml").read_text()))
+    dynamic = yaml.safe_load(compose["configs"]["temporal-dynamic-config"]["content"])
+    assert dynamic[TASK_PROBLEMS_SETTING] == [
+        {"value": TASK_PROBLEMS_BEFORE_REPORTED, "constraints": {}}
+    ]
 
 
 def test_dockerfile_installs_the_project() -> None:

@@ -11,7 +11,8 @@ The scenario: an AutoRun with ``approval: required`` is started from the Start f
 its run page updates by itself to the waiting approval; on the book's page a person
 approves it, saying who and why, and the trades appear. A QuantAgent run whose vendor
 refuses the key parks: its page shows the reason, and the Resume button makes the run
-ask again, which completes it once the vendor answers.
+ask again, which completes it once the vendor answers. A run whose child's workflow task
+keeps failing is shown stuck, with the message, in the list and on both runs' pages.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from tests.chromium import Page, chromium_binary, chromium_page
 from tests.fakes.llm_server import FakeLlmServer, Scripted
 from tests.fakes.routed import RoutedFake
 from tests.servers import free_port_base, isolated_settings, running_workers, tools_reading
+from tests.stuck_workflows import POISON_MESSAGE, start_stuck_tree, stuck_worker, until_marked
 from tests.test_imperfect_replies import DEBATER_AGENTS, SYMBOL, Speaker, script_pipeline
 from tests.test_imperfect_replies import ROLES as PIPELINE_ROLES
 from workers.main import plan_for
@@ -427,6 +429,32 @@ async def test_a_failed_run_shows_its_innermost_cause(stack: ConsoleStack) -> No
         page = shown(await http.get(f"/runs/{handle.id}"))
     assert 'id="status">failed' in page
     assert 'id="failure"' in page and "`timeframe` '7x' is not one of" in page
+
+
+async def test_a_run_whose_child_keeps_failing_is_shown_stuck_with_its_message(
+    stack: ConsoleStack,
+) -> None:
+    queue = f"{QUEUE}-stuck"
+    async with stuck_worker(stack.client, queue):
+        parent_id, child_id = await start_stuck_tree(stack.client, queue, "console-stuck")
+        try:
+            await until_marked(stack.client, parent_id, child_id)
+            async with stack.http() as http:
+                parent = shown(await http.get(f"/runs/{parent_id}"))
+                child = shown(await http.get(f"/runs/{child_id}"))
+                listed = shown(await http.get("/runs", params={"status": "running", "limit": 500}))
+        finally:
+            await stack.client.get_workflow_handle(parent_id).terminate("test over")
+    banner = parent.split('id="stuck"')[1].split("</div>")[0]
+    assert f'href="/runs/{child_id}"' in banner and f"RuntimeError: {POISON_MESSAGE}" in banner
+    assert f"temporal workflow terminate -w {child_id}" in banner
+    assert f'title="{POISON_MESSAGE}">stuck</span>: ' in parent  # the step, not "running"
+    assert 'id="status">running' in parent
+    assert 'id="status">stuck' in child and "this run" in child and POISON_MESSAGE in child
+    row = next(line for line in listed.split("<tr>") if f"/runs/{child_id}" in line)
+    assert f'class="badge state-stuck" title="{POISON_MESSAGE}">stuck' in row
+    parent_row = next(line for line in listed.split("<tr>") if f'/runs/{parent_id}"' in line)
+    assert "state-running" in parent_row
 
 
 async def test_an_unknown_run_or_object_is_a_404_with_a_message(stack: ConsoleStack) -> None:

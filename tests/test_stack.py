@@ -392,6 +392,7 @@ class TestStack:
         result = stack.quantdesk("status")
         assert result.returncode == 0, result.stdout + result.stderr
         assert _states(result.stdout) == dict.fromkeys(COMPONENTS, "running")
+        assert "runs whose workflow task keeps failing: none" in result.stdout
 
     def test_down_stops_exactly_the_processes_it_started(self, stack: Stack) -> None:
         pids = stack.pids()

@@ -189,20 +189,8 @@ class AutoRunWorkflow(TrackedRun):
         arg: Arg,
     ) -> Result:
         """A child run shown as ``step``; ``resume`` reaches it while it runs."""
-        self.child_started(child_id)
-        try:
-            return await track(
-                self.steps,
-                step,
-                workflow.execute_child_workflow(
-                    run,
-                    arg,
-                    id=child_id,
-                    static_summary=f"{flow_of(run)} for AutoRun {workflow.info().workflow_id}",
-                ),
-            )
-        finally:
-            self.child_finished(child_id)
+        summary = f"{flow_of(run)} for AutoRun {workflow.info().workflow_id}"
+        return await self._child_step(step, run, arg, child_id=child_id, summary=summary)
 
     @workflow.run
     async def run(self, args: AutoRunInput) -> AutoRunResult:

@@ -323,22 +323,14 @@ class BacktestWorkflow(TrackedRun):
         ``resume`` reaches it while it runs."""
         assert self.book is not None
         as_of = self.book.schedule.step_times[k]
-        child_id = child_workflow_id(k, kind)
-        self.child_started(child_id)
-        try:
-            result = await track(
-                self.steps,
-                step_name(k, as_of, kind),
-                workflow.execute_child_workflow(
-                    run,
-                    child_input,
-                    id=child_id,
-                    static_summary=f"{flow_of(run)} {self.book.symbol} as of {as_of.date()} "
-                    f"(backtest step {k + 1})",
-                ),
-            )
-        finally:
-            self.child_finished(child_id)
+        result = await self._child_step(
+            step_name(k, as_of, kind),
+            run,
+            child_input,
+            child_id=child_workflow_id(k, kind),
+            summary=f"{flow_of(run)} {self.book.symbol} as of {as_of.date()} "
+            f"(backtest step {k + 1})",
+        )
         self._count(result.usage)
         return result
 

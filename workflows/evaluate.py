@@ -147,6 +147,7 @@ class EvaluateWorkflow(Resumable):
             carry.usage if carry else UsageReport(),
             phase=self.phase,
             waiting=self.waiting_steps(),
+            children=self.running_children(),
             total=self.total,
             done=done,
             failed=self.failed,

@@ -556,12 +556,7 @@ class PipelineWorkflow(TrackedRun):
         child_id = f"{workflow.info().workflow_id}-{step}"
         summary = f"{flow_of(run)} {arg.symbol}, {arg.rounds} round(s)"
         self._enter(step)
-        self.child_started(child_id)
-        result = await self._step(
-            step,
-            workflow.execute_child_workflow(run, arg, id=child_id, static_summary=summary),
-        )
-        self.child_finished(child_id)
+        result = await self._child_step(step, run, arg, child_id=child_id, summary=summary)
         self._count(result.usage)
         return result
 

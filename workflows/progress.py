@@ -49,6 +49,11 @@ class RunProgress(BaseModel):
     waiting: dict[str, str] = Field(
         default_factory=dict, description="calls waiting for `resume`, with the reason"
     )
+    children: dict[str, str] = Field(
+        default_factory=dict,
+        description='running child runs: workflow id → the step it runs as ("" for none), so '
+        "a reader can show a step whose child's workflow task keeps failing",
+    )
     usage: UsageReport
     elapsed_seconds: float
     estimate_seconds: float | None = Field(
@@ -63,6 +68,7 @@ class RunProgress(BaseModel):
         *,
         phase: str = "",
         waiting: Mapping[str, str] | None = None,
+        children: Mapping[str, str] | None = None,
         done: int | None = None,
         total: int | None = None,
         **extra: Any,
@@ -80,6 +86,7 @@ class RunProgress(BaseModel):
             done=done,
             total=total,
             waiting=dict(waiting or {}),
+            children=dict(children or {}),
             usage=usage,
             elapsed_seconds=round(elapsed, 1),
             estimate_seconds=round(estimate, 1) if estimate is not None else None,

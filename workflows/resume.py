@@ -93,7 +93,8 @@ class ResumeGate:
         """Waits reported by children and their children, by path."""
         self.given_up: dict[str, str] = {}
         """Children cancelled rather than waited for, with the wait's reason."""
-        self.children: set[str] = set()
+        self.children: dict[str, str] = {}
+        """Running children: workflow id → the step each runs as ("" when none)."""
         self.details = ""
 
     def all_waiting(self) -> dict[str, str]:
@@ -156,7 +157,7 @@ class ResumeGate:
 
     def child_closed(self, workflow_id: str) -> None:
         """A closed child waits no more, nor does anything below it."""
-        self.children.discard(workflow_id)
+        self.children.pop(workflow_id, None)
         label = child_label(workflow.info().workflow_id, workflow_id)
         gone = [p for p in self.below if p == label or p.startswith(label + PATH_SEPARATOR)]
         for path in gone:
@@ -207,9 +208,15 @@ class Resumable:
         gate: ResumeGate | None = getattr(self, "gate", None)
         return gate.all_waiting() if gate is not None else {}
 
-    def child_started(self, workflow_id: str) -> None:
-        """Remember a running child so that ``resume`` reaches it too."""
-        self.gate.children.add(workflow_id)
+    def child_started(self, workflow_id: str, step: str = "") -> None:
+        """Remember a running child (and the ``step`` it runs as) so that ``resume`` reaches it
+        too, and the progress names it (``RunProgress.children``)."""
+        self.gate.children[workflow_id] = step
+
+    def running_children(self) -> dict[str, str]:
+        """The running children and the step each runs as, for the progress queries."""
+        gate: ResumeGate | None = getattr(self, "gate", None)
+        return dict(gate.children) if gate is not None else {}
 
     def child_finished(self, workflow_id: str) -> None:
         """A closed child needs no more signals, and waits no more."""

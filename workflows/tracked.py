@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
+from temporalio.types import MethodAsyncSingleParam
 
 with workflow.unsafe.imports_passed_through():
     from activities.group import declared
@@ -21,6 +22,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.resume import Resumable
 
 T = TypeVar("T")
+Arg = TypeVar("Arg")
+ChildResult = TypeVar("ChildResult")
 ProgressT = TypeVar("ProgressT", bound=RunProgress)
 
 
@@ -36,12 +39,37 @@ class TrackedRun(Resumable):
     def progress_as(self, model: type[ProgressT], **extra: Any) -> ProgressT:
         """This run's progress as the flow's ``model``, with that model's ``extra`` fields."""
         return model.of(
-            self.steps, self.usage, phase=self.phase, waiting=self.waiting_steps(), **extra
+            self.steps,
+            self.usage,
+            phase=self.phase,
+            waiting=self.waiting_steps(),
+            children=self.running_children(),
+            **extra,
         )
 
     async def _step(self, name: str, work: Awaitable[T]) -> T:
         """Await ``work`` while ``name`` shows running, then done or failed."""
         return await track(self.steps, name, work)
+
+    async def _child_step(
+        self,
+        step: str,
+        run: MethodAsyncSingleParam[Any, Arg, ChildResult],
+        arg: Arg,
+        *,
+        child_id: str,
+        summary: str,
+    ) -> ChildResult:
+        """The child run ``child_id`` of ``run``'s flow, shown as ``step``: ``resume`` reaches
+        it while it runs, and the progress names it (``children``), so a reader can show the
+        step stuck when the child's workflow task keeps failing."""
+        self.child_started(child_id, step)
+        try:
+            return await self._step(
+                step, workflow.execute_child_workflow(run, arg, id=child_id, static_summary=summary)
+            )
+        finally:
+            self.child_finished(child_id)
 
     def _activity_step(
         self,

@@ -3,28 +3,34 @@
 `register(app)` adds the three commands to the main Typer app. They share one
 runner: load settings, act, print the table and where things are, and leave
 through ``finish`` (these commands use a temporalio client, see ``cli.exit``).
-While `up` waits it says for what on stderr, so stdout stays the table.
+While `up` waits it says for what on stderr, so stdout stays the table. `status`
+also lists the runs whose workflow task keeps failing (``cli.stuck_runs``): the
+stack is up, yet they wait for a fix.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Annotated, NoReturn
 
 import typer
 from rich import box
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
+from temporalio.service import RPCError
 
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.stack import supervisor
 from cli.stack.components import ui_url
 from cli.stack.console import console_url
 from cli.stack.supervisor import ALL_ROLES, ComponentReport, ComponentState
+from cli.stuck_runs import stuck_runs
+from cli.views import STUCK_TITLE, stuck_table
 from shared.config import Settings, load_settings
-from shared.errors import InvalidInput
+from shared.errors import InvalidInput, QuantdeskError
 from workers.roles import ROLE_NAMES, WorkerRole
 
 Action = Callable[[Settings, Sequence[WorkerRole]], list[ComponentReport]]
@@ -43,6 +49,9 @@ RolesOption = Annotated[
     str | None,
     typer.Option(help=f"Comma-separated worker roles (default: all of {', '.join(ROLE_NAMES)})."),
 ]
+
+STUCK_LIST_TIMEOUT = 15.0
+"""How long `status` waits for the list of stuck runs (a visibility query, then each run)."""
 
 console = Console()
 progress = Console(stderr=True)
@@ -101,12 +110,39 @@ def _show_endpoints(settings: Settings) -> None:
     console.print(f"Logs             {(settings.data_dir / 'logs').resolve()}", highlight=False)
 
 
-def _run(action: Action, roles: str | None, *, strict: bool, endpoints: bool) -> NoReturn:
-    """Act on the stack, print the outcome, exit 1 if ``strict`` and something is unhealthy."""
+async def stuck_section(settings: Settings) -> RenderableType:
+    """The runs whose workflow task keeps failing, as a table, or a line saying there are none."""
+    from workers.client import connect
+
+    runs = await stuck_runs(await connect(settings))
+    if not runs:
+        return Text(f"{STUCK_TITLE}: none", style="dim")
+    return stuck_table(runs.values())
+
+
+def _show_stuck(settings: Settings, reports: list[ComponentReport]) -> None:
+    """``stuck_section``, once Temporal is healthy (nothing to ask otherwise)."""
+    if not any(report.name == "temporal" and report.healthy for report in reports):
+        return
+    try:
+        section = asyncio.run(asyncio.wait_for(stuck_section(settings), STUCK_LIST_TIMEOUT))
+    except (RPCError, TimeoutError, QuantdeskError) as error:
+        section = Text(f"{STUCK_TITLE}: not listed ({error})", style="yellow")
+    console.print(section, soft_wrap=True)
+    console.print()
+
+
+def _run(
+    action: Action, roles: str | None, *, strict: bool, endpoints: bool, stuck: bool = False
+) -> NoReturn:
+    """Act on the stack, print the outcome (and the ``stuck`` runs), exit 1 if ``strict`` and a
+    component is unhealthy."""
     with fail_on_quantdesk_errors():
         settings = load_settings()
         reports = action(settings, parse_roles(roles))
         _show(reports)
+        if stuck:
+            _show_stuck(settings, reports)
         if endpoints:
             _show_endpoints(settings)
     finish(1 if strict and not all(report.healthy for report in reports) else 0)
@@ -122,8 +158,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def status(roles: RolesOption = None) -> None:
-        """Show each component's pid, address and health; exit 1 if one is not healthy."""
-        _run(supervisor.status, roles, strict=True, endpoints=True)
+        """Show each component's pid, address and health, and the runs whose workflow task
+        keeps failing; exit 1 if a component is not healthy."""
+        _run(supervisor.status, roles, strict=True, endpoints=True, stuck=True)
 
     @app.command()
     def down(roles: RolesOption = None) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
+from shared.search_attributes import TASK_PROBLEMS_DYNAMIC_CONFIG
 
 LOOPBACK = "127.0.0.1"
 
@@ -144,6 +145,7 @@ def temporal_dev_server(settings: Settings, search_attributes: dict[str, str]) -
     ]
     for name, kind in search_attributes.items():
         argv += ["--search-attribute", f"{name}={kind}"]
+    argv += ["--dynamic-config-value", TASK_PROBLEMS_DYNAMIC_CONFIG]
     ports = [
         PortClaim(port, address_setting, "gRPC"),
         PortClaim(settings.temporal.ui_port, f"{ENV_PREFIX}TEMPORAL__UI_PORT", "Web UI"),
