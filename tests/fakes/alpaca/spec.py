@@ -2,8 +2,8 @@
 
 Tests hold the stand-in's answers to the spec's schemas with it, so the stand-in
 cannot drift from what Alpaca documents (jsonschema is not a dependency, and
-OpenAPI 3.0's ``nullable`` is not JSON Schema anyway). The spec is data kept
-outside the repository, in ``shared/reference/alpaca/`` beside it.
+OpenAPI 3.0's ``nullable`` is not JSON Schema anyway). The spec is kept as Alpaca
+published it, beside this module (``PROVENANCE.md`` says where it comes from).
 
 The checker is stricter than the spec in one way: a key the schema does not
 list is a problem, so the stand-in sends nothing a client could come to rely on
@@ -20,21 +20,13 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-SPEC_IN_SHARED = Path("shared/reference/alpaca/trading-api.json")
+SPEC = Path(__file__).with_name("trading-api.json")
 Schema = dict[str, Any]
-
-
-def spec_path() -> Path:
-    """The spec in the shared folder beside the repository (or beside a worktree's parent)."""
-    for folder in Path(__file__).resolve().parents:
-        if (folder / SPEC_IN_SHARED).is_file():
-            return folder / SPEC_IN_SHARED
-    raise FileNotFoundError(f"no {SPEC_IN_SHARED} beside any folder above {__file__}")
 
 
 @functools.cache
 def load_spec() -> Schema:
-    result: Schema = json.loads(spec_path().read_text())
+    result: Schema = json.loads(SPEC.read_text())
     return result
 
 
