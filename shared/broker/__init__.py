@@ -1,0 +1,1 @@
+"""Brokers: where a book's orders go, and what the book knows of them."""
