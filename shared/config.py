@@ -220,6 +220,13 @@ class AlpacaSettings(BaseModel):
     key_id: SecretStr | None = Field(None, description=f"default: ${ALPACA_KEY_ID_ENV}")
     secret_key: SecretStr | None = Field(None, description=f"default: ${ALPACA_SECRET_KEY_ENV}")
 
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("https://", "http://")):
+            raise ValueError("give the URL with its scheme, e.g. https://paper-api.alpaca.markets")
+        return value
+
     @model_validator(mode="before")
     @classmethod
     def _keys_from_alpacas_variables(cls, data: object) -> object:

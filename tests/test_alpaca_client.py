@@ -108,6 +108,13 @@ def test_live_replaces_only_the_paper_default() -> None:
     assert AlpacaSettings(live=True, base_url="http://127.0.0.1:9/").url == "http://127.0.0.1:9"
 
 
+def test_a_base_url_without_its_scheme_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUANTDESK_ALPACA__BASE_URL", "paper-api.alpaca.markets")
+
+    with pytest.raises(ConfigError, match="QUANTDESK_ALPACA__BASE_URL: .*with its scheme"):
+        load_settings()
+
+
 def test_missing_keys_are_a_config_error_before_any_request(
     server: AlpacaStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
