@@ -12,13 +12,15 @@ from contextlib import contextmanager
 
 from temporalio.exceptions import ApplicationError
 
-from shared.errors import ProviderError, QuantdeskError, RateLimited
+from shared.errors import BrokerError, ProviderError, QuantdeskError, RateLimited
 
 
 def application_error(error: QuantdeskError) -> ApplicationError:
     """The Temporal failure for ``error``: same message, typed, retryable or not, with the
     error's ``details`` for a workflow to read."""
-    delay = error.retry_after if isinstance(error, ProviderError | RateLimited) else None
+    delay = (
+        error.retry_after if isinstance(error, ProviderError | RateLimited | BrokerError) else None
+    )
     return ApplicationError(
         str(error),
         *error.details,

@@ -192,6 +192,85 @@ class ConsoleSettings(BaseModel):
     )
 
 
+ALPACA_PAPER_URL = "https://paper-api.alpaca.markets"
+ALPACA_LIVE_URL = "https://api.alpaca.markets"
+ALPACA_KEY_ID_ENV = "APCA_API_KEY_ID"
+ALPACA_SECRET_KEY_ENV = "APCA_API_SECRET_KEY"
+
+
+class AlpacaSettings(BaseModel):
+    """The Alpaca Trading API: where it is, how long one call may take, and the key pair.
+
+    The keys are read from Alpaca's own variables, ``APCA_API_KEY_ID`` and
+    ``APCA_API_SECRET_KEY``, when not given; they are ``SecretStr`` so no repr, log
+    line or error message can show them.
+    """
+
+    base_url: str = Field(
+        ALPACA_PAPER_URL, description="the Trading API; the paper one unless `live` is set"
+    )
+    live: bool = Field(
+        False,
+        description="trade with real money: the live URL replaces the paper default "
+        "(a base_url set to anything else is kept)",
+    )
+    timeout_seconds: float = Field(
+        10, gt=0, le=300, description="connect and read timeout of one HTTP call"
+    )
+    key_id: SecretStr | None = Field(None, description=f"default: ${ALPACA_KEY_ID_ENV}")
+    secret_key: SecretStr | None = Field(None, description=f"default: ${ALPACA_SECRET_KEY_ENV}")
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("https://", "http://")):
+            raise ValueError("give the URL with its scheme, e.g. https://paper-api.alpaca.markets")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys_from_alpacas_variables(cls, data: object) -> object:
+        """Alpaca's own variables, as its SDKs and CLI read them, when no key is given."""
+        if not isinstance(data, dict):
+            return data
+        merged = dict(data)
+        for field, variable in (
+            ("key_id", ALPACA_KEY_ID_ENV),
+            ("secret_key", ALPACA_SECRET_KEY_ENV),
+        ):
+            if merged.get(field) is None and os.environ.get(variable):
+                merged[field] = os.environ[variable]
+        return merged
+
+    @property
+    def url(self) -> str:
+        """The URL calls go to: the live one when ``live`` and base_url is the paper default."""
+        if self.live and self.base_url.rstrip("/") == ALPACA_PAPER_URL:
+            return ALPACA_LIVE_URL
+        return self.base_url.rstrip("/")
+
+    def keys(self) -> tuple[str, str]:
+        """The key id and secret, or a ``ConfigError`` naming both variables."""
+        key_id = self.key_id.get_secret_value() if self.key_id else ""
+        secret = self.secret_key.get_secret_value() if self.secret_key else ""
+        if not key_id or not secret:
+            missing = [
+                variable
+                for value, variable in (
+                    (key_id, ALPACA_KEY_ID_ENV),
+                    (secret, ALPACA_SECRET_KEY_ENV),
+                )
+                if not value
+            ]
+            raise ConfigError(
+                " and ".join(missing),
+                "no Alpaca key pair",
+                fix=f"Set {ALPACA_KEY_ID_ENV} and {ALPACA_SECRET_KEY_ENV} to a key pair of "
+                f"the account at {self.url} (paper keys for paper-api, live keys for api).",
+            )
+        return key_id, secret
+
+
 class Settings(_ProviderBlocks):
     """Everything a quantdesk process can be configured with: the fields below, and one
     ``ProviderSettings`` block per provider row (``settings.provider(name)``)."""
@@ -211,6 +290,10 @@ class Settings(_ProviderBlocks):
     queues: TaskQueues = TaskQueues()
     default_provider: str = "offline"
     local_llm: LocalLlmSettings = LocalLlmSettings()
+    alpaca: AlpacaSettings = Field(
+        default_factory=AlpacaSettings,
+        description="the Alpaca Trading API (QUANTDESK_ALPACA__*; keys from APCA_API_*)",
+    )
 
     data_routes: Annotated[dict[DataKind, list[str]], NoDecode] = Field(
         default_factory=lambda: {kind: list(chain) for kind, chain in DEFAULT_ROUTES.items()},

@@ -136,6 +136,87 @@ class VendorFailure(QuantdeskError):
     retryable = True
 
 
+class BrokerError(QuantdeskError):
+    """A broker refused or failed a call: ``endpoint`` (``POST /v2/orders``), and the
+    broker's HTTP ``status`` and error ``code`` when it answered at all."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        endpoint: str,
+        fix: str | None = None,
+        status: int | None = None,
+        code: int | None = None,
+        retry_after: timedelta | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.status = status
+        self.code = code
+        self.retry_after = retry_after
+        super().__init__(message, fix=fix)
+
+
+class BrokerUnavailable(BrokerError):
+    """The broker could not be reached, timed out, dropped the connection or failed (5xx).
+
+    Another attempt may succeed. For a submission the outcome is unknown: the order
+    may exist, so the next attempt sends the same client order id, or looks it up.
+    """
+
+    retryable = True
+
+
+class BrokerRateLimited(BrokerError):
+    """The broker throttled the call (429); another attempt after ``retry_after`` may succeed."""
+
+    retryable = True
+
+
+class BrokerAuthFailed(BrokerError):
+    """The broker refused the key pair; the message names the variables, never their values."""
+
+
+class BrokerRefused(BrokerError):
+    """The broker refused a request as given (a 4xx); sending it again cannot help."""
+
+
+class OrderRefused(BrokerRefused):
+    """The broker would not take an order (buying power, shares held, a field it refuses);
+    ``reason`` is the broker's own words. Nothing was placed."""
+
+    def __init__(
+        self, message: str, *, reason: str, client_order_id: str, endpoint: str, **broker: Any
+    ) -> None:
+        self.reason = reason
+        self.client_order_id = client_order_id
+        super().__init__(message, endpoint=endpoint, **broker)
+
+    @property
+    def details(self) -> tuple[Any, ...]:
+        """(client order id, the broker's reason): what the book records against the intent."""
+        return (self.client_order_id, self.reason)
+
+
+class DuplicateClientOrderId(BrokerError):
+    """The client order id was taken: an earlier attempt placed the order. Look it up by
+    that id; never send it under a new one."""
+
+    def __init__(self, message: str, *, client_order_id: str, endpoint: str, **broker: Any) -> None:
+        self.client_order_id = client_order_id
+        super().__init__(message, endpoint=endpoint, **broker)
+
+    @property
+    def details(self) -> tuple[Any, ...]:
+        """(client order id,): the order to look up."""
+        return (self.client_order_id,)
+
+
+class BrokerContractChanged(BrokerError):
+    """The broker answered in a shape the client does not know: its API changed, or something
+    else answered in its place. Retrying cannot help; the client must be updated."""
+
+
 class ModelInstallError(QuantdeskError):
     """A model file could not be fetched, or was not the file its catalogue row names;
     nothing was installed."""

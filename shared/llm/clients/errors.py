@@ -11,15 +11,14 @@ keys back in 401 bodies and messages end up in Temporal's history and the UI.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
+from datetime import timedelta
 from typing import Protocol, cast
 
 from shared.errors import ProviderError
 from shared.llm.clients.common import SdkErrors, Target, key_settings, setting, url_settings
+from shared.retry_after import retry_after
 
 # Statuses another attempt can fix; every other 5xx is treated the same way.
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -46,46 +45,6 @@ class _StatusError(Protocol):
 def is_retryable(status: int) -> bool:
     """Whether a vendor's HTTP status is worth another attempt."""
     return status in RETRYABLE_STATUSES or status >= 500
-
-
-# -- Retry-After --------------------------------------------------------------
-
-
-def _milliseconds(value: str) -> float | None:
-    try:
-        return float(value) / 1000
-    except ValueError:
-        return None
-
-
-def _seconds_or_date(value: str) -> float | None:
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    when = when if when.tzinfo else when.replace(tzinfo=UTC)
-    return (when - datetime.now(UTC)).total_seconds()
-
-
-# The non-standard millisecond header is more precise, so it wins when both are sent.
-_RETRY_HEADERS: tuple[tuple[str, Callable[[str], float | None]], ...] = (
-    ("retry-after-ms", _milliseconds),
-    ("retry-after", _seconds_or_date),
-)
-
-
-def retry_after(headers: Mapping[str, str]) -> timedelta | None:
-    """The delay a vendor asked for, from ``retry-after-ms`` or ``Retry-After``."""
-    for name, parse in _RETRY_HEADERS:
-        value = headers.get(name)
-        seconds = parse(value) if value is not None else None
-        if seconds is not None and math.isfinite(seconds):
-            return timedelta(seconds=max(seconds, 0.0))
-    return None
 
 
 # -- messages -----------------------------------------------------------------
