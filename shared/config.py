@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NamedTuple
@@ -26,6 +27,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from shared.broker.guardrails import BrokerLimits
 from shared.data.contracts import DataKind
 from shared.data.factory import VENDORS
 from shared.data.router import DEFAULT_ROUTES
@@ -271,6 +273,10 @@ class AlpacaSettings(BaseModel):
         return key_id, secret
 
 
+def _default_broker_limits() -> BrokerLimits:
+    return BrokerLimits(max_order_notional=Decimal(10_000), max_daily_notional=Decimal(50_000))
+
+
 class Settings(_ProviderBlocks):
     """Everything a quantdesk process can be configured with: the fields below, and one
     ``ProviderSettings`` block per provider row (``settings.provider(name)``)."""
@@ -304,6 +310,13 @@ class Settings(_ProviderBlocks):
     )
     data_seed: int = Field(7, description="seed of the simulated market (the sim vendor)")
     data_cache: bool = Field(True, description="keep network vendors' answers in data_dir")
+    broker_limits: BrokerLimits = Field(
+        default_factory=_default_broker_limits,
+        description=(
+            "the guardrails every order to a real broker passes on the broker worker: "
+            "QUANTDESK_BROKER_LIMITS__MAX_ORDER_NOTIONAL, __MAX_DAILY_NOTIONAL, __SYMBOLS"
+        ),
+    )
     paper_costs: Costs = Field(
         default_factory=Costs,
         description=(

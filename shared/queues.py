@@ -10,3 +10,5 @@ from __future__ import annotations
 DEFAULT_WORKFLOWS_QUEUE = "quantdesk"
 TOOLS_QUEUE = "tools"
 CHARTS_QUEUE = "charts"
+BROKER_QUEUE = "broker"
+"""Orders to real brokers: only the worker that polls it holds the broker's keys."""

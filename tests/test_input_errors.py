@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 from shared.validation_errors import MAX_SHOWN, SECRET_NAME, describe_validation_error
 from workflows.autorun import AutoRunInput
 from workflows.backtest import BacktestInput
+from workflows.broker_orders import BrokerOrdersInput
 from workflows.catalog import WORKFLOWS
 from workflows.debates import DebateInput, RiskInput
 from workflows.evaluate import EvaluateInput
@@ -27,6 +28,7 @@ from workflows.inputs import parse_input, run_input_model
 from workflows.pipeline import PipelineInput
 from workflows.portfolio import PortfolioInput
 from workflows.quantagent import QuantAgentInput
+from workflows.reconcile import ReconcileInput
 from workflows.reflect import ReflectInput
 from workflows.scan import ScanInput
 
@@ -75,6 +77,12 @@ BAD_INPUTS: dict[type[BaseModel], tuple[dict[str, Any], str, str]] = {
         "approval",
         "'maybe'",
     ),
+    BrokerOrdersInput: (
+        {"portfolio": "desk", "decided_by": "p-1", "orders": [], "policy": {"poll_seconds": 0}},
+        "policy.poll_seconds",
+        "0",
+    ),
+    ReconcileInput: ({"portfolio": ""}, "portfolio", "''"),
 }
 """Each workflow input model: a payload valid but for one field, that field, its value as echoed."""
 

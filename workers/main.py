@@ -28,7 +28,7 @@ from activities.tools import run_tool_activity
 from shared.config import Settings
 from shared.errors import ConfigError, QuantdeskError
 from shared.llm.providers import providers_on_queue
-from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+from shared.queues import BROKER_QUEUE, CHARTS_QUEUE, TOOLS_QUEUE
 from workers.roles import WorkerRole
 from workflows.catalog import WORKFLOWS
 from workflows.inputs import CheckRunInput
@@ -70,6 +70,7 @@ def activity_groups(settings: Settings) -> list[ActivityGroup | Callable[..., An
     """Every activity but ``chat``, as groups and functions; each declares its queue."""
     from activities.autorun import AutoRunActivities
     from activities.backtest import BacktestActivities
+    from activities.broker import BrokerActivities
     from activities.charts import ChartActivities
     from activities.evaluation import EvaluationActivities
     from activities.portfolio import PortfolioActivities
@@ -88,29 +89,26 @@ def activity_groups(settings: Settings) -> list[ActivityGroup | Callable[..., An
         EvaluationActivities(settings),
         AutoRunActivities(settings),
         PortfolioActivities(settings),
+        BrokerActivities(settings),
     ]
 
 
-def _plan_tools(settings: Settings) -> WorkerPlan:
-    return WorkerPlan(
-        queue=TOOLS_QUEUE,
-        activities=activities_on(TOOLS_QUEUE, activity_groups(settings)),
-        threads=True,
-    )
+def _threaded_plan(queue: str) -> Callable[[Settings], WorkerPlan]:
+    """The plan of a role whose activities (sync, in threads) declare ``queue``."""
 
+    def plan(settings: Settings) -> WorkerPlan:
+        return WorkerPlan(
+            queue=queue, activities=activities_on(queue, activity_groups(settings)), threads=True
+        )
 
-def _plan_charts(settings: Settings) -> WorkerPlan:
-    return WorkerPlan(
-        queue=CHARTS_QUEUE,
-        activities=activities_on(CHARTS_QUEUE, activity_groups(settings)),
-        threads=True,
-    )
+    return plan
 
 
 PLANNERS = {
     WorkerRole.WORKFLOWS: _plan_workflows,
-    WorkerRole.TOOLS: _plan_tools,
-    WorkerRole.CHARTS: _plan_charts,
+    WorkerRole.TOOLS: _threaded_plan(TOOLS_QUEUE),
+    WorkerRole.CHARTS: _threaded_plan(CHARTS_QUEUE),
+    WorkerRole.BROKER: _threaded_plan(BROKER_QUEUE),
 }
 
 

@@ -16,6 +16,7 @@ class WorkerRole(StrEnum):
     WORKFLOWS = "workflows"
     TOOLS = "tools"
     CHARTS = "charts"
+    BROKER = "broker"
     LLM_OPENAI = "llm-openai"
     LLM_ANTHROPIC = "llm-anthropic"
     LLM_OPENAI_COMPATIBLE = "llm-openai-compatible"

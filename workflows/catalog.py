@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from workflows.autorun import AutoRunWorkflow
 from workflows.backtest import BacktestWorkflow
+from workflows.broker_orders import BrokerOrdersWorkflow
 from workflows.debates import DebateWorkflow, RiskWorkflow
 from workflows.evaluate import EvaluateWorkflow
 from workflows.pipeline import PipelineWorkflow
 from workflows.portfolio import PortfolioWorkflow
 from workflows.quantagent import QuantAgentWorkflow
+from workflows.reconcile import ReconcileWorkflow
 from workflows.reflect import ReflectWorkflow
 from workflows.scan import ScanWorkflow
 
@@ -23,4 +25,6 @@ WORKFLOWS: list[type] = [
     ScanWorkflow,
     AutoRunWorkflow,
     PortfolioWorkflow,
+    BrokerOrdersWorkflow,
+    ReconcileWorkflow,
 ]

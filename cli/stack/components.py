@@ -47,7 +47,7 @@ from cli.stack.servers import (
 from cli.stack.storage_probe import round_trip_problem
 from shared.config import ENV_PREFIX, Settings, TaskQueues
 from shared.errors import QuantdeskError
-from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+from shared.queues import BROKER_QUEUE, CHARTS_QUEUE, TOOLS_QUEUE
 from shared.search_attributes import SEARCH_ATTRIBUTES
 from shared.storage.objects import ObjectStore
 from workers.client import connect
@@ -76,6 +76,7 @@ ROLE_QUEUES: dict[WorkerRole, Callable[[TaskQueues], str]] = {
     WorkerRole.WORKFLOWS: lambda queues: queues.workflows,
     WorkerRole.TOOLS: lambda queues: TOOLS_QUEUE,
     WorkerRole.CHARTS: lambda queues: CHARTS_QUEUE,
+    WorkerRole.BROKER: lambda queues: BROKER_QUEUE,
 }
 # Workers are told these sections explicitly, so they poll exactly the cluster and
 # queues their health checks look at, and reach the local model where `up` serves
