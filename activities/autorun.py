@@ -23,6 +23,7 @@ from activities.services import Services, StoredReport
 from shared.data.contracts import DataKind
 from shared.errors import QuantdeskError
 from shared.market.bars import Timeframe
+from shared.portfolio.models import BrokerKind
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.reports.autorun import AutoRunReport, chart_name, render_markdown
 from shared.reports.html import markdown_to_html
@@ -39,6 +40,9 @@ class OpenBookRequest(BaseModel):
 
     portfolio: str = Field(min_length=1)
     initial_cash: Decimal = Field(gt=0)
+    broker: BrokerKind = Field(
+        BrokerKind.PAPER, description="a new book is bound to it; an existing one must match"
+    )
 
 
 class HeldPosition(BaseModel):
@@ -80,7 +84,9 @@ class AutoRunActivities(Services):
     def open_book(self, request: OpenBookRequest) -> OpenedBook:
         """The named book (created with ``initial_cash`` if there is none) and its holdings."""
         with as_temporal_failures():
-            book, created = self.books.open(request.portfolio, request.initial_cash)
+            book, created = self.books.open(
+                request.portfolio, request.initial_cash, broker=request.broker
+            )
             holdings = {
                 h.symbol: HeldPosition(
                     shares=h.shares,

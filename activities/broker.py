@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from decimal import Decimal
 from functools import cached_property
 
@@ -63,6 +64,8 @@ TERMINAL_AT_BROKER: dict[BrokerStatus, IntentStatus] = {
     BrokerStatus.REJECTED: IntentStatus.REJECTED,
 }
 """Broker statuses that end an order without (more) fills; ``filled`` comes from its fills."""
+FILL_CLOCK_MARGIN = timedelta(seconds=5)
+"""Fills are read from a little before the earliest order was placed, by the broker's clock."""
 OPEN_INTENT = {IntentStatus.PENDING, IntentStatus.SUBMITTED, IntentStatus.PARTIALLY_FILLED}
 """Intents the broker may still fill."""
 
@@ -89,18 +92,24 @@ class OrderRef(BaseModel):
 
 
 class FollowRequest(BaseModel):
-    """Orders to follow, and from when their fills may date."""
+    """Orders to follow."""
 
     portfolio: str
     client_order_ids: list[str]
-    since: AwareDatetime = Field(description="the earliest intent's creation: fills are after")
+
+
+class BookedTrade(BaseModel):
+    """A fill new to the book, as the trade it booked, and its order."""
+
+    client_order_id: str
+    trade: Trade
 
 
 class FollowedOrders(BaseModel):
     """Where each order stands, and the trades booked by this call (each fill once)."""
 
     intents: list[OrderIntent]
-    booked: list[Trade] = Field(description="trades of fills new to the book")
+    booked: list[BookedTrade] = Field(description="trades of fills new to the book")
 
     @property
     def open(self) -> list[OrderIntent]:
@@ -153,7 +162,7 @@ def _spec(workflow_id: str, order: PlannedOrder) -> OrderSpec:
         qty=order.shares,
         reference_price=order.close,
         sector=order.sector,
-        rationale=f"{order.origin.value} order {order.index} of {workflow_id}",
+        rationale=order.rationale,
     )
 
 
@@ -252,7 +261,7 @@ class BrokerActivities(ActivityGroup):
         order stands."""
         with as_temporal_failures():
             intents = [self._intent(coid) for coid in request.client_order_ids]
-            booked: list[Trade] = []
+            booked: list[BookedTrade] = []
             with self._client() as client:
                 orders = {
                     intent.client_order_id: client.order_by_client_id(intent.client_order_id)
@@ -260,13 +269,15 @@ class BrokerActivities(ActivityGroup):
                     if intent.status in OPEN_INTENT
                 }
                 ours = {o.id: coid for coid, o in orders.items() if o is not None}
-                for fill in client.fills(after=request.since):
+                # The broker's own times bound its fills: our clock and its may differ.
+                placed = [o.created_at for o in orders.values() if o is not None]
+                fills = client.fills(after=min(placed) - FILL_CLOCK_MARGIN) if placed else []
+                for fill in fills:
                     if fill.order_id in ours:
-                        outcome = self.books.book_fill(
-                            request.portfolio, _fill(fill, ours[fill.order_id])
-                        )
+                        coid = ours[fill.order_id]
+                        outcome = self.books.book_fill(request.portfolio, _fill(fill, coid))
                         if outcome.new and outcome.trade is not None:
-                            booked.append(outcome.trade)
+                            booked.append(BookedTrade(client_order_id=coid, trade=outcome.trade))
                 halt = self.books.halted(request.portfolio)
                 followed = []
                 for intent in intents:
@@ -321,9 +332,7 @@ class BrokerActivities(ActivityGroup):
                 account = client.account()
                 positions = client.positions()
                 clock = client.clock()
-                first = self.books.intents(request.portfolio)
-                since = first[0].created_at if first else clock.timestamp
-                broker_fills = client.fills(after=since)
+                broker_fills = client.fills()
             book = self.books.get(request.portfolio)
             held = {h.symbol: h.shares for h in self.books.holdings(request.portfolio)}
             broker_positions = [
@@ -343,7 +352,7 @@ class BrokerActivities(ActivityGroup):
                     book.cash,
                     {p.symbol: p.shares for p in broker_positions},
                     account.cash,
-                    self.books.fill_ids(request.portfolio, since=since),
+                    self.books.fill_ids(request.portfolio),
                     {fill.id for fill in broker_fills},
                 ),
                 book_cash=book.cash,

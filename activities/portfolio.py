@@ -28,7 +28,7 @@ from shared.portfolio.broker import PaperBroker
 from shared.portfolio.costs import Costs
 from shared.portfolio.limits import Limits
 from shared.portfolio.market import Closes, MarketReader, Quote, QuoteMissing
-from shared.portfolio.models import DecisionRecord, Snapshot
+from shared.portfolio.models import BrokerKind, DecisionRecord, Snapshot
 from shared.portfolio.orders import Execution, OrderPlan, PlannedOrder
 from shared.portfolio.prioritize import LessonMatch, Prioritized, prioritize, situation_of
 from shared.portfolio.risk import RiskReport, measure_risk
@@ -47,6 +47,9 @@ class LoadRequest(BaseModel):
     as_of: AwareDatetime
     scan_summary: ObjectRef | None = Field(None, description="JSON of a ScanSummary in S3")
     symbols: list[str] = Field(default_factory=list, description="more symbols to quote")
+    broker: BrokerKind | None = Field(
+        None, description="the broker the run expects; a book bound to another is refused"
+    )
 
 
 class LoadedBook(BaseModel):
@@ -57,6 +60,7 @@ class LoadedBook(BaseModel):
     sectors: dict[str, Sector | None]
     scan: ScanSummary | None
     costs: Costs = Field(description="the broker's costs in this worker's settings")
+    broker: BrokerKind = Field(BrokerKind.PAPER, description="where the book's orders go")
 
 
 class RiskRequest(BaseModel):
@@ -145,6 +149,7 @@ class PortfolioActivities(Services):
     def load_portfolio(self, request: LoadRequest) -> LoadedBook:
         """The book valued at the as-of closes; the Scan summary; quotes and sectors of all."""
         with as_temporal_failures():
+            broker = self.books.get(request.portfolio, broker=request.broker).broker
             market = MarketReader(self.router, request.as_of)
             valuation = self._valuation(request.portfolio, market)
             scan = self._scan(request.scan_summary) if request.scan_summary else None
@@ -160,6 +165,7 @@ class PortfolioActivities(Services):
                 sectors=market.sectors(symbols),
                 scan=scan,
                 costs=self.settings.paper_costs,
+                broker=broker,
             )
 
     @activity_on(TOOLS_QUEUE, "compute_risk")

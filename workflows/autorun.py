@@ -39,9 +39,10 @@ with workflow.unsafe.imports_passed_through():
     from shared.agents.scan.schemas import Conviction
     from shared.llm.contracts import LlmChoice, Usage, UsageReport
     from shared.portfolio.limits import CASH_EQUIVALENTS
-    from shared.portfolio.models import NAME_PATTERN
+    from shared.portfolio.models import NAME_PATTERN, BrokerKind
     from shared.reports.autorun import AutoRunReport, TickerFailure
     from workflows.activity_calls import run_activity
+    from workflows.broker_orders import ExecutionPolicy
     from workflows.children import flow_of
     from workflows.concurrency import root_message, run_bounded
     from workflows.debates import MAX_ROUNDS
@@ -92,6 +93,14 @@ class AutoRunInput(RunInput):
     llm: LlmChoice = LlmChoice()
     concurrency: int = Field(4, ge=1, le=MAX_CONCURRENCY, description="Pipelines at once")
     approval: Approval = Approval.AUTO
+    broker: BrokerKind = Field(
+        BrokerKind.PAPER,
+        description="where the book's orders go: a new book is bound to it, an existing one "
+        "must already be",
+    )
+    execution: ExecutionPolicy = Field(
+        default_factory=ExecutionPolicy, description="how orders are worked at a real broker"
+    )
     reflect: bool = Field(True, description="start one Reflect per decision")
     reflect_horizon_bars: int = Field(5, ge=1, le=250)
 
@@ -207,7 +216,9 @@ class AutoRunWorkflow(TrackedRun):
             OPEN_BOOK,
             run_activity(
                 AutoRunActivities.open_book,
-                OpenBookRequest(portfolio=args.portfolio, initial_cash=args.initial_cash),
+                OpenBookRequest(
+                    portfolio=args.portfolio, initial_cash=args.initial_cash, broker=args.broker
+                ),
                 **durable(STEP_START_TO_CLOSE),
             ),
         )
@@ -280,6 +291,8 @@ class AutoRunWorkflow(TrackedRun):
                 decisions=decisions,
                 llm=args.llm,
                 approval=args.approval,
+                broker=args.broker,
+                execution=args.execution,
             ),
         )
         self._count(PORTFOLIO, outcome.usage)

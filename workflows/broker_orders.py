@@ -27,6 +27,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from activities.broker import (
         OPEN_INTENT,
+        BookedTrade,
         BookRef,
         BrokerActivities,
         CancelRequest,
@@ -38,7 +39,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from shared.broker.alpaca_wire import MarketClock
     from shared.broker.models import OrderIntent
-    from shared.portfolio.models import Trade
     from shared.portfolio.orders import PlannedOrder, RejectedOrder
     from workflows.activity_calls import run_activity
     from workflows.inputs import RunInput
@@ -72,7 +72,7 @@ class ExecutionPolicy(BaseModel):
 class Followed(BaseModel):
     """What a run carries into its continuation: the trades booked so far."""
 
-    booked: list[Trade] = Field(default_factory=list)
+    booked: list[BookedTrade] = Field(default_factory=list)
     waited_for_open: datetime | None = None
     close: datetime | None = Field(None, description="the session's close the orders work to")
 
@@ -94,7 +94,7 @@ class BrokerOrdersResult(BaseModel):
 
     portfolio: str
     intents: list[OrderIntent]
-    booked: list[Trade] = Field(description="one trade per fill, each booked once")
+    booked: list[BookedTrade] = Field(description="one trade per fill, each booked once")
     refused: list[RejectedOrder] = Field(description="by a guardrail, the halt or the broker")
     waited_for_open: datetime | None = Field(None, description="when the orders waited until")
 
@@ -189,11 +189,9 @@ class BrokerOrdersWorkflow(TrackedRun):
         """Look at the orders every ``poll_seconds`` until none is open, booking new fills;
         cancel what is open at the session's close when the policy says so."""
         self.phase = FOLLOW
-        since = min((intent.created_at for intent in self.intents), default=workflow.now())
         request = FollowRequest(
             portfolio=args.portfolio,
             client_order_ids=[intent.client_order_id for intent in self.intents],
-            since=since,
         )
         while True:
             followed: FollowedOrders = await run_activity(

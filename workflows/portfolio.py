@@ -56,11 +56,18 @@ with workflow.unsafe.imports_passed_through():
     )
     from shared.agents.portfolio.schemas import AllocationDecision, HoldingsReview
     from shared.agents.spec import AgentSpec, InputsT, OutputT
+    from shared.broker.models import IntentStatus
     from shared.llm.contracts import LlmChoice
     from shared.portfolio.costs import Costs
     from shared.portfolio.limits import Limits
-    from shared.portfolio.models import NAME_PATTERN, DecisionRecord, DecisionStatus, Snapshot
-    from shared.portfolio.orders import Execution, OrderPlan
+    from shared.portfolio.models import (
+        NAME_PATTERN,
+        BrokerKind,
+        DecisionRecord,
+        DecisionStatus,
+        Snapshot,
+    )
+    from shared.portfolio.orders import ExecutedOrder, Execution, OrderPlan, RejectedOrder
     from shared.portfolio.prioritize import Prioritized
     from shared.portfolio.risk import RiskReport
     from shared.storage.objects import ObjectRef
@@ -70,11 +77,18 @@ with workflow.unsafe.imports_passed_through():
         Result,
         run_activity,
     )
+    from workflows.broker_orders import (
+        BrokerOrdersInput,
+        BrokerOrdersResult,
+        BrokerOrdersWorkflow,
+        ExecutionPolicy,
+    )
     from workflows.concurrency import gather_all
     from workflows.inputs import RunInput
     from workflows.llm_calls import call_agent
     from workflows.progress import RunProgress, StepState
     from workflows.provider_check import check_provider
+    from workflows.reconcile import ReconcileInput, ReconcileWorkflow
     from workflows.retries import durable
     from workflows.run_keys import run_key_prefix, run_report
     from workflows.tracked import TrackedRun
@@ -119,6 +133,15 @@ class Approval(StrEnum):
     REQUIRED = "required"
 
 
+NOT_FILLED = {
+    IntentStatus.CANCELED,
+    IntentStatus.EXPIRED,
+    IntentStatus.REJECTED,
+    IntentStatus.REFUSED,
+}
+"""How an order at a broker ends with shares left unfilled (a partial fill's rest too)."""
+
+
 class PortfolioInput(RunInput):
     """One decision for one book. ``{"portfolio": "demo", "as_of": "2012-06-01T00:00:00Z"}``
     manages the holdings alone; a Scan summary and Pipeline decisions add candidates."""
@@ -136,6 +159,12 @@ class PortfolioInput(RunInput):
     approval_timeout_minutes: int = Field(DEFAULT_APPROVAL_MINUTES, ge=1, le=MAX_APPROVAL_MINUTES)
     costs: Costs | None = Field(None, description="fees and slippage; None: the worker's settings")
     limits: Limits = Limits()
+    broker: BrokerKind | None = Field(
+        None, description="the book's broker, checked: a book bound to another is refused"
+    )
+    execution: ExecutionPolicy = Field(
+        default_factory=ExecutionPolicy, description="how orders are worked at a real broker"
+    )
 
     @field_validator("decisions")
     @classmethod
@@ -287,6 +316,7 @@ class PortfolioWorkflow(TrackedRun):
                 as_of=args.as_of,
                 scan_summary=args.scan_summary,
                 symbols=[d.symbol for d in args.decisions],
+                broker=args.broker,
             ),
         )
         valuation = loaded.valuation
@@ -334,7 +364,10 @@ class PortfolioWorkflow(TrackedRun):
             )
         executed, refused = [], list(plan.rejected)
         if _settled(status) and plan.orders:
-            done: Execution = await self._execute(args, plan, wf_id)
+            if loaded.broker is BrokerKind.PAPER:
+                done: Execution = await self._execute(args, plan, wf_id)
+            else:
+                done = await self._execute_at_broker(args, plan, wf_id)
             executed, refused = done.executed, refused + done.rejected
         else:
             self.steps[EXECUTE] = StepState.SKIPPED
@@ -454,6 +487,55 @@ class PortfolioWorkflow(TrackedRun):
         assert self.verdict is not None
         self.steps[APPROVAL] = StepState.DONE
         return self.verdict[0], self.verdict[1]
+
+    async def _execute_at_broker(
+        self, args: PortfolioInput, plan: OrderPlan, wf_id: str
+    ) -> Execution:
+        """Send the plan to the book's broker (``BrokerOrders``, a child that follows the
+        orders to their end), then reconcile the book with the broker."""
+        self.phase = EXECUTE
+        sent: BrokerOrdersResult = await self._step(
+            EXECUTE,
+            workflow.execute_child_workflow(
+                BrokerOrdersWorkflow.run,
+                BrokerOrdersInput(
+                    portfolio=args.portfolio,
+                    decided_by=wf_id,
+                    orders=plan.orders,
+                    policy=args.execution,
+                ),
+                id=f"{wf_id}-broker",
+                static_summary=f"{len(plan.orders)} orders of {wf_id} at the broker",
+            ),
+        )
+        await workflow.execute_child_workflow(
+            ReconcileWorkflow.run,
+            ReconcileInput(portfolio=args.portfolio),
+            id=f"{wf_id}-reconcile",
+            static_summary=f"{args.portfolio} against its broker after {wf_id}",
+        )
+        by_index = {order.index: order for order in plan.orders}
+        planned = {i.client_order_id: by_index[i.order_index] for i in sent.intents}
+        said = {refused.index for refused in sent.refused}
+        ended = [
+            RejectedOrder(
+                symbol=i.symbol,
+                side=i.side,
+                shares=i.qty - i.filled_qty,
+                reason=i.reason or i.status.value,
+                index=i.order_index,
+            )
+            for i in sent.intents
+            if i.status in NOT_FILLED and i.order_index not in said
+        ]
+        return Execution(
+            executed=[
+                ExecutedOrder(order=planned[b.client_order_id], trade=b.trade, new=True)
+                for b in sent.booked
+            ],
+            rejected=[*sent.refused, *ended],
+            as_of=args.as_of,
+        )
 
     async def _execute(self, args: PortfolioInput, plan: OrderPlan, wf_id: str) -> Execution:
         """Fill the plan on the paper broker, sells first, each order under its own key."""
