@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from decimal import Decimal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.portfolio.models import Money, money
 
@@ -27,7 +27,6 @@ class Drift(BaseModel):
     unbooked_fills: list[str] = Field(description="fill ids the broker has and the book lacks")
     unknown_fills: list[str] = Field(description="fill ids the book has and the broker lacks")
 
-    @computed_field  # type: ignore[prop-decorator]
     @property
     def clean(self) -> bool:
         """The book and the broker agree on every share, every cent and every fill."""
