@@ -41,12 +41,19 @@ def keep_alive(every: float = BEAT_EVERY_SECONDS) -> Iterator[None]:
             context.run(activity.heartbeat)
 
     thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
-    thread.start()
+    # A cancelled sync activity gets its CancelledError raised into its thread at any
+    # bytecode. Landing inside threading's own start or join, it could leave an internal
+    # lock held, and every later thread start in the process then waits for ever (seen:
+    # a worker whose shutdown hung on an activity stuck in Thread.start). Shielded, the
+    # error is raised once the thread bookkeeping is done.
+    with activity.shield_thread_cancel_exception():
+        thread.start()
     try:
         yield
     finally:
-        stop.set()
-        thread.join()
+        with activity.shield_thread_cancel_exception():
+            stop.set()
+            thread.join()
 
 
 @asynccontextmanager
