@@ -14,6 +14,8 @@ empties the Scan's shortlist: the run goes on with the holdings.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -33,10 +35,13 @@ from temporalio.testing import WorkflowEnvironment
 import cli.run as cli_run
 import cli.views as cli_views
 from cli.report import fetch_report
+from shared.broker.book import BrokerBook
 from shared.config import Settings
 from shared.data.contracts import Sector
+from shared.data.sim import SimVendor
 from shared.portfolio.models import Side, TradeRequest
 from shared.portfolio.store import PortfolioStore
+from tests.fakes.alpaca.server import AlpacaStandIn
 from tests.fakes.llm_server import FakeLlmServer
 from tests.servers import (
     isolated_settings,
@@ -56,7 +61,11 @@ PRODUCT_ROLES = (
     WorkerRole.CHARTS,
     WorkerRole.LLM_OFFLINE,
     WorkerRole.LLM_OPENAI,
+    WorkerRole.BROKER,
 )
+KEY, SECRET = "PKTESTAUTORUN00000000", "test-autorun-secret"
+STEP_EVERY = 0.2
+"""Seconds between two of the broker stand-in's fill rounds."""
 GHOST = "GHOSTCO"
 """A holding no vendor knows: its Pipeline fails, and the run must go on."""
 
@@ -69,11 +78,43 @@ def vendor() -> Iterator[FakeLlmServer]:
 
 
 @pytest.fixture(scope="module")
+def broker() -> Iterator[AlpacaStandIn]:
+    """Alpaca's stand-in, its market open, a price for every name the desk may trade, and a
+    fill round every ``STEP_EVERY`` seconds."""
+    as_of = datetime.fromisoformat(AS_OF)
+    prices = {listing.symbol: Decimal(50) for listing in SimVendor().universe(as_of)}
+    with AlpacaStandIn(key_id=KEY, secret=SECRET, prices=prices) as server:
+        stop = threading.Event()
+        stepper = threading.Thread(target=lambda: _step_until(server, stop), daemon=True)
+        stepper.start()
+        yield server
+        stop.set()
+        stepper.join()
+
+
+def _step_until(server: AlpacaStandIn, stop: threading.Event) -> None:
+    while not stop.wait(STEP_EVERY):
+        server.step()
+
+
+@pytest.fixture(scope="module")
 def settings(
-    s3_settings: Settings, tmp_path_factory: pytest.TempPathFactory, vendor: FakeLlmServer
+    s3_settings: Settings,
+    tmp_path_factory: pytest.TempPathFactory,
+    vendor: FakeLlmServer,
+    broker: AlpacaStandIn,
 ) -> Settings:
     openai = {"api_key": "sk-test-autorun", "base_url": vendor.base_url_openai}
-    return isolated_settings(s3_settings, tmp_path_factory.mktemp("autorun"), QUEUE, openai=openai)
+    alpaca = {"base_url": broker.base_url, "key_id": KEY, "secret_key": SECRET}
+    limits = {"max_order_notional": 50_000, "max_daily_notional": 200_000}
+    return isolated_settings(
+        s3_settings,
+        tmp_path_factory.mktemp("autorun"),
+        QUEUE,
+        openai=openai,
+        alpaca=alpaca,
+        broker_limits=limits,
+    )
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
@@ -284,3 +325,70 @@ async def test_a_scan_the_data_leave_empty_lets_the_desk_go_on_with_its_holdings
     assert "no stock left to investigate" in scan["corrections"][-1]
     assert result.portfolio_status == "approved_auto"  # the Portfolio ran on the holdings
     assert vendor.pending == 0
+
+
+async def _approval_pending(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    """The plan a Portfolio run waits on, once it waits."""
+    for _ in range(1200):
+        try:
+            pending = await handle.query("plan", result_type=dict)
+        except Exception:  # the child may not be started yet
+            pending = None
+        if pending and pending.get("awaiting_approval"):
+            return pending
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{handle.id} never waited for an approval")
+
+
+async def test_an_approved_desk_at_a_broker_trades_there_and_the_book_equals_the_broker(
+    ts_env: WorkflowEnvironment, workers: None, settings: Settings, broker: AlpacaStandIn
+) -> None:
+    portfolio = f"alp{uuid.uuid4().hex[:6]}"
+    handle = await _start(
+        ts_env,
+        {
+            "portfolio": portfolio,
+            "as_of": AS_OF,
+            "max_tickers": 3,
+            "min_conviction": "low",
+            "analysts": ["market"],
+            "approval": "required",
+            "broker": "alpaca",
+            "execution": {"poll_seconds": 5},
+            "reflect": False,
+        },
+    )
+    desk = ts_env.client.get_workflow_handle(f"{handle.id}-portfolio")
+    pending = await _approval_pending(desk)
+    books = BrokerBook.from_settings(settings)
+    assert books.intents(portfolio) == []  # nothing is sent before the approval
+
+    await desk.execute_update("approve", {"by": "tester", "note": "send them"})
+    result: AutoRunResult = await handle.result()
+
+    intents = books.intents(portfolio)
+    assert len(intents) == len(pending["plan"]["orders"]) and result.trades >= 1
+    counts = broker.order_counts()
+    assert all(counts[intent.client_order_id] == 1 for intent in intents if intent.broker_order_id)
+    held = {h.symbol: h.shares for h in books.holdings(portfolio)}
+    at_broker = {p["symbol"]: int(p["qty"]) for p in _positions(broker)}
+    assert held and all(at_broker.get(symbol) == shares for symbol, shares in held.items())
+    reconciled = await ts_env.client.get_workflow_handle(
+        f"{handle.id}-portfolio-reconcile"
+    ).result()
+    assert reconciled["drift"]["shares"] == {} and reconciled["drift"]["unbooked_fills"] == []
+    assert Decimal(reconciled["drift"]["cash"]) == 0  # every fill moved both alike
+
+
+def _positions(broker: AlpacaStandIn) -> list[dict[str, Any]]:
+    """The stand-in's positions as its API answers them."""
+    import httpx
+
+    answer = httpx.get(
+        f"{broker.base_url}/v2/positions",
+        headers={"APCA-API-KEY-ID": KEY, "APCA-API-SECRET-KEY": SECRET},
+        timeout=5,
+    )
+    answer.raise_for_status()
+    positions: list[dict[str, Any]] = answer.json()
+    return positions
