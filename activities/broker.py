@@ -240,6 +240,14 @@ class BrokerActivities(ActivityGroup):
             with self._client() as client:
                 order = client.order_by_client_id(coid)
                 if order is None:
+                    if self.settings.alpaca.live:
+                        activity.logger.warning(
+                            "LIVE TRADING, real money: %s %s %s at %s",
+                            intent.side.value,
+                            intent.qty,
+                            intent.symbol,
+                            self.settings.alpaca.url,
+                        )
                     try:
                         order = client.submit_order(_order_request(intent))
                     except DuplicateClientOrderId:

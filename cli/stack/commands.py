@@ -145,7 +145,20 @@ def _run(
             _show_stuck(settings, reports)
         if endpoints:
             _show_endpoints(settings)
+            _warn_if_live(settings)
     finish(1 if strict and not all(report.healthy for report in reports) else 0)
+
+
+def _warn_if_live(settings: Settings) -> None:
+    """Say loudly, at every `up` and `status`, that a broker worker trades real money."""
+    if settings.alpaca.live:
+        progress.print(
+            Text(
+                f"LIVE TRADING: the broker worker sends orders with real money to "
+                f"{settings.alpaca.url} (QUANTDESK_ALPACA__LIVE=true).",
+                style="bold white on red",
+            )
+        )
 
 
 def register(app: typer.Typer) -> None:
