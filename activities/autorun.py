@@ -40,8 +40,10 @@ class OpenBookRequest(BaseModel):
 
     portfolio: str = Field(min_length=1)
     initial_cash: Decimal = Field(gt=0)
-    broker: BrokerKind = Field(
-        BrokerKind.PAPER, description="a new book is bound to it; an existing one must match"
+    broker: BrokerKind | None = Field(
+        None,
+        description="a new book is bound to it (None: paper); an existing one must match "
+        "(None: keeps its own)",
     )
 
 
@@ -84,9 +86,8 @@ class AutoRunActivities(Services):
     def open_book(self, request: OpenBookRequest) -> OpenedBook:
         """The named book (created with ``initial_cash`` if there is none) and its holdings."""
         with as_temporal_failures():
-            book, created = self.books.open(
-                request.portfolio, request.initial_cash, broker=request.broker
-            )
+            broker = request.broker or self._broker_of(request.portfolio)
+            book, created = self.books.open(request.portfolio, request.initial_cash, broker=broker)
             holdings = {
                 h.symbol: HeldPosition(
                     shares=h.shares,
@@ -98,6 +99,11 @@ class AutoRunActivities(Services):
             return OpenedBook(
                 portfolio=book.name, created=created, cash=float(book.cash), holdings=holdings
             )
+
+    def _broker_of(self, portfolio: str) -> BrokerKind:
+        """The broker an existing book is bound to; paper for a book still to be created."""
+        known = {book.name: book.broker for book in self.books.portfolios()}
+        return known.get(portfolio, BrokerKind.PAPER)
 
     def _chart(self, symbol: str, as_of: AwareDatetime) -> bytes | None:
         """The ticker's recent daily candles as of the run, or None if the data has too few."""

@@ -65,9 +65,9 @@ def test_the_issue_s_typo_reads_as_promised() -> None:
 
 def test_a_field_with_no_near_name_lists_the_fields_there_are() -> None:
     with pytest.raises(ApplicationError) as caught:
-        parse_input(AutoRunInput, {"broker": "alpaca"})
+        parse_input(AutoRunInput, {"exchange": "nyse"})
 
-    assert "unknown field 'broker' (the fields are: portfolio, initial_cash," in (
+    assert "unknown field 'exchange' (the fields are: portfolio, initial_cash," in (
         caught.value.message
     )
 

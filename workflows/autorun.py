@@ -93,10 +93,10 @@ class AutoRunInput(RunInput):
     llm: LlmChoice = LlmChoice()
     concurrency: int = Field(4, ge=1, le=MAX_CONCURRENCY, description="Pipelines at once")
     approval: Approval = Approval.AUTO
-    broker: BrokerKind = Field(
-        BrokerKind.PAPER,
-        description="where the book's orders go: a new book is bound to it, an existing one "
-        "must already be",
+    broker: BrokerKind | None = Field(
+        None,
+        description="where the book's orders go: a new book is bound to it (default paper); "
+        "an existing one must already be (default: the broker it has)",
     )
     execution: ExecutionPolicy = Field(
         default_factory=ExecutionPolicy, description="how orders are worked at a real broker"
