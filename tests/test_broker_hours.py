@@ -26,8 +26,8 @@ with workflow.unsafe.imports_passed_through():
     from shared.broker.models import IntentStatus, OrderIntent
     from shared.config import Settings
     from shared.portfolio.models import BrokerKind, Side
-    from shared.portfolio.orders import PlannedOrder
     from tests.fakes.alpaca.server import AlpacaStandIn
+    from tests.planned_orders import planned_order
     from tests.servers import isolated_settings, running_workers
     from workers.main import WorkerPlan, plan_for
     from workers.roles import WorkerRole
@@ -68,19 +68,7 @@ async def workers(ts_env: WorkflowEnvironment, settings: Settings) -> AsyncItera
 
 
 def _buy(shares: int) -> dict[str, Any]:
-    return PlannedOrder(
-        index=0,
-        symbol="AAPL",
-        side=Side.BUY,
-        shares=shares,
-        requested_shares=shares,
-        close=PRICE,
-        fill_price=PRICE,
-        est_value=PRICE * shares,
-        est_fees=Decimal(0),
-        est_cash_change=-PRICE * shares,
-        rationale="decided after the close",
-    ).model_dump(mode="json")
+    return planned_order(0, "AAPL", Side.BUY, shares, PRICE).model_dump(mode="json")
 
 
 async def _start(

@@ -25,11 +25,11 @@ with workflow.unsafe.imports_passed_through():
     from shared.broker.book import BrokerBook
     from shared.broker.models import IntentStatus, Position
     from shared.config import Settings
-    from shared.data.contracts import Sector
     from shared.portfolio.models import BrokerKind, Side
     from shared.portfolio.orders import PlannedOrder
     from tests.fakes.alpaca.faults import FaultKind
     from tests.fakes.alpaca.server import AlpacaStandIn
+    from tests.planned_orders import planned_order
     from tests.servers import isolated_settings, running_workers
     from workers.main import WorkerPlan, plan_for
     from workers.roles import WorkerRole
@@ -86,22 +86,7 @@ async def workers(dev_env: WorkflowEnvironment, settings: Settings) -> AsyncIter
 
 
 def _order(index: int, symbol: str, side: Side, shares: int) -> PlannedOrder:
-    close = PRICES[symbol]
-    value = close * shares
-    return PlannedOrder(
-        index=index,
-        symbol=symbol,
-        side=side,
-        shares=shares,
-        requested_shares=shares,
-        close=close,
-        fill_price=close,
-        est_value=value,
-        est_fees=Decimal(0),
-        est_cash_change=-value if side is Side.BUY else value,
-        sector=Sector.INFORMATION_TECHNOLOGY,
-        rationale=f"{side.value.lower()} {symbol} for the test",
-    )
+    return planned_order(index, symbol, side, shares, PRICES[symbol])
 
 
 def _book(settings: Settings) -> tuple[BrokerBook, str]:

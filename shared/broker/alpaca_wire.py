@@ -29,6 +29,8 @@ from pydantic import (
     model_validator,
 )
 
+from shared.broker.models import TimeInForce  # the spec's six words, which the book uses too
+
 NEW_YORK = ZoneInfo("America/New_York")
 CLIENT_ORDER_ID_PATTERN = r"^[A-Za-z0-9-]{1,48}$"
 """Alpaca takes 128 characters of anything; 48 of these survive every broker and log."""
@@ -53,17 +55,6 @@ class OrderType(StrEnum):
     STOP = "stop"
     STOP_LIMIT = "stop_limit"
     TRAILING_STOP = "trailing_stop"
-
-
-class TimeInForce(StrEnum):
-    """The spec's TimeInForce."""
-
-    DAY = "day"
-    GTC = "gtc"
-    OPG = "opg"
-    CLS = "cls"
-    IOC = "ioc"
-    FOK = "fok"
 
 
 class OrderStatus(StrEnum):

@@ -188,24 +188,14 @@ async def record_broker(folder: Path) -> list[WorkflowHistory]:
 
     from shared.broker.book import BrokerBook
     from shared.portfolio.models import BrokerKind, Side
-    from shared.portfolio.orders import PlannedOrder
     from tests.fakes.alpaca.server import AlpacaStandIn
+    from tests.planned_orders import planned_order
 
     price = Decimal("190.00")
     orders = [
-        PlannedOrder(
-            index=index,
-            symbol="AAPL",
-            side=Side.BUY,
-            shares=shares,
-            requested_shares=shares,
-            close=price,
-            fill_price=price,
-            est_value=price * shares,
-            est_fees=Decimal(0),
-            est_cash_change=-price * shares,
-            rationale="golden",
-        ).model_dump(mode="json")
+        planned_order(index, "AAPL", Side.BUY, shares, price, rationale="golden").model_dump(
+            mode="json"
+        )
         for index, shares in enumerate((3, 2))
     ]
     key_id, secret = BROKER_KEYS
