@@ -185,14 +185,7 @@ class BrokerActivities(ActivityGroup):
             yield client
 
     def _broker_book(self, portfolio: str) -> BrokerKind:
-        broker = self.books.get(portfolio).broker
-        if broker is BrokerKind.PAPER:
-            raise InvalidInput(
-                "portfolio",
-                f"{portfolio!r} trades at the paper broker, which fills plans at the close",
-                fix="Orders go to a broker only for a book created with --broker alpaca.",
-            )
-        return broker
+        return self.books.bound(portfolio).broker
 
     @activity_on(BROKER_QUEUE, "prepare_orders")
     def prepare_orders(self, request: PrepareRequest) -> PreparedOrders:

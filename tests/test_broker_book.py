@@ -129,6 +129,28 @@ def test_intents_are_listed_oldest_first_and_by_status(book: BrokerBook) -> None
         book.intents("nope")
 
 
+def test_the_latest_intents_are_listed_and_counted(book: BrokerBook) -> None:
+    intents = [book.record_intent("live", _spec(i), broker=ALPACA) for i in range(3)]
+    book.mark_submitted(intents[2].client_order_id, "b-2")
+
+    assert book.intents("live", limit=2) == [intents[1], book.intent(intents[2].client_order_id)]
+    assert book.intent_count("live") == 3
+    assert book.intent_count("live", IntentStatus.PENDING) == 2
+    with pytest.raises(InvalidInput, match="no portfolio called 'nope'"):
+        book.intent_count("nope")
+
+
+def test_only_a_book_bound_to_a_broker_is_bound(book: BrokerBook) -> None:
+    book.create("paper", 1000)
+
+    assert book.bound("live").broker is ALPACA
+    assert [b.name for b in book.bound_books()] == ["live"]
+    with pytest.raises(InvalidInput, match="'paper' is a paper book: it fills its plans at the"):
+        book.bound("paper")
+    with pytest.raises(InvalidInput, match="no portfolio called 'nope'"):
+        book.bound("nope")
+
+
 def test_submitting_records_the_brokers_id_once(book: BrokerBook) -> None:
     intent = book.record_intent("live", _spec(), broker=ALPACA)
 
@@ -341,6 +363,21 @@ def test_fill_ids_are_the_books_side_of_a_window(book: BrokerBook) -> None:
     assert book.fill_ids("live", since=later) == {"f-new"}
 
 
+def test_fills_are_listed_as_booked_the_latest_last(book: BrokerBook) -> None:
+    intent = _submitted(book, _spec(), "b-1")
+    book.book_fill("live", _fill(intent, "f-1", 2, "25"))
+    book.book_fill("live", _fill(intent, "f-2", 3, "26"))
+
+    fills = book.fills("live")
+
+    assert [(f.fill_id, f.qty, f.client_order_id, f.book) for f in fills] == [
+        ("f-1", 2, intent.client_order_id, "live"),
+        ("f-2", 3, intent.client_order_id, "live"),
+    ]
+    assert [f.fill_id for f in book.fills("live", limit=1)] == ["f-2"]
+    assert fills[0].trade_key == "fill/f-1"
+
+
 # --- guardrails read from the book ------------------------------------------------------
 
 
@@ -363,6 +400,15 @@ def test_an_intent_is_checked_against_the_days_other_orders(book: BrokerBook) ->
         == []
     )
     assert placed.status is IntentStatus.PENDING
+
+
+def test_the_days_notional_counts_what_may_trade(book: BrokerBook) -> None:
+    placed = book.record_intent("live", _spec(0, qty=200), broker=ALPACA)  # 5000
+    refused = book.record_intent("live", _spec(1, qty=100), broker=ALPACA)
+    book.mark_terminal(refused.client_order_id, IntentStatus.REFUSED, "test")
+
+    assert book.notional_today("live", placed.created_at) == Decimal(5000)
+    assert book.notional_today("live", placed.created_at + timedelta(days=1)) == 0
 
 
 def test_a_sell_is_checked_against_holdings_and_open_sells(book: BrokerBook) -> None:

@@ -22,7 +22,7 @@ from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import ColumnElement, Connection, Row, Select, delete, select, update
+from sqlalchemy import ColumnElement, Connection, Row, Select, delete, func, select, update
 
 from shared.broker.guardrails import BrokerLimits, Exposure, check_order, exchange_day
 from shared.broker.intents import (
@@ -48,7 +48,7 @@ from shared.broker.models import (
 )
 from shared.database import record_of, row_values
 from shared.errors import InvalidInput
-from shared.portfolio.models import BrokerKind, Side, TradeRequest
+from shared.portfolio.models import BrokerKind, Portfolio, Side, TradeRequest
 from shared.portfolio.schema import (
     adoptions,
     broker_fills,
@@ -71,6 +71,24 @@ def fill_trade_key(fill_id: str) -> str:
 class BrokerBook(PortfolioStore):
     """Portfolios and, for those bound to a real broker, their order intents, fills, halts
     and adoptions of the broker's numbers."""
+
+    def bound(self, name: str) -> Portfolio:
+        """The book called ``name``, which must be bound to a real broker: a paper book is
+        refused, naming what it is instead."""
+        book = self.get(name)
+        if book.broker is BrokerKind.PAPER:
+            raise InvalidInput(
+                "portfolio",
+                f"{name!r} is a paper book: it fills its plans at the as-of closes and has "
+                "no broker",
+                fix="Broker commands take a book created with `quantdesk portfolio create NAME "
+                "--cash N --broker alpaca`.",
+            )
+        return book
+
+    def bound_books(self) -> list[Portfolio]:
+        """Every book bound to a real broker, by name."""
+        return [book for book in self.portfolios() if book.broker is not BrokerKind.PAPER]
 
     # --- intents --------------------------------------------------------------------------
 
@@ -114,16 +132,35 @@ class BrokerBook(PortfolioStore):
             return self._intent_where(conn, order_intents.c.client_order_id == client_order_id)
 
     def intents(
-        self, book: str, status: IntentStatus | Collection[IntentStatus] | None = None
+        self,
+        book: str,
+        status: IntentStatus | Collection[IntentStatus] | None = None,
+        *,
+        limit: int | None = None,
     ) -> list[OrderIntent]:
-        """The book's intents, oldest first; only those in ``status`` when given."""
-        query = _intents().where(portfolios.c.name == book).order_by(order_intents.c.id)
-        if status is not None:
-            wanted = {status} if isinstance(status, IntentStatus) else set(status)
-            query = query.where(order_intents.c.status.in_(wanted))
+        """The book's intents, oldest first; only those in ``status`` when given, the latest
+        ``limit`` of them when given."""
+        query = _with_status(_intents().where(portfolios.c.name == book), status)
+        query = query.order_by(order_intents.c.id.desc())
         with self._engine.connect() as conn:
             self._row(conn, book)  # an unknown book is an error, not an empty list
-            return [_intent(row) for row in conn.execute(query)]
+            rows = conn.execute(query.limit(limit) if limit else query).all()
+        return [_intent(row) for row in reversed(rows)]
+
+    def intent_count(
+        self, book: str, status: IntentStatus | Collection[IntentStatus] | None = None
+    ) -> int:
+        """How many intents the book has (in ``status`` when given)."""
+        query = _with_status(
+            select(func.count())
+            .select_from(order_intents)
+            .join(portfolios, portfolios.c.id == order_intents.c.portfolio_id)
+            .where(portfolios.c.name == book),
+            status,
+        )
+        with self._engine.connect() as conn:
+            self._row(conn, book)
+            return int(conn.execute(query).scalar_one())
 
     def mark_submitted(self, client_order_id: str, broker_order_id: str) -> OrderIntent:
         """The broker accepted the order as ``broker_order_id``: a pending intent becomes
@@ -205,15 +242,9 @@ class BrokerBook(PortfolioStore):
     def exposure(self, intent: OrderIntent, at: datetime) -> Exposure:
         """What the intent's book holds of its symbol and has asked for besides it: unfilled
         shares of open sells of the symbol, and intents of the exchange day ``at`` is in."""
-        start, end = exchange_day(at)
         others = _intents().where(
             portfolios.c.name == intent.book,
             order_intents.c.client_order_id != intent.client_order_id,
-        )
-        today = others.where(
-            order_intents.c.created_at >= start,
-            order_intents.c.created_at < end,
-            order_intents.c.status.not_in(NOT_TRADING),
         )
         selling = others.where(
             order_intents.c.symbol == intent.symbol,
@@ -229,11 +260,16 @@ class BrokerBook(PortfolioStore):
             return Exposure(
                 held_shares=conn.execute(held).scalar_one_or_none() or 0,
                 open_sell_shares=sum(row.qty - row.filled_qty for row in conn.execute(selling)),
-                notional_today=sum(
-                    (_intent(row).notional for row in conn.execute(today)), Decimal(0)
-                ),
+                notional_today=_notional_today(conn, others, at),
                 halt=self._halt_in_force(conn, intent.book),
             )
+
+    def notional_today(self, book: str, at: datetime) -> Decimal:
+        """What the book's intents of the exchange day ``at`` is in are worth, refused ones
+        aside: what the daily cap is checked against."""
+        with self._engine.connect() as conn:
+            self._row(conn, book)
+            return _notional_today(conn, _intents().where(portfolios.c.name == book), at)
 
     # --- fills ----------------------------------------------------------------------------
 
@@ -332,17 +368,21 @@ class BrokerBook(PortfolioStore):
 
     def _booked_fill(self, conn: Connection, fill_id: str, *, new: bool) -> FillOutcome:
         """What booking the fill ``fill_id`` did, read back."""
-        row = conn.execute(
-            select(broker_fills, order_intents.c.client_order_id, portfolios.c.name.label("book"))
-            .join(order_intents, order_intents.c.id == broker_fills.c.intent_id)
-            .join(portfolios, portfolios.c.id == broker_fills.c.portfolio_id)
-            .where(broker_fills.c.fill_id == fill_id)
-        ).one()
+        row = conn.execute(_booked_fills().where(broker_fills.c.fill_id == fill_id)).one()
         intent = conn.execute(_intents().where(order_intents.c.id == row.intent_id)).one()
         trade = None if row.trade_key is None else self._trade_at(conn, row.trade_key)
         return FillOutcome(
             fill=record_of(BookedFill, row), intent=_intent(intent), trade=trade, new=new
         )
+
+    def fills(self, book: str, *, limit: int | None = None) -> list[BookedFill]:
+        """The book's fills as booked (or covered by an adoption), oldest first; the latest
+        ``limit`` when given."""
+        query = _booked_fills().where(portfolios.c.name == book).order_by(broker_fills.c.id.desc())
+        with self._engine.connect() as conn:
+            self._row(conn, book)
+            rows = conn.execute(query.limit(limit) if limit else query).all()
+        return [record_of(BookedFill, row) for row in reversed(rows)]
 
     def fill_ids(self, book: str, *, since: datetime | None = None) -> set[str]:
         """The ids of the book's fills (booked, or covered by an adoption), those of
@@ -482,6 +522,36 @@ def _intents() -> Select[Any]:
     return select(order_intents, portfolios.c.name.label("book")).join(
         portfolios, portfolios.c.id == order_intents.c.portfolio_id
     )
+
+
+def _booked_fills() -> Select[Any]:
+    """Fills with their intent's client order id and their book's name."""
+    return (
+        select(broker_fills, order_intents.c.client_order_id, portfolios.c.name.label("book"))
+        .join(order_intents, order_intents.c.id == broker_fills.c.intent_id)
+        .join(portfolios, portfolios.c.id == broker_fills.c.portfolio_id)
+    )
+
+
+def _with_status(
+    query: Select[Any], status: IntentStatus | Collection[IntentStatus] | None
+) -> Select[Any]:
+    """``query`` of intents narrowed to those in ``status``, when given."""
+    if status is None:
+        return query
+    wanted = {status} if isinstance(status, IntentStatus) else set(status)
+    return query.where(order_intents.c.status.in_(wanted))
+
+
+def _notional_today(conn: Connection, intents: Select[Any], at: datetime) -> Decimal:
+    """What ``intents`` created on the exchange day ``at`` is in are worth, refused ones aside."""
+    start, end = exchange_day(at)
+    today = intents.where(
+        order_intents.c.created_at >= start,
+        order_intents.c.created_at < end,
+        order_intents.c.status.not_in(NOT_TRADING),
+    )
+    return sum((_intent(row).notional for row in conn.execute(today)), Decimal(0))
 
 
 def _differences(
