@@ -141,6 +141,15 @@ class Reconciliation(BaseModel):
     book_positions: dict[str, int]
     broker_positions: list[Position]
 
+    def differing_shares(self) -> list[tuple[str, int, int, int]]:
+        """Each symbol the two disagree on: (symbol, the book's shares, the broker's, the
+        broker's less the book's)."""
+        broker = {position.symbol: position.shares for position in self.broker_positions}
+        return [
+            (symbol, self.book_positions.get(symbol, 0), broker.get(symbol, 0), delta)
+            for symbol, delta in self.drift.shares.items()
+        ]
+
 
 def _whole(quantity: Decimal, what: str) -> int:
     """A broker quantity as the book's whole shares; a fraction is a contract breach."""

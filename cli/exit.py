@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import NoReturn
 
@@ -30,8 +30,11 @@ def finish(status: int) -> NoReturn:
 
 
 @contextmanager
-def fail_on_quantdesk_errors() -> Iterator[None]:
-    """Turn a quantdesk error into a one-line message and exit status 1."""
+def fail_on_quantdesk_errors(
+    statuses: Mapping[type[QuantdeskError], int] | None = None,
+) -> Iterator[None]:
+    """Turn a quantdesk error into a one-line message and exit status 1, or the status
+    ``statuses`` gives its kind (the first kind it is one of)."""
     try:
         yield
     except QuantdeskError as error:
@@ -39,4 +42,5 @@ def fail_on_quantdesk_errors() -> Iterator[None]:
         ERROR_CONSOLE.print(
             f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True
         )
-        finish(1)
+        kinds = (statuses or {}).items()
+        finish(next((status for kind, status in kinds if isinstance(error, kind)), 1))

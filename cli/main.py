@@ -7,6 +7,7 @@ import asyncio
 import typer
 
 from cli.backtest import register as register_backtest
+from cli.broker import broker_app
 from cli.evaluate import eval_app
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.model import model_app
@@ -46,6 +47,7 @@ app.add_typer(run_app, name="run")
 app.add_typer(schedule_app, name="schedule")
 app.add_typer(eval_app, name="eval")
 app.add_typer(portfolio_app, name="portfolio")
+app.add_typer(broker_app, name="broker")
 app.add_typer(model_app, name="model")
 app.add_typer(prompt_app, name="prompt")
 

@@ -40,6 +40,7 @@ from shared.validation_errors import describe_validation_error
 from workflows.autorun import AutoRunInput
 from workflows.pipeline import PipelineInput
 from workflows.quantagent import QuantAgentInput
+from workflows.reconcile import ReconcileInput
 from workflows.scan import ScanInput
 
 schedule_app = typer.Typer(help="Run flows on cron schedules (Temporal Schedules).")
@@ -49,6 +50,7 @@ SCHEDULABLE: dict[str, tuple[str, type[BaseModel]]] = {
     "quantagent": ("QuantAgent", QuantAgentInput),
     "pipeline": ("Pipeline", PipelineInput),
     "scan": ("Scan", ScanInput),
+    "reconcile": ("Reconcile", ReconcileInput),
 }
 """``--flow`` name → (workflow type, input model checked at creation)."""
 

@@ -251,6 +251,13 @@ class AlpacaSettings(BaseModel):
             return ALPACA_LIVE_URL
         return self.base_url.rstrip("/")
 
+    @property
+    def has_keys(self) -> bool:
+        """Whether both keys are set here (on a broker worker; rarely elsewhere)."""
+        return all(
+            key is not None and key.get_secret_value() for key in (self.key_id, self.secret_key)
+        )
+
     def keys(self) -> tuple[str, str]:
         """The key id and secret, or a ``ConfigError`` naming both variables."""
         key_id = self.key_id.get_secret_value() if self.key_id else ""

@@ -3,7 +3,7 @@
 Run after every execution at a broker and on a schedule (``quantdesk schedule create
 ... --flow reconcile``). The report says where the book and the broker differ in
 shares, cash and fills; adopting the broker's numbers is a person's explicit act
-(``quantdesk broker adopt``), recorded with who and why, never this workflow's.
+(``quantdesk broker reconcile BOOK --adopt``), recorded with who and why, never this workflow's.
 """
 
 from __future__ import annotations
