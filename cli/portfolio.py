@@ -1,6 +1,8 @@
-"""`quantdesk portfolio ...`: create, inspect and run paper books; `approve` / `reject` a run.
+"""`quantdesk portfolio ...`: create, inspect and run books; `approve` / `reject` a run.
 
-The book commands read the database and the data layer directly (no stack
+A book is bound to its broker when it is created (``--broker``: paper, filled at the
+as-of closes, or alpaca; `quantdesk broker ...` watches and steers those). The book
+commands read the database and the data layer directly (no stack
 needed); `show` values the holdings at the closes as of ``--as-of``, by default
 the book's own paper clock: the as-of time of its latest trade or snapshot.
 `portfolio run` starts the ``Portfolio`` workflow; `approve ID` / `reject ID`
@@ -22,9 +24,12 @@ from cli.exit import fail_on_quantdesk_errors, finish
 from cli.inputs import ProviderOption
 from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
+from shared.portfolio.models import BrokerKind, Portfolio
 from shared.portfolio.store import PortfolioStore
 
-portfolio_app = typer.Typer(help="Paper portfolios: create, list, show, trades, snapshots.")
+portfolio_app = typer.Typer(
+    help="Portfolios (paper, or bound to a broker): create, list, show, trades, snapshots."
+)
 console = Console()
 
 
@@ -43,44 +48,66 @@ def _signed(value: Decimal | float, pattern: str = "{:+,.2f}") -> str:
     return f"[{colour}]{pattern.format(value)}[/]"
 
 
+def create_book(
+    settings: Settings, name: str, cash: str, *, currency: str = "USD", broker: BrokerKind
+) -> Portfolio:
+    """Create the book, bound to ``broker`` for good, and say so; a book at Alpaca also says
+    paper or (loudly) LIVE."""
+    try:
+        amount = Decimal(cash.replace(",", "").replace("_", ""))
+    except InvalidOperation:
+        raise InvalidInput("cash", f"{cash!r} is not a number", fix="Use e.g. 100000.") from None
+    created = _store(settings).create(name, amount, currency=currency.upper(), broker=broker)
+    console.print(
+        f"created [bold]{created.name}[/] with {created.cash:,.2f} {created.currency}, "
+        f"trading at the {created.broker.value} broker"
+    )
+    if created.broker is not BrokerKind.PAPER:
+        from cli.broker import alpaca_mode
+
+        console.print(alpaca_mode(settings), highlight=False)
+    return created
+
+
+def books_table(books: list[Portfolio]) -> Table:
+    """Every book with its broker and cash."""
+    table = Table(title="Portfolios", show_edge=False)
+    for column in ("name", "broker", "cash", "initial cash", "currency", "created"):
+        table.add_column(column)
+    for book in books:
+        table.add_row(
+            book.name,
+            book.broker.value,
+            f"{book.cash:,.2f}",
+            f"{book.initial_cash:,.2f}",
+            book.currency,
+            book.created_at.strftime("%Y-%m-%d %H:%M"),
+        )
+    return table
+
+
 @portfolio_app.command("create")
 def create(
     name: str = typer.Argument(..., help="letters, digits, _ . - (up to 64)"),
     cash: str = typer.Option(..., help="starting cash, e.g. 100000"),
     currency: str = typer.Option("USD", help="ISO currency code"),
+    broker: BrokerKind = typer.Option(
+        BrokerKind.PAPER,
+        help="where its orders go, for good: paper (filled at the closes) or alpaca",
+    ),
 ) -> None:
-    """Create the paper book NAME holding CASH."""
+    """Create the book NAME holding CASH, bound to its broker for good."""
     with fail_on_quantdesk_errors():
-        try:
-            amount = Decimal(cash.replace(",", "").replace("_", ""))
-        except InvalidOperation:
-            raise InvalidInput(
-                "cash", f"{cash!r} is not a number", fix="Use e.g. 100000."
-            ) from None
-        created = _store(load_settings()).create(name, amount, currency=currency.upper())
-        console.print(
-            f"created [bold]{created.name}[/] with {created.cash:,.2f} {created.currency}"
-        )
+        create_book(load_settings(), name, cash, currency=currency, broker=broker)
     finish(0)
 
 
 @portfolio_app.command("list")
 def list_books() -> None:
-    """Every paper book with its cash."""
+    """Every book with its broker and cash."""
     with fail_on_quantdesk_errors():
         books = _store(load_settings()).portfolios()
-        table = Table(title="Portfolios", show_edge=False)
-        for column in ("name", "cash", "initial cash", "currency", "created"):
-            table.add_column(column)
-        for book in books:
-            table.add_row(
-                book.name,
-                f"{book.cash:,.2f}",
-                f"{book.initial_cash:,.2f}",
-                book.currency,
-                book.created_at.strftime("%Y-%m-%d %H:%M"),
-            )
-        console.print(table if books else "no portfolios yet")
+        console.print(books_table(books) if books else "no portfolios yet")
     finish(0)
 
 
@@ -104,7 +131,8 @@ def show(
         held = store.holdings(name)
         reader = MarketReader(build_router(settings), when)
         valuation = value_book(book, held, reader.quotes(h.symbol for h in held), when)
-        table = Table(title=f"{name} as of {when.isoformat()}", show_edge=False)
+        title = f"{name} ({book.broker.value} broker) as of {when.isoformat()}"
+        table = Table(title=title, show_edge=False)
         for column in ("symbol", "shares", "avg cost", "price", "value", "weight", "P&L"):
             table.add_column(column, justify="right" if column != "symbol" else "left")
         table.add_column("P&L %", justify="right")
