@@ -1,5 +1,6 @@
 """The Portfolio pages: every book; one book with its positions, trades, equity curve, risk and
-the plans that wait for a person, whom the Approve / Reject buttons answer.
+the plans that wait for a person, whom the Approve / Reject buttons answer; for a book bound
+to a real broker, its broker part first (``console.broker_view``).
 
 The book is read from SQL and valued, with its risk, by the Portfolio flow's own
 activities (``PortfolioActivities.load_portfolio`` and ``compute_risk``, called as plain
@@ -24,11 +25,13 @@ from temporalio.service import RPCError
 
 from activities.portfolio import LoadRequest, RiskRequest
 from cli.runs import visibility_query
+from console.broker_view import load_broker_view
 from console.charts import line_svg
 from console.desk import Desk, rpc_problem
 from console.errors import Conflict, NotFound, PageError
 from console.web import desk_of, page
 from shared.errors import InvalidInput
+from shared.portfolio.models import BrokerKind
 from shared.validation_errors import describe_validation_error
 from workflows.portfolio import ApprovalAnswer, ApprovalRequest
 
@@ -40,7 +43,7 @@ TRADES_SHOWN = 100
 
 @router.get("/portfolios", response_class=HTMLResponse)
 async def books(request: Request) -> HTMLResponse:
-    """Every paper book with its cash."""
+    """Every book with its broker and cash."""
     desk = desk_of(request)
     found = await asyncio.to_thread(desk.book_io.books.portfolios)
     return page(request, "portfolios.html", books=found)
@@ -75,6 +78,9 @@ async def _book_view(desk: Desk, name: str) -> dict[str, Any]:
         "curve": curve,
         "valued": await _valued_at(desk, name, clock),
         "pending": await _pending(desk, name),
+        "broker": (
+            None if portfolio.broker is BrokerKind.PAPER else await load_broker_view(desk, name)
+        ),
     }
 
 

@@ -2,7 +2,8 @@
 
 One ``Desk`` per app. S3 and SQL come through ``PortfolioActivities``, the same
 services the Portfolio flow's activities use (its store, its books, its book valuation
-and risk), so the console reads exactly what the flows wrote. Results of closed runs
+and risk), and a book's orders at a broker through ``BrokerBook``, so the console reads
+exactly what the flows wrote. Results of closed runs
 never change, so they are kept once read; the live parts are asked each time.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from functools import cached_property
 from typing import Any, TypeVar
 
 from temporalio.client import (
@@ -24,6 +26,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.portfolio import PortfolioActivities
 from cli.stuck_runs import StuckRun, stuck_below, stuck_run
 from console.errors import Conflict, NotFound, PageError, Unavailable
+from shared.broker.book import BrokerBook
 from shared.config import Settings
 from shared.errors import ConfigError
 
@@ -44,6 +47,11 @@ class Desk:
         self._client: Client | None = None
         self._connecting = asyncio.Lock()
         self._kept: dict[tuple[Any, ...], Any] = {}
+
+    @cached_property
+    def broker_book(self) -> BrokerBook:
+        """The books' intents, fills and halts (the same database as ``book_io``'s)."""
+        return BrokerBook.from_settings(self.settings)
 
     async def client(self) -> Client:
         """The Temporal client, connected on first use (the console may start before Temporal)."""
