@@ -17,6 +17,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -42,7 +43,6 @@ from cli.broker import (
 )
 from cli.exit import fail_on_quantdesk_errors
 from cli.portfolio import books_table, create_book
-from cli.schedule import ScheduleRequest, create_schedule
 from console.app import create_app
 from shared.broker.book import BrokerBook
 from shared.broker.models import BrokerFill, IntentStatus, OrderIntent, OrderSpec
@@ -50,6 +50,7 @@ from shared.config import AlpacaSettings, Settings, load_settings
 from shared.errors import ConfigError, InvalidInput
 from shared.portfolio.models import BrokerKind, Side
 from tests.fakes.alpaca import AlpacaStandIn
+from tests.screens import recording_console
 from tests.servers import free_port_base, running_workers
 from workers.main import WorkerPlan, plan_for
 from workers.roles import WorkerRole
@@ -116,10 +117,29 @@ async def broker_worker(
 @pytest.fixture
 def shown(monkeypatch: pytest.MonkeyPatch) -> Console:
     """What the commands print, recorded."""
-    recorded = Console(record=True, width=200)
-    for module in (cli_broker, cli_portfolio, cli_views):
-        monkeypatch.setattr(module, "console", recorded)
-    return recorded
+    return recording_console(monkeypatch, cli_broker, cli_portfolio, cli_views)
+
+
+@dataclass
+class BrokerDesk:
+    """An operator's side of books at the broker: settings without keys, the book, the
+    stand-in behind the running broker worker, and what the commands print."""
+
+    settings: Settings
+    books: BrokerBook
+    standin: AlpacaStandIn
+    shown: Console
+
+
+@pytest.fixture
+def desk(
+    settings: Settings,
+    books: BrokerBook,
+    standin: AlpacaStandIn,
+    broker_worker: None,
+    shown: Console,
+) -> BrokerDesk:
+    return BrokerDesk(settings, books, standin, shown)
 
 
 def _new_book(books: BrokerBook, broker: BrokerKind = BrokerKind.ALPACA) -> str:
@@ -301,18 +321,15 @@ def test_the_command_exits_2_for_a_paper_book(settings: Settings, books: BrokerB
 
 @on_the_session_loop
 async def test_reconcile_is_clean_then_drifts_with_exit_3_until_the_brokers_numbers_are_adopted(
-    settings: Settings,
-    books: BrokerBook,
-    standin: AlpacaStandIn,
-    broker_worker: None,
-    shown: Console,
+    desk: BrokerDesk,
 ) -> None:
+    settings, books, shown = desk.settings, desk.books, desk.shown
     book = _new_book(books)
-    standin.set_position("AAPL", Decimal(0), Decimal(1))
+    desk.standin.set_position("AAPL", Decimal(0), Decimal(1))
     assert not settings.alpaca.has_keys  # the operator's side: Temporal does the reading
 
     clean = await reconcile_book(settings, book)
-    standin.set_position("AAPL", Decimal(5), Decimal("150.25"))
+    desk.standin.set_position("AAPL", Decimal(5), Decimal("150.25"))
     drifted = await reconcile_book(settings, book)
     said = shown.export_text(clear=True)
     with pytest.raises(InvalidInput, match="needs who chose to and why"):
@@ -334,28 +351,6 @@ async def test_reconcile_is_clean_then_drifts_with_exit_3_until_the_brokers_numb
     assert adoption.as_of == datetime(2025, 6, 24, 14, 30, tzinfo=UTC)
 
 
-@on_the_session_loop
-async def test_reconcile_can_be_scheduled(settings: Settings, dev_env: WorkflowEnvironment) -> None:
-    name = f"reconcile-{uuid.uuid4().hex[:6]}"
-    request = ScheduleRequest(
-        name=name,
-        flow="reconcile",
-        cron="35 16 * * 1-5",
-        tz="America/New_York",
-        workflow_input={"portfolio": "desk"},
-        paused=True,
-    )
-
-    await create_schedule(dev_env.client, settings, request)
-
-    handle = dev_env.client.get_schedule_handle(name)
-    try:
-        action: Any = (await handle.describe()).schedule.action
-        assert action.workflow == "Reconcile" and action.task_queue == QUEUE
-    finally:
-        await handle.delete()
-
-
 # --- the console -------------------------------------------------------------------------
 
 
@@ -371,19 +366,16 @@ async def _until(check: Callable[[], Any], what: str) -> Any:
 
 @on_the_session_loop
 async def test_the_books_page_shows_its_broker_halt_intents_fills_and_drift(
-    settings: Settings,
-    books: BrokerBook,
-    standin: AlpacaStandIn,
-    broker_worker: None,
-    shown: Console,
+    desk: BrokerDesk,
 ) -> None:
+    settings, books = desk.settings, desk.books
     book = _new_book(books)
     paper = _new_book(books, BrokerKind.PAPER)
     partly, refused, pending = _orders_of(books, book)
     books.halt(book, "drift in AAPL", "alice")
-    standin.set_position("AAPL", Decimal(7), Decimal("150"))
+    desk.standin.set_position("AAPL", Decimal(7), Decimal("150"))
     assert await reconcile_book(settings, book) == DRIFT_EXIT
-    said = shown.export_text().split()
+    said = desk.shown.export_text().split()
     run_id = next(w.rstrip(";") for w in said if w.startswith(f"reconcile-{book}-"))
     live_app = create_app(settings.model_copy(update={"alpaca": AlpacaSettings(live=True)}))
 

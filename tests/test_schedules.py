@@ -190,6 +190,7 @@ async def test_a_backfilled_run_reads_the_data_of_its_scheduled_time(
         ({"tz": "Mars/Olympus"}, "--tz"),
         ({"workflow_input": {"max_tickers": 0}}, "--input"),
         ({"flow": "pipeline", "workflow_input": {}}, "--input"),
+        ({"flow": "reconcile", "workflow_input": {}}, "--input"),
     ],
 )
 async def test_a_bad_schedule_is_refused_before_it_reaches_the_server(
@@ -203,3 +204,9 @@ async def test_a_bad_schedule_is_refused_before_it_reaches_the_server(
 
 async def test_the_desk_itself_can_be_scheduled_with_an_empty_input() -> None:
     assert _checked(_request("desk", flow="autorun", workflow_input={})) == ("AutoRun", {})
+
+
+async def test_a_book_at_a_broker_can_be_reconciled_on_a_schedule() -> None:
+    request = _request("live-reconcile", flow="reconcile", workflow_input={"portfolio": "live"})
+
+    assert _checked(request) == ("Reconcile", {"portfolio": "live"})

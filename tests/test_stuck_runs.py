@@ -25,6 +25,7 @@ from cli.stack.commands import stuck_section
 from cli.stuck_runs import StuckRun, stuck_below, stuck_run, stuck_runs, stuck_steps
 from cli.views import stuck_notice, titled
 from shared.config import Settings, load_settings
+from tests.screens import recording_console
 from tests.stuck_workflows import (
     HEALED,
     POISON_MESSAGE,
@@ -58,10 +59,7 @@ async def tree(dev_env: WorkflowEnvironment, worker: None) -> tuple[str, str]:
 @pytest.fixture
 def shown(monkeypatch: pytest.MonkeyPatch) -> Console:
     """What the CLI prints, recorded."""
-    recorded = Console(record=True, width=200)
-    for module in (cli_views, cli_runs, cli_follow):
-        monkeypatch.setattr(module, "console", recorded)
-    return recorded
+    return recording_console(monkeypatch, cli_views, cli_runs, cli_follow)
 
 
 def _settings(env: WorkflowEnvironment) -> Settings:
