@@ -282,6 +282,8 @@ async def reconcile_book(
         for shown in adoption_lines(adoption):
             console.print(shown, highlight=False)
         status = 0
+    elif adopt:
+        console.print("nothing to adopt: the book agrees with the broker")
     elif not result.drift.clean:
         console.print(
             f"to make the broker's numbers the book's: quantdesk broker reconcile {book} "

@@ -336,7 +336,7 @@ async def test_reconcile_is_clean_then_drifts_with_exit_3_until_the_brokers_numb
         await reconcile_book(settings, book, adopt=True, who="ops")
     adopted = await reconcile_book(settings, book, adopt=True, who="ops", reason="a manual buy")
     adopting = shown.export_text(clear=True)
-    after = await reconcile_book(settings, book)
+    after = await reconcile_book(settings, book, adopt=True, who="ops", reason="again")
 
     assert (clean, drifted, adopted, after) == (0, DRIFT_EXIT, 0, 0)
     assert f"started reconcile-{book}-" in said and "clean against the broker" in said
@@ -345,7 +345,8 @@ async def test_reconcile_is_clean_then_drifts_with_exit_3_until_the_brokers_numb
     assert "drift against the broker" in said and "--adopt --who NAME --reason TEXT" in said
     assert f"adopted the broker's numbers into {book} as of 2025-06-24 14:30:00 UTC" in adopting
     assert "5 @ 150.25" in adopting and "by ops: a manual buy" in adopting
-    assert "clean against the broker" in shown.export_text()
+    assert "clean against the broker" in (last := shown.export_text())
+    assert "nothing to adopt: the book agrees with the broker" in last
     assert [(h.symbol, h.shares) for h in books.holdings(book)] == [("AAPL", 5)]
     [adoption] = books.adoptions(book)
     assert adoption.as_of == datetime(2025, 6, 24, 14, 30, tzinfo=UTC)
