@@ -23,6 +23,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 from temporalio.client import WorkflowFailureError
 
 from activities.broker import Reconciliation
@@ -54,16 +55,11 @@ def _books(settings: Settings) -> Iterator[BrokerBook]:
         books.close()
 
 
-def alpaca_mode(settings: Settings) -> str:
-    """Paper or LIVE, as this machine's settings say (the broker worker's decide), in markup:
-    live trading is loud."""
-    url = settings.alpaca.url
-    if settings.alpaca.live:
-        return (
-            "[bold white on red] LIVE TRADING [/] [bold red]real money: orders go to "
-            f"{url} (QUANTDESK_ALPACA__LIVE=true)[/]"
-        )
-    return f"paper trading: orders go to Alpaca's paper account at {url}, no real money"
+def alpaca_mode(settings: Settings) -> Text:
+    """Paper or LIVE, as this machine's settings say (the broker worker's decide): live
+    trading is loud."""
+    live = settings.alpaca.live
+    return Text(settings.alpaca.trading_mode(), style="bold white on red" if live else "")
 
 
 def halt_state(halts: list[Halt]) -> str:
@@ -86,7 +82,7 @@ def _book_status(books: BrokerBook, settings: Settings, name: str, now: datetime
     table.add_column(style="bold")
     table.add_column()
     today = books.notional_today(name, now)
-    table.add_row("broker", f"{book.broker.value} · {alpaca_mode(settings)}")
+    table.add_row("broker", Text(f"{book.broker.value} · ").append_text(alpaca_mode(settings)))
     table.add_row("halt", halt_state(books.halts(name)))
     table.add_row("open intents", str(books.intent_count(name, OPEN)))
     table.add_row(

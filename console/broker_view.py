@@ -46,7 +46,8 @@ class BrokerView:
     """The broker part of a book's page."""
 
     live: bool
-    url: str
+    mode: str
+    """Paper or LIVE trading, in a sentence (``AlpacaSettings.trading_mode``)."""
     halt: Halt | None
     """The latest halt or resume of the book, None if it was never halted."""
     intents: list[OrderIntent]
@@ -78,7 +79,7 @@ async def load_broker_view(desk: Desk, book: str) -> BrokerView:
     reconciled, newer = await _latest_reconcile(desk, book)
     return BrokerView(
         live=desk.settings.alpaca.live,
-        url=desk.settings.alpaca.url,
+        mode=desk.settings.alpaca.trading_mode(),
         halt=halts[-1] if halts else None,
         intents=list(reversed(intents)),
         intent_total=total,

@@ -251,6 +251,19 @@ class AlpacaSettings(BaseModel):
             return ALPACA_LIVE_URL
         return self.base_url.rstrip("/")
 
+    def trading_mode(self) -> str:
+        """What orders sent here are, in a sentence for people: LIVE TRADING with real money,
+        or paper trading."""
+        if self.live:
+            return (
+                f"LIVE TRADING: the broker worker sends orders with real money to {self.url} "
+                "(QUANTDESK_ALPACA__LIVE=true)."
+            )
+        return (
+            f"paper trading: the broker worker sends orders to Alpaca's paper account at "
+            f"{self.url}, no real money."
+        )
+
     @property
     def has_keys(self) -> bool:
         """Whether both keys are set here (on a broker worker; rarely elsewhere)."""

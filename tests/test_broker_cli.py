@@ -406,7 +406,7 @@ async def test_the_books_page_shows_its_broker_halt_intents_fills_and_drift(
     assert full.status_code == 200 and "alpaca" in full.text
     assert paper_page.status_code == 200 and 'id="broker"' not in paper_page.text
     assert run_page.status_code == 200
-    assert "LIVE TRADING: real money." in live_page
+    assert "<b>LIVE TRADING: the broker worker sends orders with real money to" in live_page
 
 
 def _console(app: Any) -> httpx.AsyncClient:

@@ -152,13 +152,7 @@ def _run(
 def _warn_if_live(settings: Settings) -> None:
     """Say loudly, at every `up` and `status`, that a broker worker trades real money."""
     if settings.alpaca.live:
-        progress.print(
-            Text(
-                f"LIVE TRADING: the broker worker sends orders with real money to "
-                f"{settings.alpaca.url} (QUANTDESK_ALPACA__LIVE=true).",
-                style="bold white on red",
-            )
-        )
+        progress.print(Text(settings.alpaca.trading_mode(), style="bold white on red"))
 
 
 def register(app: typer.Typer) -> None:
