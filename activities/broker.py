@@ -17,6 +17,9 @@ Exactly once, through crashes, retries and timeouts, rests on three things:
 - **Fills booked by their id.** ``follow_orders`` reads the broker's FILL activities
   and books each once (``BrokerBook.book_fill``: the fill, the position and the cash
   in one transaction), then records where each order stands.
+
+Every activity heartbeats (``activities.heartbeat``): an attempt whose worker died is
+retried on a live one within ``BROKER_HEARTBEAT`` instead of its whole start-to-close.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from temporalio import activity
 
 from activities.failures import as_temporal_failures
 from activities.group import ActivityGroup, activity_on
+from activities.heartbeat import heartbeating
 from shared.broker.alpaca_client import AlpacaClient
 from shared.broker.alpaca_wire import (
     AlpacaFill,
@@ -195,6 +199,7 @@ class BrokerActivities(ActivityGroup):
         return broker
 
     @activity_on(BROKER_QUEUE, "prepare_orders")
+    @heartbeating
     def prepare_orders(self, request: PrepareRequest) -> PreparedOrders:
         """Record every planned order as an intent (once), then check each one not yet sent
         against the guardrails, the halt and the broker's buying power; refuse what fails."""
@@ -225,6 +230,7 @@ class BrokerActivities(ActivityGroup):
             return PreparedOrders(intents=intents, refused=refused)
 
     @activity_on(BROKER_QUEUE, "submit_order")
+    @heartbeating
     def submit_order(self, request: OrderRef) -> OrderIntent:
         """Send one intent to the broker unless it has it already (see the module docstring)."""
         with as_temporal_failures():
@@ -264,6 +270,7 @@ class BrokerActivities(ActivityGroup):
             return self._record(intent, order)
 
     @activity_on(BROKER_QUEUE, "follow_orders")
+    @heartbeating
     def follow_orders(self, request: FollowRequest) -> FollowedOrders:
         """Book the broker's new fills of these orders (each once) and record where each
         order stands."""
@@ -300,6 +307,7 @@ class BrokerActivities(ActivityGroup):
             return FollowedOrders(intents=followed, booked=booked)
 
     @activity_on(BROKER_QUEUE, "cancel_orders")
+    @heartbeating
     def cancel_orders(self, request: CancelRequest) -> list[OrderIntent]:
         """Cancel each order still open at the broker; an order never sent is canceled here."""
         with as_temporal_failures():
@@ -324,6 +332,7 @@ class BrokerActivities(ActivityGroup):
             return done
 
     @activity_on(BROKER_QUEUE, "market_clock")
+    @heartbeating
     def market_clock(self, request: BookRef) -> MarketClock:
         """The book's broker's clock: whether the market is open, its next open and close."""
         with as_temporal_failures():
@@ -332,6 +341,7 @@ class BrokerActivities(ActivityGroup):
                 return client.clock()
 
     @activity_on(BROKER_QUEUE, "reconcile_book")
+    @heartbeating
     def reconcile_book(self, request: BookRef) -> Reconciliation:
         """The book's shares, cash and fills against the broker's; never changes the book."""
         with as_temporal_failures():

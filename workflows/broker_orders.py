@@ -49,6 +49,10 @@ with workflow.unsafe.imports_passed_through():
 
 BROKER_CALL = timedelta(minutes=1)
 """One broker call's attempt (the client's own timeout is shorter)."""
+BROKER_HEARTBEAT = timedelta(seconds=10)
+"""The broker activities beat every few seconds: a worker silent this long is taken for dead
+and the call retried on another, so a crash mid-submit costs seconds, not ``BROKER_CALL``
+(the retry looks the order up first, so it never sends twice)."""
 PREPARE, OPEN, SUBMIT, FOLLOW = "prepare_orders", "market_open", "submit_orders", "follow_orders"
 
 
@@ -131,7 +135,7 @@ class BrokerOrdersWorkflow(TrackedRun):
                 PrepareRequest(
                     portfolio=args.portfolio, workflow_id=args.decided_by, orders=args.orders
                 ),
-                **durable(BROKER_CALL),
+                **durable(BROKER_CALL, heartbeat=BROKER_HEARTBEAT),
                 summary=f"{PREPARE}: {len(args.orders)} orders",
             ),
         )
@@ -153,7 +157,10 @@ class BrokerOrdersWorkflow(TrackedRun):
 
     async def _clock(self, book: BookRef) -> MarketClock:
         return await run_activity(
-            BrokerActivities.market_clock, book, **durable(BROKER_CALL), summary="market_clock"
+            BrokerActivities.market_clock,
+            book,
+            **durable(BROKER_CALL, heartbeat=BROKER_HEARTBEAT),
+            summary="market_clock",
         )
 
     async def _open_and_submit(self, policy: ExecutionPolicy, book: BookRef) -> None:
@@ -179,7 +186,7 @@ class BrokerOrdersWorkflow(TrackedRun):
                 await run_activity(
                     BrokerActivities.submit_order,
                     OrderRef(client_order_id=intent.client_order_id),
-                    **durable(BROKER_CALL),
+                    **durable(BROKER_CALL, heartbeat=BROKER_HEARTBEAT),
                     summary=f"submit {intent.side.value.lower()} {intent.qty} {intent.symbol}",
                 )
             )
@@ -197,7 +204,7 @@ class BrokerOrdersWorkflow(TrackedRun):
             followed: FollowedOrders = await run_activity(
                 BrokerActivities.follow_orders,
                 request,
-                **durable(BROKER_CALL),
+                **durable(BROKER_CALL, heartbeat=BROKER_HEARTBEAT),
                 summary=FOLLOW,
             )
             self.carry.booked += followed.booked
@@ -214,7 +221,7 @@ class BrokerOrdersWorkflow(TrackedRun):
                         client_order_ids=[i.client_order_id for i in followed.open],
                         reason=f"still open at the close of {close:%Y-%m-%d}: canceled by plan",
                     ),
-                    **durable(BROKER_CALL),
+                    **durable(BROKER_CALL, heartbeat=BROKER_HEARTBEAT),
                     summary="cancel at the close",
                 )
                 continue  # one more look books any fill that came before the cancel
