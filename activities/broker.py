@@ -388,11 +388,15 @@ class BrokerActivities(ActivityGroup):
     def _record(
         self, intent: OrderIntent, order: AlpacaOrder, *, reason: str | None = None
     ) -> OrderIntent:
-        """What the broker's order says about the intent: its id, and an end without fills."""
+        """What the broker's order says about the intent: its id, and an end without (more)
+        fills once every fill the broker reports for it is booked. Until then the intent
+        stays open, so the next look books the rest: ``follow_orders`` follows open intents
+        only, and a fill can land between its last look and a cancel."""
         if intent.broker_order_id is None:
             intent = self.books.mark_submitted(intent.client_order_id, order.id)
         ended = TERMINAL_AT_BROKER.get(order.status)
-        if ended is not None and intent.status in OPEN_INTENT:
+        unbooked = _whole(order.filled_qty, f"order {order.id}") > intent.filled_qty
+        if ended is not None and intent.status in OPEN_INTENT and not unbooked:
             why = reason or f"the broker's order {order.id} is {order.status.value}"
             intent = self.books.mark_terminal(intent.client_order_id, ended, why)
         return intent

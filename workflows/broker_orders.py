@@ -200,6 +200,7 @@ class BrokerOrdersWorkflow(TrackedRun):
             portfolio=args.portfolio,
             client_order_ids=[intent.client_order_id for intent in self.intents],
         )
+        canceled = False
         while True:
             followed: FollowedOrders = await run_activity(
                 BrokerActivities.follow_orders,
@@ -214,7 +215,8 @@ class BrokerOrdersWorkflow(TrackedRun):
             clock = await self._clock(book)
             close = self.carry.close or (clock.next_close if clock.is_open else None)
             self.carry.close = close
-            if args.policy.cancel_at_close and close is not None and clock.timestamp >= close:
+            at_close = close is not None and clock.timestamp >= close
+            if args.policy.cancel_at_close and at_close and not canceled:
                 await run_activity(
                     BrokerActivities.cancel_orders,
                     CancelRequest(
@@ -224,7 +226,10 @@ class BrokerOrdersWorkflow(TrackedRun):
                     **durable(BROKER_CALL, heartbeat=BROKER_HEARTBEAT),
                     summary="cancel at the close",
                 )
-                continue  # one more look books any fill that came before the cancel
+                # One more look at once books any fill that came before the cancel; an order
+                # the broker reports filled further than its fills show stays open until they do.
+                canceled = True
+                continue
             if workflow.info().is_continue_as_new_suggested():
                 workflow.continue_as_new(
                     BrokerOrdersInput(
