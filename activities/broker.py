@@ -96,10 +96,14 @@ class OrderRef(BaseModel):
 
 
 class FollowRequest(BaseModel):
-    """Orders to follow."""
+    """Orders to follow, and the trades of their fills the caller has already."""
 
     portfolio: str
     client_order_ids: list[str]
+    reported: list[str] = Field(
+        default_factory=list,
+        description="keys of the trades the caller holds: the answer brings every other one",
+    )
 
 
 class BookedTrade(BaseModel):
@@ -110,10 +114,13 @@ class BookedTrade(BaseModel):
 
 
 class FollowedOrders(BaseModel):
-    """Where each order stands, and the trades booked by this call (each fill once)."""
+    """Where each order stands, and the trades of its fills the caller did not have."""
 
     intents: list[OrderIntent]
-    booked: list[BookedTrade] = Field(description="trades of fills new to the book")
+    booked: list[BookedTrade] = Field(
+        description="trades of the orders' fills not in the request's ``reported``: the new "
+        "ones, and those an attempt whose answer was lost booked"
+    )
 
     @property
     def open(self) -> list[OrderIntent]:
@@ -272,11 +279,10 @@ class BrokerActivities(ActivityGroup):
     @activity_on(BROKER_QUEUE, "follow_orders")
     @heartbeating
     def follow_orders(self, request: FollowRequest) -> FollowedOrders:
-        """Book the broker's new fills of these orders (each once) and record where each
-        order stands."""
+        """Book the broker's new fills of these orders (each once), record where each order
+        stands, and bring the trades of their fills the caller has not been told of."""
         with as_temporal_failures():
             intents = [self._intent(coid) for coid in request.client_order_ids]
-            booked: list[BookedTrade] = []
             with self._client() as client:
                 orders = {
                     intent.client_order_id: client.order_by_client_id(intent.client_order_id)
@@ -290,9 +296,7 @@ class BrokerActivities(ActivityGroup):
                 for fill in fills:
                     if fill.order_id in ours:
                         coid = ours[fill.order_id]
-                        outcome = self.books.book_fill(request.portfolio, _fill(fill, coid))
-                        if outcome.new and outcome.trade is not None:
-                            booked.append(BookedTrade(client_order_id=coid, trade=outcome.trade))
+                        self.books.book_fill(request.portfolio, _fill(fill, coid))
                 halt = self.books.halted(request.portfolio)
                 followed = []
                 for intent in intents:
@@ -304,6 +308,14 @@ class BrokerActivities(ActivityGroup):
                         why = f"canceled: the book is halted by {halt.who}: {halt.reason}"
                         current = self._record(current, order, reason=why)
                     followed.append(current if order is None else self._record(current, order))
+            # From the book, not from this call's bookings: an attempt that booked fills and
+            # died (its worker killed) left them booked, and its answer never came.
+            known = set(request.reported)
+            booked = [
+                BookedTrade(client_order_id=coid, trade=trade)
+                for coid, trade in self.books.booked_trades(request.client_order_ids)
+                if trade.key not in known
+            ]
             return FollowedOrders(intents=followed, booked=booked)
 
     @activity_on(BROKER_QUEUE, "cancel_orders")

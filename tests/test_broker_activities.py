@@ -67,14 +67,33 @@ def test_a_fill_after_the_last_look_is_booked_when_the_order_is_canceled_before_
 ) -> None:
     coid = _sent(activities, 10)
     broker.step()  # 3 shares
-    activities.follow_orders(FollowRequest(portfolio="book", client_order_ids=[coid]))
+    first = activities.follow_orders(FollowRequest(portfolio="book", client_order_ids=[coid]))
     broker.step()  # 3 more, after that look
 
     activities.cancel_orders(CancelRequest(client_order_ids=[coid], reason="the close"))
-    followed = activities.follow_orders(FollowRequest(portfolio="book", client_order_ids=[coid]))
+    reported = [b.trade.key for b in first.booked]
+    followed = activities.follow_orders(
+        FollowRequest(portfolio="book", client_order_ids=[coid], reported=reported)
+    )
 
     [intent] = followed.intents
     assert intent.status is IntentStatus.CANCELED and intent.filled_qty == 6
     assert [b.trade.shares for b in followed.booked] == [3]
     assert {h.symbol: h.shares for h in activities.books.holdings("book")} == {"AAPL": 6}
     assert activities.books.fill_ids("book") == {fill.id for fill in broker.fills}
+
+
+def test_trades_a_lost_attempt_booked_are_reported_by_the_next_look(
+    activities: BrokerActivities, broker: AlpacaStandIn
+) -> None:
+    coid = _sent(activities, 10)
+    for _ in range(3):
+        broker.step()  # filled
+    look = FollowRequest(portfolio="book", client_order_ids=[coid])
+    activities.follow_orders(look)  # booked every fill; its answer lost with its worker
+
+    again = activities.follow_orders(look)
+
+    assert sorted(b.trade.shares for b in again.booked) == [3, 3, 4]
+    reported = [b.trade.key for b in again.booked]
+    assert activities.follow_orders(look.model_copy(update={"reported": reported})).booked == []

@@ -196,15 +196,13 @@ class BrokerOrdersWorkflow(TrackedRun):
         """Look at the orders every ``poll_seconds`` until none is open, booking new fills;
         cancel what is open at the session's close when the policy says so."""
         self.phase = FOLLOW
-        request = FollowRequest(
-            portfolio=args.portfolio,
-            client_order_ids=[intent.client_order_id for intent in self.intents],
-        )
+        coids = [intent.client_order_id for intent in self.intents]
         canceled = False
         while True:
+            reported = [booked.trade.key for booked in self.carry.booked]
             followed: FollowedOrders = await run_activity(
                 BrokerActivities.follow_orders,
-                request,
+                FollowRequest(portfolio=args.portfolio, client_order_ids=coids, reported=reported),
                 **durable(BROKER_CALL, heartbeat=BROKER_HEARTBEAT),
                 summary=FOLLOW,
             )
