@@ -17,6 +17,9 @@ Exactly once, through crashes, retries and timeouts, rests on three things:
 - **Fills booked by their id.** ``follow_orders`` reads the broker's FILL activities
   and books each once (``BrokerBook.book_fill``: the fill, the position and the cash
   in one transaction), then records where each order stands.
+
+Every activity heartbeats (``activities.heartbeat``): an attempt whose worker died is
+retried on a live one within ``BROKER_HEARTBEAT`` instead of its whole start-to-close.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from temporalio import activity
 
 from activities.failures import as_temporal_failures
 from activities.group import ActivityGroup, activity_on
+from activities.heartbeat import heartbeating
 from shared.broker.alpaca_client import AlpacaClient
 from shared.broker.alpaca_wire import (
     AlpacaFill,
@@ -92,10 +96,14 @@ class OrderRef(BaseModel):
 
 
 class FollowRequest(BaseModel):
-    """Orders to follow."""
+    """Orders to follow, and the trades of their fills the caller has already."""
 
     portfolio: str
     client_order_ids: list[str]
+    reported: list[str] = Field(
+        default_factory=list,
+        description="keys of the trades the caller holds: the answer brings every other one",
+    )
 
 
 class BookedTrade(BaseModel):
@@ -106,10 +114,13 @@ class BookedTrade(BaseModel):
 
 
 class FollowedOrders(BaseModel):
-    """Where each order stands, and the trades booked by this call (each fill once)."""
+    """Where each order stands, and the trades of its fills the caller did not have."""
 
     intents: list[OrderIntent]
-    booked: list[BookedTrade] = Field(description="trades of fills new to the book")
+    booked: list[BookedTrade] = Field(
+        description="trades of the orders' fills not in the request's ``reported``: the new "
+        "ones, and those an attempt whose answer was lost booked"
+    )
 
     @property
     def open(self) -> list[OrderIntent]:
@@ -197,6 +208,7 @@ class BrokerActivities(ActivityGroup):
         return self.books.bound(portfolio).broker
 
     @activity_on(BROKER_QUEUE, "prepare_orders")
+    @heartbeating
     def prepare_orders(self, request: PrepareRequest) -> PreparedOrders:
         """Record every planned order as an intent (once), then check each one not yet sent
         against the guardrails, the halt and the broker's buying power; refuse what fails."""
@@ -227,6 +239,7 @@ class BrokerActivities(ActivityGroup):
             return PreparedOrders(intents=intents, refused=refused)
 
     @activity_on(BROKER_QUEUE, "submit_order")
+    @heartbeating
     def submit_order(self, request: OrderRef) -> OrderIntent:
         """Send one intent to the broker unless it has it already (see the module docstring)."""
         with as_temporal_failures():
@@ -266,12 +279,12 @@ class BrokerActivities(ActivityGroup):
             return self._record(intent, order)
 
     @activity_on(BROKER_QUEUE, "follow_orders")
+    @heartbeating
     def follow_orders(self, request: FollowRequest) -> FollowedOrders:
-        """Book the broker's new fills of these orders (each once) and record where each
-        order stands."""
+        """Book the broker's new fills of these orders (each once), record where each order
+        stands, and bring the trades of their fills the caller has not been told of."""
         with as_temporal_failures():
             intents = [self._intent(coid) for coid in request.client_order_ids]
-            booked: list[BookedTrade] = []
             with self._client() as client:
                 orders = {
                     intent.client_order_id: client.order_by_client_id(intent.client_order_id)
@@ -285,9 +298,7 @@ class BrokerActivities(ActivityGroup):
                 for fill in fills:
                     if fill.order_id in ours:
                         coid = ours[fill.order_id]
-                        outcome = self.books.book_fill(request.portfolio, _fill(fill, coid))
-                        if outcome.new and outcome.trade is not None:
-                            booked.append(BookedTrade(client_order_id=coid, trade=outcome.trade))
+                        self.books.book_fill(request.portfolio, _fill(fill, coid))
                 halt = self.books.halted(request.portfolio)
                 followed = []
                 for intent in intents:
@@ -299,9 +310,18 @@ class BrokerActivities(ActivityGroup):
                         why = f"canceled: the book is halted by {halt.who}: {halt.reason}"
                         current = self._record(current, order, reason=why)
                     followed.append(current if order is None else self._record(current, order))
+            # From the book, not from this call's bookings: an attempt that booked fills and
+            # died (its worker killed) left them booked, and its answer never came.
+            known = set(request.reported)
+            booked = [
+                BookedTrade(client_order_id=coid, trade=trade)
+                for coid, trade in self.books.booked_trades(request.client_order_ids)
+                if trade.key not in known
+            ]
             return FollowedOrders(intents=followed, booked=booked)
 
     @activity_on(BROKER_QUEUE, "cancel_orders")
+    @heartbeating
     def cancel_orders(self, request: CancelRequest) -> list[OrderIntent]:
         """Cancel each order still open at the broker; an order never sent is canceled here."""
         with as_temporal_failures():
@@ -326,6 +346,7 @@ class BrokerActivities(ActivityGroup):
             return done
 
     @activity_on(BROKER_QUEUE, "market_clock")
+    @heartbeating
     def market_clock(self, request: BookRef) -> MarketClock:
         """The book's broker's clock: whether the market is open, its next open and close."""
         with as_temporal_failures():
@@ -334,6 +355,7 @@ class BrokerActivities(ActivityGroup):
                 return client.clock()
 
     @activity_on(BROKER_QUEUE, "reconcile_book")
+    @heartbeating
     def reconcile_book(self, request: BookRef) -> Reconciliation:
         """The book's shares, cash and fills against the broker's; never changes the book."""
         with as_temporal_failures():
@@ -380,11 +402,15 @@ class BrokerActivities(ActivityGroup):
     def _record(
         self, intent: OrderIntent, order: AlpacaOrder, *, reason: str | None = None
     ) -> OrderIntent:
-        """What the broker's order says about the intent: its id, and an end without fills."""
+        """What the broker's order says about the intent: its id, and an end without (more)
+        fills once every fill the broker reports for it is booked. Until then the intent
+        stays open, so the next look books the rest: ``follow_orders`` follows open intents
+        only, and a fill can land between its last look and a cancel."""
         if intent.broker_order_id is None:
             intent = self.books.mark_submitted(intent.client_order_id, order.id)
         ended = TERMINAL_AT_BROKER.get(order.status)
-        if ended is not None and intent.status in OPEN_INTENT:
+        unbooked = _whole(order.filled_qty, f"order {order.id}") > intent.filled_qty
+        if ended is not None and intent.status in OPEN_INTENT and not unbooked:
             why = reason or f"the broker's order {order.id} is {order.status.value}"
             intent = self.books.mark_terminal(intent.client_order_id, ended, why)
         return intent

@@ -17,6 +17,7 @@ def planned_order(
     price: Decimal,
     *,
     rationale: str = "decided by the test",
+    sector: Sector = Sector.INFORMATION_TECHNOLOGY,
 ) -> PlannedOrder:
     """Order ``index`` of a plan: ``shares`` of ``symbol`` at the close ``price``, no costs."""
     value = price * shares
@@ -31,6 +32,6 @@ def planned_order(
         est_value=value,
         est_fees=Decimal(0),
         est_cash_change=-value if side is Side.BUY else value,
-        sector=Sector.INFORMATION_TECHNOLOGY,
+        sector=sector,
         rationale=rationale,
     )

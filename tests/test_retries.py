@@ -13,6 +13,7 @@ from temporalio.activity import _Definition
 
 import activities.autorun
 import activities.backtest
+import activities.broker
 import activities.charts
 import activities.evaluation
 import activities.llm
@@ -107,6 +108,7 @@ def _activity_definitions() -> dict[str, object]:
     modules = (
         activities.autorun,
         activities.backtest,
+        activities.broker,
         activities.charts,
         activities.evaluation,
         activities.llm,
@@ -157,7 +159,9 @@ def test_a_step_with_a_heartbeat_timeout_calls_an_activity_that_heartbeats() -> 
         heartbeats = hasattr(fn, "__wrapped__") or "heartbeat" in source
         assert heartbeats, f"{where}: {name} never heartbeats, so it would time out"
         beating.append(name)
-    assert {"chat", "execute_orders", "score_backtest", "load_eval_windows"} <= set(beating)
+    assert {"chat", "execute_orders", "score_backtest", "load_eval_windows", "submit_order"} <= set(
+        beating
+    )
 
 
 def test_transient_faults_retry_for_the_whole_budget_with_capped_back_off() -> None:

@@ -49,6 +49,10 @@ with workflow.unsafe.imports_passed_through():
 
 BROKER_CALL = timedelta(minutes=1)
 """One broker call's attempt (the client's own timeout is shorter)."""
+BROKER_HEARTBEAT = timedelta(seconds=10)
+"""The broker activities beat every few seconds: a worker silent this long is taken for dead
+and the call retried on another, so a crash mid-submit costs seconds, not ``BROKER_CALL``
+(the retry looks the order up first, so it never sends twice)."""
 PREPARE, OPEN, SUBMIT, FOLLOW = "prepare_orders", "market_open", "submit_orders", "follow_orders"
 
 
@@ -131,7 +135,7 @@ class BrokerOrdersWorkflow(TrackedRun):
                 PrepareRequest(
                     portfolio=args.portfolio, workflow_id=args.decided_by, orders=args.orders
                 ),
-                **durable(BROKER_CALL),
+                **durable(BROKER_CALL, heartbeat=BROKER_HEARTBEAT),
                 summary=f"{PREPARE}: {len(args.orders)} orders",
             ),
         )
@@ -153,7 +157,10 @@ class BrokerOrdersWorkflow(TrackedRun):
 
     async def _clock(self, book: BookRef) -> MarketClock:
         return await run_activity(
-            BrokerActivities.market_clock, book, **durable(BROKER_CALL), summary="market_clock"
+            BrokerActivities.market_clock,
+            book,
+            **durable(BROKER_CALL, heartbeat=BROKER_HEARTBEAT),
+            summary="market_clock",
         )
 
     async def _open_and_submit(self, policy: ExecutionPolicy, book: BookRef) -> None:
@@ -179,7 +186,7 @@ class BrokerOrdersWorkflow(TrackedRun):
                 await run_activity(
                     BrokerActivities.submit_order,
                     OrderRef(client_order_id=intent.client_order_id),
-                    **durable(BROKER_CALL),
+                    **durable(BROKER_CALL, heartbeat=BROKER_HEARTBEAT),
                     summary=f"submit {intent.side.value.lower()} {intent.qty} {intent.symbol}",
                 )
             )
@@ -189,15 +196,14 @@ class BrokerOrdersWorkflow(TrackedRun):
         """Look at the orders every ``poll_seconds`` until none is open, booking new fills;
         cancel what is open at the session's close when the policy says so."""
         self.phase = FOLLOW
-        request = FollowRequest(
-            portfolio=args.portfolio,
-            client_order_ids=[intent.client_order_id for intent in self.intents],
-        )
+        coids = [intent.client_order_id for intent in self.intents]
+        canceled = False
         while True:
+            reported = [booked.trade.key for booked in self.carry.booked]
             followed: FollowedOrders = await run_activity(
                 BrokerActivities.follow_orders,
-                request,
-                **durable(BROKER_CALL),
+                FollowRequest(portfolio=args.portfolio, client_order_ids=coids, reported=reported),
+                **durable(BROKER_CALL, heartbeat=BROKER_HEARTBEAT),
                 summary=FOLLOW,
             )
             self.carry.booked += followed.booked
@@ -207,17 +213,21 @@ class BrokerOrdersWorkflow(TrackedRun):
             clock = await self._clock(book)
             close = self.carry.close or (clock.next_close if clock.is_open else None)
             self.carry.close = close
-            if args.policy.cancel_at_close and close is not None and clock.timestamp >= close:
+            at_close = close is not None and clock.timestamp >= close
+            if args.policy.cancel_at_close and at_close and not canceled:
                 await run_activity(
                     BrokerActivities.cancel_orders,
                     CancelRequest(
                         client_order_ids=[i.client_order_id for i in followed.open],
                         reason=f"still open at the close of {close:%Y-%m-%d}: canceled by plan",
                     ),
-                    **durable(BROKER_CALL),
+                    **durable(BROKER_CALL, heartbeat=BROKER_HEARTBEAT),
                     summary="cancel at the close",
                 )
-                continue  # one more look books any fill that came before the cancel
+                # One more look at once books any fill that came before the cancel; an order
+                # the broker reports filled further than its fills show stays open until they do.
+                canceled = True
+                continue
             if workflow.info().is_continue_as_new_suggested():
                 workflow.continue_as_new(
                     BrokerOrdersInput(

@@ -16,6 +16,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from activities.broker import BookRef, BrokerActivities, Reconciliation
     from workflows.activity_calls import run_activity
+    from workflows.broker_orders import BROKER_HEARTBEAT
     from workflows.inputs import RunInput
     from workflows.retries import durable
     from workflows.visibility import tag_run
@@ -40,7 +41,7 @@ class ReconcileWorkflow:
         result: Reconciliation = await run_activity(
             BrokerActivities.reconcile_book,
             BookRef(portfolio=args.portfolio),
-            **durable(RECONCILE_START_TO_CLOSE),
+            **durable(RECONCILE_START_TO_CLOSE, heartbeat=BROKER_HEARTBEAT),
             summary=f"reconcile {args.portfolio}",
         )
         state = "clean" if result.drift.clean else "drift"

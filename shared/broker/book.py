@@ -48,7 +48,7 @@ from shared.broker.models import (
 )
 from shared.database import record_of, row_values
 from shared.errors import InvalidInput
-from shared.portfolio.models import BrokerKind, Portfolio, Side, TradeRequest
+from shared.portfolio.models import BrokerKind, Portfolio, Side, Trade, TradeRequest
 from shared.portfolio.schema import (
     adoptions,
     broker_fills,
@@ -383,6 +383,25 @@ class BrokerBook(PortfolioStore):
             self._row(conn, book)
             rows = conn.execute(query.limit(limit) if limit else query).all()
         return [record_of(BookedFill, row) for row in reversed(rows)]
+
+    def booked_trades(self, client_order_ids: Collection[str]) -> list[tuple[str, Trade]]:
+        """The trades the fills of these orders booked, each with its order's client order
+        id, in booking order (a fill an adoption covers booked none)."""
+        query = (
+            select(order_intents.c.client_order_id, broker_fills.c.trade_key)
+            .join(order_intents, order_intents.c.id == broker_fills.c.intent_id)
+            .where(
+                order_intents.c.client_order_id.in_(list(client_order_ids)),
+                broker_fills.c.trade_key.is_not(None),
+            )
+            .order_by(broker_fills.c.id)
+        )
+        with self._engine.connect() as conn:
+            found = [
+                (row.client_order_id, self._trade_at(conn, row.trade_key))
+                for row in conn.execute(query)
+            ]
+        return [(coid, trade) for coid, trade in found if trade is not None]
 
     def fill_ids(self, book: str, *, since: datetime | None = None) -> set[str]:
         """The ids of the book's fills (booked, or covered by an adoption), those of

@@ -21,12 +21,13 @@ Run ``python -m tests.fakes.alpaca --port 8765`` to poke at one by hand.
 
 from tests.fakes.alpaca.faults import FaultKind
 from tests.fakes.alpaca.model import Fill, OrderStatus, StoredOrder
-from tests.fakes.alpaca.server import AlpacaStandIn, ControlledClock, RecordedRequest
+from tests.fakes.alpaca.server import AlpacaStandIn, ControlledClock, FiredFault, RecordedRequest
 
 __all__ = [
     "AlpacaStandIn",
     "ControlledClock",
     "FaultKind",
+    "FiredFault",
     "Fill",
     "OrderStatus",
     "RecordedRequest",

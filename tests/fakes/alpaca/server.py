@@ -52,6 +52,14 @@ class RecordedRequest:
 
 
 @dataclass(frozen=True)
+class FiredFault:
+    """An armed fault that went off, and the request it spoiled."""
+
+    fault: Fault  # as armed: kind, pattern and options
+    request: RecordedRequest
+
+
+@dataclass(frozen=True)
 class _Answer:
     status: int
     headers: dict[str, str]
@@ -199,6 +207,7 @@ class AlpacaStandIn:
         self._faults = FaultBoard()
         self._limiter = RateLimiter(rate_limit_per_minute)
         self._requests: list[RecordedRequest] = []
+        self._fired: list[FiredFault] = []
         self._httpd: _HttpServer | None = None
 
     # -- lifecycle -------------------------------------------------------------
@@ -298,6 +307,12 @@ class AlpacaStandIn:
         with self.lock:
             return self._faults.pending
 
+    @property
+    def fired(self) -> list[FiredFault]:
+        """Every fault that went off, oldest first, with the request it spoiled."""
+        with self.lock:
+            return list(self._fired)
+
     # -- what happened -----------------------------------------------------------
 
     @property
@@ -332,6 +347,8 @@ class AlpacaStandIn:
             if (request.headers.get(KEY_HEADER), secret) != self._credentials:
                 return _refused(not_authorized())
             fault = self._faults.take(request.method, request.path)
+            if fault is not None:
+                self._fired.append(FiredFault(copy.copy(fault), request))
             mono, wall = request.received_at, time.time()
             if fault is not None and fault.kind is FaultKind.RATE_LIMITED:
                 headers = self._limiter.refused_headers(mono, wall, fault.retry_after)
