@@ -347,7 +347,7 @@ async def main(options: argparse.Namespace) -> int:
     config = ChaosConfig.quick(options.seed) if options.quick else ChaosConfig(seed=options.seed)
     chosen = {
         name: getattr(options, name)
-        for name in ("executions", "books", "faults", "kills", "client_timeout")
+        for name in ("executions", "books", "faults", "kills", "client_timeout", "timeout_minutes")
         if getattr(options, name) is not None
     }
     config = replace(config, **chosen)
@@ -382,6 +382,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--client-timeout", type=float, help="the broker client's timeout, seconds (2)"
     )
+    parser.add_argument("--timeout-minutes", type=float, help="the whole run's deadline (15)")
     parser.add_argument("--keep", action="store_true", help="keep the data dir even when met")
     status = asyncio.run(main(parser.parse_args()))
     sys.stdout.flush()
