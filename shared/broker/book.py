@@ -215,7 +215,7 @@ class BrokerBook(PortfolioStore):
         changes = changes | {"updated_at": datetime.now(UTC)}
         where = order_intents.c.client_order_id == intent.client_order_id
         conn.execute(update(order_intents).where(where).values(changes))
-        return intent.model_copy(update=changes)
+        return OrderIntent.model_validate({**intent.model_dump(), **changes})  # its rules hold
 
     def _intent_where(self, conn: Connection, where: ColumnElement[bool]) -> OrderIntent | None:
         row = conn.execute(_intents().where(where)).first()

@@ -44,9 +44,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
+from tests.fakes.served import ServedInThread
 from tests.fakes.vendor_schemas import instance_of, strict_schema_problem
 
 
@@ -340,8 +340,6 @@ _ERROR: dict[Wire, Callable[[int, str, str | None], dict[str, Any]]] = {
     Wire.OPENAI: _openai_error,
     Wire.ANTHROPIC: _anthropic_error,
 }
-# How often the serving loop checks for stop(): short, so each test's teardown is quick.
-_POLL_SECONDS = 0.02
 _NO_SCRIPT = Scripted(status=500, message="no scripted reply: the test queued too few replies")
 
 
@@ -431,53 +429,19 @@ class _HttpServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
 
 
-class FakeLlmServer:
+class FakeLlmServer(ServedInThread):
     """Scripted OpenAI/Anthropic endpoints on a free local port, recording every request."""
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Scripted] = deque()
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._httpd: _HttpServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     # -- lifecycle -------------------------------------------------------------
 
-    def start(self) -> Self:
-        """Bind a free port and serve from a daemon thread."""
-        self._stopping.clear()
-        self._httpd = _HttpServer(self)
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": _POLL_SECONDS}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving; replies still sleeping are cut short."""
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._httpd is None:
-            raise RuntimeError("FakeLlmServer is not started")
-        return self._httpd.server_address[1]
+    def _server(self) -> _HttpServer:
+        return _HttpServer(self)
 
     @property
     def base_url_openai(self) -> str:
@@ -519,7 +483,7 @@ class FakeLlmServer:
         if refusal is not None:
             return refusal
         if script.delay:
-            self._stopping.wait(script.delay)
+            self.stopping.wait(script.delay)
         return _render(script, wire, request)
 
     # -- scripting -------------------------------------------------------------

@@ -89,7 +89,7 @@ class ReplayVendor(FakeLlmServer):
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
-            self._stopping.wait(self.latency)
+            self.stopping.wait(self.latency)
             recorded = self.replies.get(key)
             if recorded is None:
                 return _render(Scripted(status=400, message="no recorded reply"), wire, request)

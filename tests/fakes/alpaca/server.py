@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from tests.fakes.alpaca.api import dispatch
@@ -22,13 +21,12 @@ from tests.fakes.alpaca.faults import Fault, FaultBoard, FaultKind, RateLimiter
 from tests.fakes.alpaca.model import Fill, StoredOrder
 from tests.fakes.alpaca.refusals import Refusal, not_authorized
 from tests.fakes.alpaca.sessions import NyseCalendar
+from tests.fakes.served import ServedInThread
 
 # A Tuesday, 10:30 in New York: the market is open unless a test moves the clock.
 DEFAULT_NOW = datetime(2025, 6, 24, 14, 30, tzinfo=UTC)
 KEY_HEADER = "apca-api-key-id"
 SECRET_HEADER = "apca-api-secret-key"
-# How often the serving loop checks for stop(): short, so each test's teardown is quick.
-_POLL_SECONDS = 0.02
 _JSON = {"Content-Type": "application/json; charset=UTF-8"}
 _HTML = {"Content-Type": "text/html"}
 _GATEWAY_REASONS = {
@@ -174,7 +172,7 @@ class _HttpServer(ThreadingHTTPServer):
         super().__init__((host, port), _Handler)
 
 
-class AlpacaStandIn:
+class AlpacaStandIn(ServedInThread):
     """Alpaca's Trading API v2 for one paper cash account, on a loopback port, for tests.
 
     ``key_id`` and ``secret`` are the only pair it accepts; ``prices`` (or
@@ -196,10 +194,10 @@ class AlpacaStandIn:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
+        super().__init__()
         self._credentials = (key_id, secret)
         self._address = (host, port)
         self.lock = threading.RLock()
-        self.stopping = threading.Event()
         self.book = Brokerage(cash=cash, now=now, calendar=NyseCalendar(), fill_plan=fill_plan)
         for symbol, price in (prices or {}).items():
             self.book.set_price(symbol, price)
@@ -208,44 +206,11 @@ class AlpacaStandIn:
         self._limiter = RateLimiter(rate_limit_per_minute)
         self._requests: list[RecordedRequest] = []
         self._fired: list[FiredFault] = []
-        self._httpd: _HttpServer | None = None
 
     # -- lifecycle -------------------------------------------------------------
 
-    def start(self) -> Self:
-        """Bind the port (a free one by default) and serve from a daemon thread."""
-        self.stopping.clear()
-        self._httpd = _HttpServer(self, *self._address)
-        threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": _POLL_SECONDS}, daemon=True
-        ).start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving; answers still being delayed are cut short."""
-        self.stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        """The bound port (chosen free when constructed with port 0)."""
-        if self._httpd is None:
-            raise RuntimeError("AlpacaStandIn is not started")
-        return self._httpd.server_address[1]
+    def _server(self) -> _HttpServer:
+        return _HttpServer(self, *self._address)
 
     @property
     def base_url(self) -> str:
