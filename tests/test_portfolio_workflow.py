@@ -613,7 +613,7 @@ async def test_quantdesk_portfolio_shows_the_book_its_trades_and_snapshots(
     )
 
     assert shown.returncode == trades.returncode == snaps.returncode == 0, shown.stderr
-    assert "held as of 2012-06-01" in shown.stdout and "LMNW" in shown.stdout
+    assert "held (paper broker) as of 2012-06-01" in shown.stdout and "LMNW" in shown.stdout
     assert "Information Technology" in shown.stdout and "Health Care" in shown.stdout
     assert "SELL" in trades.stdout and "PTRQ" in trades.stdout
     assert held_run[1].workflow_id[:20] in snaps.stdout
