@@ -30,6 +30,7 @@ from cli.stack.servers import ServerLaunch, port_is_free, s3_server, wait_until
 from shared.config import Settings, load_settings
 from shared.storage.credentials import ensure_generated_credentials
 from shared.storage.objects import ObjectStore
+from tests.hosts import Host
 from workers.main import WorkerPlan, build_worker
 
 S3_START_TIMEOUT = 60.0
@@ -130,8 +131,9 @@ def _run_as() -> dict[str, Any]:
 
 
 @contextmanager
-def postgres_for_tests() -> Iterator[str]:
-    """A throwaway PostgreSQL on a loopback port; skipped where it is not installed.
+def postgres_for_tests(host: Host | None = None) -> Iterator[str]:
+    """A throwaway PostgreSQL on a loopback port, or on ``host``'s address (port 5432) open to
+    its network; skipped where it is not installed.
 
     The server is our own child (no pg_ctl daemon), so stopping it also reaps it."""
     psycopg = pytest.importorskip("psycopg")
@@ -142,21 +144,29 @@ def postgres_for_tests() -> Iterator[str]:
     data = Path(tempfile.mkdtemp(prefix="quantdesk-pg-"))
     if run_as:
         shutil.chown(data, "postgres")
-    port = free_port_base(lambda base: [base])
+    address = host.address if host else "127.0.0.1"
+    port = 5432 if host else free_port_base(lambda base: [base])
     db = str(data / "db")
     initdb = [str(bin_dir / "initdb"), "-D", db, "-U", "quantdesk", "--auth=trust"]
     argv = [str(bin_dir / "postgres"), "-D", db, "-p", str(port), "-k", str(data)]
-    argv += ["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"]
+    argv += ["-c", f"listen_addresses={address}", "-c", "fsync=off"]
     try:
         subprocess.run(initdb, cwd=data, check=True, capture_output=True, timeout=120, **run_as)
     except BaseException:
         shutil.rmtree(data, ignore_errors=True)
         raise
+    server_as = run_as
+    if host is not None:
+        with (data / "db" / "pg_hba.conf").open("a") as hba:
+            hba.write(f"host all all {address.rpartition('.')[0]}.0/24 trust\n")
+        # `ip netns exec` needs root: the user is dropped inside the host instead.
+        drop = ["setpriv", "--reuid=postgres", "--regid=postgres", "--clear-groups"]
+        argv, server_as = host.argv([*drop, *argv]), {}
     with (data / "server.log").open("wb") as log:
         server = subprocess.Popen(
-            argv, cwd=data, stdin=subprocess.DEVNULL, stdout=log, stderr=log, **run_as
+            argv, cwd=data, stdin=subprocess.DEVNULL, stdout=log, stderr=log, **server_as
         )
-    dsn = f"postgresql://quantdesk@127.0.0.1:{port}/postgres"
+    dsn = f"postgresql://quantdesk@{address}:{port}/postgres"
     try:
         deadline = time.monotonic() + PG_START_TIMEOUT
         while True:
@@ -167,7 +177,7 @@ def postgres_for_tests() -> Iterator[str]:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError((data / "server.log").read_text()) from None
                 time.sleep(0.1)
-        yield f"postgresql+psycopg://quantdesk@127.0.0.1:{port}"
+        yield f"postgresql+psycopg://quantdesk@{address}:{port}"
     finally:
         server.send_signal(signal.SIGINT)  # PostgreSQL's fast shutdown
         try:
