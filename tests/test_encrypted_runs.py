@@ -5,7 +5,8 @@ client comes from ``workers.client.connect`` with the codec on. Read back by a p
 client, its history holds no payload in plain text, and no trace of its symbol or
 decision outside the search attributes (which are indexed, so plain by design); the
 console's codec endpoint, the console's own run page and the `temporal` CLI (through
-that endpoint) all read it. The embedded dev server is told the endpoint by `up`.
+that endpoint) all read it. The embedded Web UI, pointed at the endpoint as `up` does,
+shows a sealed input decoded, in a real headless Chromium.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,12 +34,13 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from cli.stack.console import codec_endpoint
-from cli.stack.servers import temporal_dev_server, wait_until
+from cli.stack.servers import http_answers, temporal_dev_server, wait_until
 from console.app import create_app
 from shared.config import Settings
 from shared.llm.providers import QUEUE_OFFLINE
 from shared.market.sources import BundledSource
 from shared.payload_keys import new_key_line
+from tests.chromium import chromium_binary, chromium_page
 from tests.servers import (
     free_port_base,
     isolated_settings,
@@ -56,6 +59,9 @@ SYMBOL = "ZQXCODEC"
 """Found nowhere but in the run's payloads, so any plain trace of it is a leak."""
 TOKEN = "t0ken-encrypted-runs"
 KEYS = f"{new_key_line('2026-12')},{new_key_line('2026-06')}"
+needs_chromium = pytest.mark.skipif(
+    chromium_binary() is None, reason="chromium is not installed (.ci/run installs it)"
+)
 
 
 @dataclass
@@ -221,21 +227,10 @@ async def test_the_consoles_run_page_reads_the_encrypted_run(run: EncryptedRun) 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def served_console(settings: Settings) -> AsyncIterator[str]:
     """The console over HTTP on its loopback port; its codec endpoint's URL."""
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(settings), host="127.0.0.1", port=settings.console.port, log_level="warning"
-        )
-    )
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.05)
-    try:
-        endpoint = codec_endpoint(settings)
-        assert endpoint is not None
+    endpoint = codec_endpoint(settings)
+    assert endpoint is not None
+    async with serving(settings):
         yield endpoint
-    finally:
-        server.should_exit = True
-        await serving
 
 
 async def test_the_temporal_cli_shows_the_run_through_the_codec_endpoint(
@@ -265,31 +260,69 @@ async def test_the_temporal_cli_shows_the_run_through_the_codec_endpoint(
     assert [p.metadata["encoding"] for p in sealed] == [b"binary/encrypted"]
 
 
-def test_the_embedded_web_ui_is_told_the_consoles_codec_endpoint(
+@needs_chromium
+async def test_the_embedded_web_ui_shows_inputs_through_the_consoles_codec(
     settings: Settings, tmp_path: Path
 ) -> None:
-    base = free_port_base(lambda base: [base, base + 1, base + 10, base + 11])
-    dev = settings.model_copy(
+    """`up`'s dev server (its launch spec, with the endpoint `up` gives it), an encrypted start,
+    and the console that endpoint names (no token here: a browser sends the token as the
+    console's cookie, which the HTTP tests cover)."""
+    base = free_port_base(lambda base: [base + offset for offset in (0, 1, 2, 10, 11)])
+    ui = f"http://127.0.0.1:{base + 1}"
+    desk = settings.model_copy(
         update={
             "data_dir": tmp_path,
             "temporal": settings.temporal.model_copy(
                 update={"address": f"127.0.0.1:{base}", "ui_port": base + 1}
             ),
+            "console": settings.console.model_copy(update={"port": base + 2, "token": None}),
         }
     )
-    endpoint = codec_endpoint(dev)
-    launch = temporal_dev_server(dev, {}, endpoint)
-    ui_settings = f"http://127.0.0.1:{base + 1}/api/v1/settings"
+    endpoint = codec_endpoint(desk)
+    async with serving(desk), running_dev_server(desk, endpoint, tmp_path):
+        told = httpx.get(f"{ui}/api/v1/settings", timeout=5).json()["Codec"]["Endpoint"]
+        client = await connect(desk)
+        workflow_id = f"encrypted-ui-{uuid.uuid4().hex[:6]}"
+        # No worker polls this queue: the start event, sealed, is all the history needs.
+        await client.start_workflow(
+            "QuantAgent", {"symbol": SYMBOL, "timeframe": "1d"}, id=workflow_id, task_queue="none"
+        )
+        async with chromium_page(tmp_path / "profile") as page:
+            await page.goto(f"{ui}/namespaces/default/workflows/{workflow_id}")
+            # The input reads {"symbol": ..., "timeframe": "1d"} only once decoded.
+            await page.wait_for("document.body.innerText.includes('timeframe')", timeout=90)
+            shown = await page.evaluate("document.body.innerText")
 
-    def answered() -> dict[str, Any] | None:
-        try:
-            return httpx.get(ui_settings, timeout=2).json()
-        except (httpx.HTTPError, ValueError):
-            return None
+    assert endpoint == told == f"http://127.0.0.1:{base + 2}/codec"
+    assert SYMBOL in shown
 
-    with running(launch, tmp_path / "temporal.log"):
-        assert wait_until(lambda: answered() is not None, timeout=60)
-        codec = (answered() or {})["Codec"]
 
-    assert endpoint == f"http://127.0.0.1:{settings.console.port}/codec"
-    assert codec["Endpoint"] == endpoint
+@asynccontextmanager
+async def serving(settings: Settings) -> AsyncIterator[None]:
+    """The console over HTTP on its port until the block ends."""
+    config = uvicorn.Config(
+        create_app(settings), host="127.0.0.1", port=settings.console.port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.05)
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        await task
+
+
+@asynccontextmanager
+async def running_dev_server(
+    settings: Settings, endpoint: str | None, folder: Path
+) -> AsyncIterator[None]:
+    """The dev server `up` would start, with its Web UI, until the block ends."""
+    launch = temporal_dev_server(settings, {}, endpoint)
+    ui_settings = f"http://127.0.0.1:{settings.temporal.ui_port}/api/v1/settings"
+    with running(launch, folder / "temporal.log"):
+        assert await asyncio.to_thread(wait_until, lambda: http_answers(ui_settings), timeout=60), (
+            folder / "temporal.log"
+        ).read_text()[-2000:]
+        yield
