@@ -26,7 +26,7 @@ from shared.errors import ConfigError, PayloadTampered
 
 KEY_BYTES = 32
 NONCE_BYTES = 12
-KEY_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+KEY_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,64}")
 """What a key id may be: it travels in every payload's metadata and names the key in errors."""
 
 
@@ -43,13 +43,11 @@ def parse_key_lines(text: str) -> list[tuple[str, bytes]]:
     for position, entry in enumerate(entries, start=1):
         key_id, colon, encoded = entry.partition(":")
         key_id = key_id.strip()
-        where = f"key {position}" + (
-            f" (id {key_id!r})" if colon and KEY_ID.fullmatch(key_id) else ""
-        )
-        if not colon or not KEY_ID.fullmatch(key_id):
+        if not colon or not KEY_ID_PATTERN.fullmatch(key_id):
             raise ValueError(
-                f"{where} is not ID:BASE64KEY with an id of letters, digits, '.', '_' or '-'"
+                f"key {position} is not ID:BASE64KEY with an id of letters, digits, '.', '_' or '-'"
             )
+        where = f"key {position} (id {key_id!r})"
         try:
             key = base64.b64decode(encoded.strip(), validate=True)
         except binascii.Error:
@@ -64,7 +62,7 @@ def parse_key_lines(text: str) -> list[tuple[str, bytes]]:
 
 def new_key_line(key_id: str) -> str:
     """A fresh random key as a key line, ``ID:BASE64KEY``."""
-    if not KEY_ID.fullmatch(key_id):
+    if not KEY_ID_PATTERN.fullmatch(key_id):
         raise ValueError(f"key id {key_id!r}: use 1-64 letters, digits, '.', '_' or '-'")
     return f"{key_id}:{base64.b64encode(AESGCM.generate_key(bit_length=256)).decode()}"
 
