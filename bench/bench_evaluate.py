@@ -13,6 +13,9 @@ measurements:
 - ``Evaluate`` with ``--concurrency``: windows per second.
 
     .venv/bin/python bench/bench_evaluate.py [--windows 100] [--concurrency 8] [--bare-runs 20]
+
+With ``QUANTDESK_CODEC__ENABLED=true`` and ``QUANTDESK_CODEC__KEYS`` set, every payload is
+encrypted as on an external cluster (``workers.converter``): the same numbers, with the codec.
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from temporalio.api.enums.v1 import EventType  # noqa: E402
 from temporalio.client import Client, WorkflowHistory  # noqa: E402
-from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
 from activities.charts import ChartActivities  # noqa: E402
@@ -47,6 +49,7 @@ from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE  # noqa: E402
 from tests.servers import running_workers, s3_for_tests  # noqa: E402
 from tests.test_evaluation import write_benchmark_file  # noqa: E402
 from workers.client import register_search_attributes  # noqa: E402
+from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan  # noqa: E402
 from workflows.evaluate import EvaluateResult, EvaluateWorkflow  # noqa: E402
 from workflows.quantagent import QuantAgentInput, QuantAgentWorkflow  # noqa: E402
@@ -156,7 +159,7 @@ async def main(windows: int, concurrency: int, bare_runs: int) -> None:
         root = Path(tmp) / "benchmark"
         cut = _benchmark_dir(root, windows)
         env = await WorkflowEnvironment.start_local(
-            data_converter=pydantic_data_converter, dev_server_existing_path=temporal, ui=False
+            data_converter=data_converter(settings), dev_server_existing_path=temporal, ui=False
         )
         await register_search_attributes(env.client)
         try:

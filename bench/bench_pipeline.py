@@ -14,6 +14,9 @@ decision must equal the offline one. Runs in-process on the time-skipping server
 a real S3, like the tests; no stack is needed.
 
     .venv/bin/python bench/bench_pipeline.py [--latency 0.5] [--rounds 1] [--symbol GOOG]
+
+With ``QUANTDESK_CODEC__ENABLED=true`` and ``QUANTDESK_CODEC__KEYS`` set, every payload is
+encrypted as on an external cluster (``workers.converter``): the same numbers, with the codec.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from temporalio.client import Client  # noqa: E402
-from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
 import activities.tools as tool_activities  # noqa: E402
@@ -54,6 +56,7 @@ from shared.tools.registry import ToolServices  # noqa: E402
 from tests.fakes.replay import ReplayVendor, recording_chat  # noqa: E402
 from tests.servers import running_workers, s3_for_tests  # noqa: E402
 from workers.client import register_search_attributes  # noqa: E402
+from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan  # noqa: E402
 from workflows.debates import DebateWorkflow, RiskWorkflow  # noqa: E402
 from workflows.pipeline import PipelineResult, PipelineWorkflow  # noqa: E402
@@ -96,7 +99,7 @@ async def main(latency: float, rounds: int, symbol: str, as_of: str) -> None:
     replies: dict[str, ChatResponse] = {}
     with tempfile.TemporaryDirectory() as tmp, s3_for_tests(Path(tmp)) as s3:
         env = await WorkflowEnvironment.start_time_skipping(
-            data_converter=pydantic_data_converter,
+            data_converter=data_converter(s3),
             test_server_existing_path=str(
                 Path(sysconfig.get_path("scripts")) / "temporal-test-server"
             ),

@@ -18,9 +18,10 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from console import books_pages, objects_pages, runs_pages, start_pages, studies_pages
+from console.codec_endpoint import router as codec_endpoint
 from console.desk import Desk
 from console.errors import PageError
-from console.security import same_origin, token_gate
+from console.security import codec_cors, same_origin, token_gate
 from console.web import HERE, page
 from shared.config import Settings
 from shared.errors import ConfigError, ObjectNotFound, QuantdeskError, StorageUnavailable
@@ -42,9 +43,12 @@ def create_app(settings: Settings) -> FastAPI:
     if settings.console.token is not None:
         app.middleware("http")(token_gate(settings.console.token.get_secret_value()))
     app.middleware("http")(same_origin)
+    # Added last, so outermost: a browser's preflight carries no token to show the gate.
+    app.middleware("http")(codec_cors(settings.web_ui_origins))
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     for pages in (runs_pages, books_pages, start_pages, studies_pages, objects_pages):
         app.include_router(pages.router)
+    app.include_router(codec_endpoint)
 
     @app.get("/health", include_in_schema=False)
     async def health() -> JSONResponse:

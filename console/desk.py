@@ -21,6 +21,7 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowHandle,
 )
+from temporalio.converter import PayloadCodec
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.portfolio import PortfolioActivities
@@ -29,6 +30,7 @@ from console.errors import Conflict, NotFound, PageError, Unavailable
 from shared.broker.book import BrokerBook
 from shared.config import Settings
 from shared.errors import ConfigError
+from workers.converter import data_converter
 
 T = TypeVar("T")
 QUERY_TIMEOUT = timedelta(seconds=3)
@@ -52,6 +54,12 @@ class Desk:
     def broker_book(self) -> BrokerBook:
         """The books' intents, fills and halts (the same database as ``book_io``'s)."""
         return BrokerBook.from_settings(self.settings)
+
+    @cached_property
+    def codec(self) -> PayloadCodec | None:
+        """The payload codec of this console's own client, for the codec endpoint; None when
+        payloads travel in plain text. A ``ConfigError`` (on without keys) is not kept."""
+        return data_converter(self.settings).payload_codec
 
     async def client(self) -> Client:
         """The Temporal client, connected on first use (the console may start before Temporal)."""

@@ -34,6 +34,7 @@ from shared.data.router import DEFAULT_ROUTES
 from shared.errors import ConfigError
 from shared.llm.pricing import ModelPrice
 from shared.llm.providers import PROVIDERS, LlmRole, ProviderSpec, Serving, list_prices
+from shared.payload_keys import PayloadKeys, parse_key_lines
 from shared.portfolio.costs import Costs
 from shared.queues import DEFAULT_WORKFLOWS_QUEUE
 from shared.storage.buckets import BUCKETS
@@ -194,6 +195,102 @@ class ConsoleSettings(BaseModel):
     )
 
 
+CODEC_KEYS_SETTING = f"{ENV_PREFIX}CODEC__KEYS"
+CODEC_KEY_FILE_SETTING = f"{ENV_PREFIX}CODEC__KEY_FILE"
+CODEC_ENABLED_SETTING = f"{ENV_PREFIX}CODEC__ENABLED"
+CODEC_ORIGINS_SETTING = f"{ENV_PREFIX}CODEC__WEB_UI_ORIGINS"
+
+
+class CodecSettings(BaseModel):
+    """Payload encryption: every client (workers, CLI, console, benches) seals what it sends
+    Temporal with AES-256-GCM, so histories hold no plain prompt, report or book figure.
+
+    The keys are ``ID:BASE64KEY`` lines (``quantdesk codec new-key``), from ``keys`` or
+    ``key_file``, the same on every host: the first encrypts, every one decrypts."""
+
+    keys: SecretStr | None = Field(
+        None, description="key lines, comma-separated: the first encrypts, all decrypt"
+    )
+    key_file: Path | None = Field(
+        None, description="a file of key lines, one per line (a secrets mount); instead of keys"
+    )
+    enabled: bool | None = Field(
+        None,
+        description="encrypt payloads; None: on for an external cluster (temporal.embedded "
+        "false), off for the embedded one",
+    )
+    web_ui_origins: list[str] | None = Field(
+        None,
+        description="origins whose pages may call the console's codec endpoint, comma-"
+        "separated; None: the embedded Web UI's (http://127.0.0.1:<ui_port>, localhost too)",
+    )
+
+    @field_validator("keys")
+    @classmethod
+    def _key_lines(cls, value: SecretStr | None) -> SecretStr | None:
+        """Malformed key lines fail when settings are read, not at the first payload."""
+        if value is None or not value.get_secret_value().strip():
+            return None
+        parse_key_lines(value.get_secret_value())
+        return value
+
+    @field_validator("web_ui_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [origin.strip().rstrip("/") for origin in value.split(",") if origin.strip()]
+        return value
+
+    def ring(self, *, embedded: bool) -> PayloadKeys | None:
+        """The key ring when payloads are encrypted (``enabled``, else on for an external
+        cluster), None when not; a ``ConfigError`` naming the setting when it is on without
+        usable keys."""
+        if not (self.enabled if self.enabled is not None else not embedded):
+            return None
+        if self.keys is not None and self.key_file is not None:
+            raise ConfigError(
+                CODEC_KEYS_SETTING,
+                f"both {CODEC_KEYS_SETTING} and {CODEC_KEY_FILE_SETTING} are set",
+                fix="Keep one of them, so there is no doubt which key encrypts.",
+            )
+        if self.keys is not None:
+            pairs = parse_key_lines(self.keys.get_secret_value())
+            return PayloadKeys(pairs, source=CODEC_KEYS_SETTING)
+        if self.key_file is not None:
+            return PayloadKeys(self._file_lines(self.key_file), source=CODEC_KEY_FILE_SETTING)
+        why = (
+            f"{CODEC_ENABLED_SETTING} is true"
+            if self.enabled
+            else f"Temporal is external ({ENV_PREFIX}TEMPORAL__EMBEDDED=false)"
+        )
+        raise ConfigError(
+            CODEC_KEYS_SETTING,
+            f"payloads are encrypted because {why}, but no key is set",
+            fix=f"Run `quantdesk codec new-key` and put its line in {CODEC_KEYS_SETTING} or in "
+            f"the file {CODEC_KEY_FILE_SETTING} names, the same on every host; or set "
+            f"{CODEC_ENABLED_SETTING}=false to send payloads in plain text.",
+        )
+
+    @staticmethod
+    def _file_lines(path: Path) -> list[tuple[str, bytes]]:
+        try:
+            text = path.read_text()
+        except OSError as error:
+            raise ConfigError(
+                CODEC_KEY_FILE_SETTING,
+                f"cannot read the key file {path} ({error.strerror})",
+                fix="Point it at a readable file of ID:BASE64KEY lines.",
+            ) from None
+        try:
+            return parse_key_lines(text)
+        except ValueError as error:
+            raise ConfigError(
+                CODEC_KEY_FILE_SETTING,
+                f"the key file {path}: {error}",
+                fix="Write one ID:BASE64KEY line per key (`quantdesk codec new-key`).",
+            ) from None
+
+
 ALPACA_PAPER_URL = "https://paper-api.alpaca.markets"
 ALPACA_LIVE_URL = "https://api.alpaca.markets"
 ALPACA_KEY_ID_ENV = "APCA_API_KEY_ID"
@@ -312,6 +409,7 @@ class Settings(_ProviderBlocks):
     database_url: str | None = Field(None, description="SQLAlchemy URL; default SQLite in data_dir")
     temporal: TemporalSettings = TemporalSettings()
     console: ConsoleSettings = ConsoleSettings()
+    codec: CodecSettings = CodecSettings()
     s3: S3Settings = S3Settings()
     queues: TaskQueues = TaskQueues()
     default_provider: str = "offline"
@@ -483,6 +581,19 @@ class Settings(_ProviderBlocks):
         row it serves, then the registry default."""
         embedded = self.local_llm.url if spec.embedded else None
         return self._url_configured(spec) or embedded or spec.default_base_url
+
+    def payload_keys(self) -> PayloadKeys | None:
+        """The keys payloads are encrypted with, None when they travel in plain text (the
+        embedded cluster, unless ``codec.enabled``); a ``ConfigError`` when on without keys."""
+        return self.codec.ring(embedded=self.temporal.embedded)
+
+    @property
+    def web_ui_origins(self) -> list[str]:
+        """The origins whose pages may call the console's codec endpoint."""
+        if self.codec.web_ui_origins is not None:
+            return self.codec.web_ui_origins
+        port = self.temporal.ui_port
+        return [f"http://127.0.0.1:{port}", f"http://localhost:{port}"]
 
     def s3_credentials(self) -> tuple[str, str]:
         """Access and secret key: from settings, else the file `up` generated, else an error."""

@@ -53,6 +53,19 @@ class ConfigError(QuantdeskError):
         super().__init__(f"configuration `{setting}`: {problem}.", fix=fix)
 
 
+class PayloadTampered(QuantdeskError):
+    """An encrypted payload failed authentication: its bytes or key id were altered, or it was
+    sealed by a different key under the same id. Retrying cannot open it."""
+
+    def __init__(self, key_id: str) -> None:
+        self.key_id = key_id
+        super().__init__(
+            f"an encrypted payload under key id {key_id!r} failed authentication: it was "
+            "altered or truncated, or sealed with another key of the same id.",
+            fix=f"Check that every host has the same key line for {key_id!r}.",
+        )
+
+
 class ProviderError(QuantdeskError):
     """An LLM vendor refused or failed a call."""
 

@@ -164,3 +164,18 @@ def test_the_console_is_opt_in_published_on_loopback_and_asks_for_a_token(
     # Bound beyond the container's loopback, `quantdesk console` refuses to start without it.
     assert env["QUANTDESK_CONSOLE__HOST"] == "0.0.0.0" and "QUANTDESK_CONSOLE__TOKEN" in env
     assert "console" in (ROOT / "Dockerfile").read_text().split("pip install", 1)[1].split("\n")[0]
+
+
+def test_payloads_are_plain_unless_encryption_is_asked_for(
+    services: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable, value in _quantdesk_env(services["console"]).items():
+        monkeypatch.setenv(variable, value)
+    settings = load_settings(_env_file=None)
+    # An external cluster encrypts by default; this one is the user's own, so it does not.
+    assert not settings.temporal.embedded and settings.payload_keys() is None
+    assert settings.web_ui_origins == ["http://localhost:8080", "http://127.0.0.1:8080"]
+    ui = services["temporal-ui"]["environment"]
+    assert (
+        ui["TEMPORAL_CODEC_ENDPOINT"] == "" and ui["TEMPORAL_CODEC_INCLUDE_CREDENTIALS"] == "true"
+    )

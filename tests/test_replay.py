@@ -4,6 +4,8 @@ The histories in ``tests/histories/`` were recorded by ``python -m
 tests.histories.record`` (one per workflow type, and older ones kept after a gated
 change). A change that makes a workflow issue other commands than a history shows
 fails here with Temporal's non-determinism error, instead of failing users' runs.
+They replay through the plain converter and through one with the payload codec on: a
+worker that encrypts still reads the plain histories of runs started before it did.
 """
 
 from __future__ import annotations
@@ -15,11 +17,20 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from shared.config import load_settings
+from shared.payload_keys import new_key_line
 from tests.histories.record import ID_SEPARATOR
+from workers.converter import data_converter
 from workflows.catalog import WORKFLOWS
 
 HISTORIES = Path(__file__).resolve().parent / "histories"
 FILES = sorted(HISTORIES.glob("*.json"))
+CONVERTERS = {
+    "plain": pydantic_data_converter,
+    "encrypting": data_converter(
+        load_settings(codec={"keys": new_key_line("replay"), "enabled": True})
+    ),
+}
 
 
 def _type_of(history: WorkflowHistory) -> str:
@@ -38,9 +49,10 @@ def test_every_workflow_type_has_a_golden_history() -> None:
     assert registered <= recorded
 
 
+@pytest.mark.parametrize("converter", CONVERTERS)
 @pytest.mark.parametrize("path", FILES, ids=[path.stem for path in FILES])
 @pytest.mark.asyncio(loop_scope="session")
-async def test_the_golden_history_replays_with_todays_code(path: Path) -> None:
-    replayer = Replayer(workflows=WORKFLOWS, data_converter=pydantic_data_converter)
+async def test_the_golden_history_replays_with_todays_code(path: Path, converter: str) -> None:
+    replayer = Replayer(workflows=WORKFLOWS, data_converter=CONVERTERS[converter])
     result = await replayer.replay_workflow(_load(path), raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"

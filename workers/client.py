@@ -8,12 +8,12 @@ from datetime import timedelta
 from typing import TypeVar
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.service import RPCError, RPCStatusCode
 
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
+from workers.converter import data_converter
 
 T = TypeVar("T")
 RECONNECT_FIRST_DELAY = 1.0
@@ -87,7 +87,7 @@ async def connect(settings: Settings) -> Client:
         return await Client.connect(
             settings.temporal.address,
             namespace=settings.temporal.namespace,
-            data_converter=pydantic_data_converter,
+            data_converter=data_converter(settings),
         )
     except RuntimeError as error:
         raise ConfigError(

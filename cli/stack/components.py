@@ -28,7 +28,7 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, Describe
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from cli.stack.console import CONSOLE, console_server, console_url
+from cli.stack.console import CONSOLE, codec_endpoint, console_server, console_url
 from cli.stack.console import health_problem as console_problem
 from cli.stack.local_llm import (
     LOCAL_LLM,
@@ -229,7 +229,7 @@ def _temporal(settings: Settings, probe: TemporalProbe) -> Component:
         "temporal",
         address,
         lambda _pid: probe.cluster_problem() or _ui_problem(ui_url(settings)),
-        lambda: temporal_dev_server(settings, SEARCH_ATTRIBUTES),
+        lambda: temporal_dev_server(settings, SEARCH_ATTRIBUTES, codec_endpoint(settings)),
     )
 
 

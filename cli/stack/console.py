@@ -16,12 +16,23 @@ from shared.errors import ConfigError
 CONSOLE = "console"
 EXTRA = "pip install 'quantdesk[console]'"
 WILDCARDS = frozenset({"0.0.0.0", "::"})
+CODEC_PREFIX = "/codec"
+"""Where the console serves Temporal's remote codec endpoint (``console.codec_endpoint``)."""
 
 
 def console_url(settings: Settings) -> str:
     """Where a browser on this machine opens the console."""
     host = settings.console.host
     return f"http://{LOOPBACK if host in WILDCARDS else host}:{settings.console.port}"
+
+
+def codec_endpoint(settings: Settings) -> str | None:
+    """The console's codec endpoint when payloads are encrypted, for the Web UI to read them
+    through; None when they are plain. Asks for the keys, so `up` stops with the setting to
+    fix before it starts a server whose runs nothing could read."""
+    if settings.payload_keys() is None:
+        return None
+    return f"{console_url(settings)}{CODEC_PREFIX}"
 
 
 def console_server(settings: Settings) -> ServerLaunch:

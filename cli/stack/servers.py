@@ -114,8 +114,11 @@ def section_env(settings: Settings, section: str) -> dict[str, str]:
     }
 
 
-def temporal_dev_server(settings: Settings, search_attributes: dict[str, str]) -> ServerLaunch:
-    """The dev server with a SQLite file in the data dir, so runs survive a restart."""
+def temporal_dev_server(
+    settings: Settings, search_attributes: dict[str, str], codec_endpoint: str | None = None
+) -> ServerLaunch:
+    """The dev server with a SQLite file in the data dir, so runs survive a restart; its Web
+    UI decodes payloads through ``codec_endpoint`` when one is given (the console's)."""
     data_dir = settings.data_dir.resolve()
     port = settings.temporal.port
     address_setting = f"{ENV_PREFIX}TEMPORAL__ADDRESS"
@@ -146,6 +149,8 @@ def temporal_dev_server(settings: Settings, search_attributes: dict[str, str]) -
     for name, kind in search_attributes.items():
         argv += ["--search-attribute", f"{name}={kind}"]
     argv += ["--dynamic-config-value", TASK_PROBLEMS_DYNAMIC_CONFIG]
+    if codec_endpoint is not None:
+        argv += ["--ui-codec-endpoint", codec_endpoint]
     ports = [
         PortClaim(port, address_setting, "gRPC"),
         PortClaim(settings.temporal.ui_port, f"{ENV_PREFIX}TEMPORAL__UI_PORT", "Web UI"),
