@@ -3,10 +3,16 @@
 A component is a name, an address, a launch spec (absent when the endpoint is
 external and only checked) and a check that says why it is not healthy yet.
 `up` polls the same check that `status` runs once, so "started" and "running"
-mean the same thing in both. A worker is healthy only when the server lists a
-poller on its task queue whose identity names the worker's pid: a poller of a
-killed predecessor lingers in the list for minutes and must not count. The S3
-server is healthy only when a probe object round-trips in every bucket
+mean the same thing in both. Temporal is healthy only when its namespace has
+quantdesk's search attributes, which the check adds where they are missing
+(``workers.namespace_setup``), as the S3 check creates missing buckets: a cluster
+quantdesk did not start is set up by the first `up`. Where the credentials may
+not add them, the problem is ``Blocked``: `up` stops waiting at once and says
+which command an operator must run. A worker is healthy only when the server
+lists a poller on its task queue whose identity names the worker's pid and this
+host: a poller of a killed predecessor lingers in the list for minutes and must
+not count, nor may a process of the same pid on another host. The S3 server is
+healthy only when a probe object round-trips in every bucket
 (``cli.stack.storage_probe``). The local model server (``cli.stack.local_llm``)
 is part of the plan only when a model is configured; the web console
 (``cli.stack.console``) always is.
@@ -46,16 +52,24 @@ from cli.stack.servers import (
 )
 from cli.stack.storage_probe import round_trip_problem
 from shared.config import ENV_PREFIX, Settings, TaskQueues
-from shared.errors import QuantdeskError
+from shared.errors import NeedsOperator, QuantdeskError
 from shared.queues import BROKER_QUEUE, CHARTS_QUEUE, TOOLS_QUEUE
 from shared.search_attributes import SEARCH_ATTRIBUTES
 from shared.storage.objects import ObjectStore
 from workers.client import connect
+from workers.namespace_setup import ensure_search_attributes
 from workers.roles import WorkerRole
 
 T = TypeVar("T")
+
+
+class Blocked(str):
+    """A problem waiting cannot fix (the cluster refuses what quantdesk needs): `up` stops
+    waiting for the component at once and shows it, with the command that fixes it."""
+
+
 Problem = str | None
-"""Why a component is not healthy, or None when it is."""
+"""Why a component is not healthy (a ``Blocked`` one for good), or None when it is."""
 
 RPC_TIMEOUT = 3.0
 # How long a freshly started component may take to pass its check. Generous on
@@ -138,6 +152,8 @@ class TemporalProbe:
         """``step``'s verdict, or the reason the cluster could not be asked."""
         try:
             return self._call(step)
+        except NeedsOperator as error:
+            return Blocked(error)
         except QuantdeskError as error:
             return error.message
         except RPCError as error:
@@ -146,13 +162,15 @@ class TemporalProbe:
             return f"Temporal at {self._settings.temporal.address} gave no answer in {RPC_TIMEOUT}s"
 
     def cluster_problem(self) -> Problem:
-        """Whether the frontend answers and knows the configured namespace."""
+        """Whether the frontend answers, knows the configured namespace and has (or now got)
+        quantdesk's search attributes there."""
         namespace = self._settings.temporal.namespace
 
         async def describe(client: Client) -> Problem:
             await client.workflow_service.describe_namespace(
                 DescribeNamespaceRequest(namespace=namespace)
             )
+            await ensure_search_attributes(client)
             return None
 
         return self._problem(describe)
@@ -191,6 +209,8 @@ def _s3_problem(settings: Settings) -> Problem:
     store = ObjectStore.from_settings(settings)
     try:
         store.ensure_buckets(*settings.s3.buckets)
+    except NeedsOperator as error:
+        return Blocked(error)
     except QuantdeskError as error:
         return str(error)
     return round_trip_problem(store, settings.s3.buckets)
