@@ -21,16 +21,13 @@ is part of the plan only when a model is configured; the web console
 from __future__ import annotations
 
 import asyncio
-import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TypeVar
 
-from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 from temporalio.service import RPCError
 
@@ -42,6 +39,7 @@ from cli.stack.local_llm import (
     health_problem,
     local_llm_server,
 )
+from cli.stack.pollers import pollers_of
 from cli.stack.servers import (
     LOOPBACK,
     ServerLaunch,
@@ -57,6 +55,7 @@ from shared.queues import BROKER_QUEUE, CHARTS_QUEUE, TOOLS_QUEUE
 from shared.search_attributes import SEARCH_ATTRIBUTES
 from shared.storage.objects import ObjectStore
 from workers.client import connect
+from workers.identity import is_process
 from workers.namespace_setup import ensure_search_attributes
 from workers.roles import WorkerRole
 
@@ -176,26 +175,14 @@ class TemporalProbe:
         return self._problem(describe)
 
     def poller_problem(self, queue: str, pid: int | None) -> Problem:
-        """Whether process ``pid`` polls ``queue`` (for workflow or for activity tasks)."""
-        namespace = self._settings.temporal.namespace
-        # The SDK's default identity is "<pid>@<host>"; a custom one may prefix it.
-        own_pid = re.compile(rf"(?<!\d){pid}@")
+        """Whether process ``pid`` of this host polls ``queue`` (for workflow or activity tasks)."""
+        namespace, host = self._settings.temporal.namespace, self._settings.host_name
 
         async def polled(client: Client) -> Problem:
-            for kind in (
-                TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-                TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-            ):
-                response = await client.workflow_service.describe_task_queue(
-                    DescribeTaskQueueRequest(
-                        namespace=namespace,
-                        task_queue=TaskQueue(name=queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
-                        task_queue_type=kind,
-                    )
-                )
-                if any(own_pid.search(poller.identity) for poller in response.pollers):
-                    return None
-            return f"no poller of pid {pid} on task queue {queue!r} yet"
+            pollers = await pollers_of(client, namespace, queue)
+            if pid is not None and any(is_process(p.identity, pid, host) for p in pollers):
+                return None
+            return f"no poller of pid {pid}@{host} on task queue {queue!r} yet"
 
         return self._problem(polled)
 
@@ -228,8 +215,12 @@ def queue_of(role: WorkerRole, settings: Settings) -> str:
 
 
 def worker_env(settings: Settings) -> dict[str, str]:
-    """Variables that make a worker agree with the supervisor on data dir, cluster and queues."""
-    env = {f"{ENV_PREFIX}DATA_DIR": str(settings.data_dir.resolve())}
+    """Variables that make a worker agree with the supervisor on data dir, host name (its
+    identity, which the health check reads), cluster and queues."""
+    env = {
+        f"{ENV_PREFIX}DATA_DIR": str(settings.data_dir.resolve()),
+        f"{ENV_PREFIX}HOST_NAME": settings.host_name,
+    }
     for section in WORKER_SETTING_SECTIONS:
         env |= section_env(settings, section)
     return env
