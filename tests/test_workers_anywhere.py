@@ -11,6 +11,7 @@ together on one book run their tools on both hosts and book each trade once.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
@@ -18,17 +19,25 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from cli.stack.commands import POLLERS_TITLE
-from shared.config import ENV_PREFIX, Settings
+from cli.stack.commands import POLLERS_TITLE, private_book_warning
+from shared.config import ENV_PREFIX, Settings, load_settings
+from shared.portfolio.broker import trade_key
+from shared.portfolio.schema import trades
 from shared.portfolio.store import PortfolioStore
 from shared.queues import DEFAULT_WORKFLOWS_QUEUE, TOOLS_QUEUE
-from tests.servers import free_port_base, fresh_database, fresh_namespace
+from tests.servers import count_rows, free_port_base, fresh_database, fresh_namespace
+from workers.identity import host_of
+from workflows.portfolio import PortfolioResult
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,6 +147,7 @@ def test_up_sets_up_a_cluster_it_did_not_start_and_its_workers_are_healthy(desk:
         result = host.first_up
         assert result.returncode == 0, result.stdout + result.stderr
         assert re.search(r"^\s*temporal\s.*\sexternal\s*$", result.stdout, re.M), result.stdout
+        assert "keeps its book in a SQLite file" not in result.stderr
         for role in ROLES[host.name].split(","):
             assert re.search(rf"^\s*worker-{role}\s.*\sstarted\s*$", result.stdout, re.M)
 
@@ -151,3 +161,68 @@ def test_status_shows_which_host_polls_which_queue(desk: Desk) -> None:
     assert pollers[TOOLS_QUEUE] == pollers["llm-offline"] == {"host-b", "host-c"}
     assert pollers["charts"] == pollers["llm-openai"] == set()
     assert re.search(r"\d+@host-c tools\s+activity\s+\d+ s ago", result.stdout)
+
+
+async def test_runs_on_both_hosts_book_each_trade_once(desk: Desk) -> None:
+    client = await Client.connect(
+        desk.address, namespace=desk.namespace, data_converter=pydantic_data_converter
+    )
+    handles = await asyncio.gather(
+        *(
+            client.start_workflow(
+                "Portfolio",
+                {"portfolio": BOOK, "as_of": AS_OF.isoformat()},
+                id=f"portfolio-two-hosts-{index}",
+                task_queue=DEFAULT_WORKFLOWS_QUEUE,
+                result_type=PortfolioResult,
+            )
+            for index in range(RUNS)
+        )
+    )
+    results = await asyncio.gather(*(handle.result() for handle in handles))
+
+    book = PortfolioStore(desk.database_url)
+    booked = book.trades(BOOK)
+    executed = {
+        trade_key(result.workflow_id, fill.order.index): fill.trade
+        for result in results
+        for fill in result.executed
+    }
+    assert executed, "no run traded"
+    assert sorted(t.key for t in booked) == sorted(executed)
+    assert count_rows(desk.database_url, trades) == len(executed)
+    assert book.get(BOOK).cash == Decimal(100_000) + sum(t.cash_change for t in booked)
+    assert await _tool_hosts(client, [handle.id for handle in handles]) == set(ROLES)
+
+
+async def _tool_hosts(client: Client, workflow_ids: list[str]) -> set[str | None]:
+    """The hosts whose workers started the runs' activities on the tools queue."""
+    hosts = set()
+    for workflow_id in workflow_ids:
+        events = (await client.get_workflow_handle(workflow_id).fetch_history()).events
+        on_tools = {
+            event.event_id
+            for event in events
+            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and event.activity_task_scheduled_event_attributes.task_queue.name == TOOLS_QUEUE
+        }
+        hosts |= {
+            host_of(event.activity_task_started_event_attributes.identity)
+            for event in events
+            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+            and event.activity_task_started_event_attributes.scheduled_event_id in on_tools
+        }
+    return hosts
+
+
+def test_a_sqlite_book_on_shared_servers_is_a_warning_naming_the_variable(
+    tmp_path: Path,
+) -> None:
+    external = {"temporal": {"embedded": False}, "s3": {"embedded": False}}
+    warning = private_book_warning(load_settings(data_dir=tmp_path, **external))
+    assert warning is not None
+    assert str((tmp_path / "quantdesk.db").resolve()) in warning
+    assert f"{ENV_PREFIX}DATABASE_URL=postgresql+psycopg://" in warning
+    shared = load_settings(database_url="postgresql+psycopg://q@db/q", **external)
+    assert private_book_warning(shared) is None
+    assert private_book_warning(load_settings(data_dir=tmp_path)) is None  # one host

@@ -7,7 +7,8 @@ While `up` waits it says for what on stderr, so stdout stays the table. `status`
 also lists the runs whose workflow task keeps failing (``cli.stuck_runs``): the
 stack is up, yet they wait for a fix; and, per quantdesk task queue, the workers of
 every host polling it, as Temporal lists them (``cli.stack.pollers``): pid files only
-know this host.
+know this host. `up` warns when its servers are shared but its book is a SQLite file
+that no other host sees.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from cli.stack.pollers import GONE_AFTER, QueueService, queue_services
 from cli.stack.supervisor import ALL_ROLES, ComponentReport, ComponentState
 from cli.stuck_runs import stuck_runs
 from cli.views import STUCK_TITLE, stuck_table
-from shared.config import Settings, load_settings
+from shared.config import ENV_PREFIX, Settings, load_settings
 from shared.errors import InvalidInput, QuantdeskError
 from workers.roles import ROLE_NAMES, WorkerRole
 
@@ -59,6 +60,7 @@ STUCK_LIST_TIMEOUT = 15.0
 POLLERS_TIMEOUT = 15.0
 """How long `status` waits for the pollers of every queue (two calls per queue)."""
 POLLERS_TITLE = "who polls each task queue (from Temporal, every host)"
+SHARED_BOOK_EXAMPLE = "postgresql+psycopg://quantdesk:PASSWORD@db-host:5432/quantdesk"
 
 console = Console()
 progress = Console(stderr=True)
@@ -186,6 +188,21 @@ def _show_cluster(settings: Settings, reports: list[ComponentReport]) -> None:
         console.print()
 
 
+def private_book_warning(settings: Settings) -> str | None:
+    """Why other hosts will not see this host's book, when its servers are shared (neither is
+    embedded) but the book is a SQLite file; None otherwise."""
+    shared = not settings.temporal.embedded and not settings.s3.embedded
+    url = settings.resolved_database_url
+    if not shared or not url.startswith("sqlite"):
+        return None
+    return (
+        f"warning: this host keeps its book in a SQLite file ({url.removeprefix('sqlite:///')}) "
+        "that workers on other hosts cannot see: the trades and positions they book go to "
+        f"files of their own. Give every host one PostgreSQL database: {ENV_PREFIX}DATABASE_URL="
+        f"{SHARED_BOOK_EXAMPLE}"
+    )
+
+
 def _run(
     action: Action,
     roles: str | None,
@@ -193,9 +210,11 @@ def _run(
     strict: bool,
     endpoints: bool,
     cluster: bool = False,
+    book: bool = False,
 ) -> NoReturn:
-    """Act on the stack, print the outcome (with ``cluster``: the stuck runs and the pollers),
-    exit 1 if ``strict`` and a component is unhealthy."""
+    """Act on the stack, print the outcome (with ``cluster``: the stuck runs and the pollers;
+    with ``book``: a warning if the book is not shared), exit 1 if ``strict`` and a component
+    is unhealthy."""
     with fail_on_quantdesk_errors():
         settings = load_settings()
         reports = action(settings, parse_roles(roles))
@@ -205,6 +224,8 @@ def _run(
         if endpoints:
             _show_endpoints(settings)
             _warn_if_live(settings)
+        if book and (warning := private_book_warning(settings)):
+            progress.print(Text(warning, style="bold yellow"), soft_wrap=True)
     finish(1 if strict and not all(report.healthy for report in reports) else 0)
 
 
@@ -220,7 +241,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def up(roles: RolesOption = None) -> None:
         """Start (or restart) what is missing or stuck, wait until all is healthy; idempotent."""
-        _run(partial(supervisor.up, say=_say), roles, strict=True, endpoints=True)
+        _run(partial(supervisor.up, say=_say), roles, strict=True, endpoints=True, book=True)
 
     @app.command()
     def status(roles: RolesOption = None) -> None:
