@@ -31,12 +31,13 @@ from temporalio.testing import WorkflowEnvironment
 
 from cli.stack.commands import POLLERS_TITLE, private_book_warning
 from shared.config import ENV_PREFIX, Settings, load_settings
+from shared.errors import ConfigError
 from shared.portfolio.broker import trade_key
 from shared.portfolio.schema import trades
 from shared.portfolio.store import PortfolioStore
 from shared.queues import DEFAULT_WORKFLOWS_QUEUE, TOOLS_QUEUE
 from tests.servers import count_rows, free_port_base, fresh_database, fresh_namespace
-from workers.identity import host_of
+from workers.identity import host_of, is_process, worker_identity
 from workflows.portfolio import PortfolioResult
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -226,3 +227,18 @@ def test_a_sqlite_book_on_shared_servers_is_a_warning_naming_the_variable(
     shared = load_settings(database_url="postgresql+psycopg://q@db/q", **external)
     assert private_book_warning(shared) is None
     assert private_book_warning(load_settings(data_dir=tmp_path)) is None  # one host
+
+
+def test_a_worker_is_its_pid_on_its_own_host() -> None:
+    """Hosts may share pids (and, in containers or network namespaces, hostnames): the health
+    check of `up` wants both the pid and this host's name."""
+    identity = worker_identity("host-b", "tools", pid=42)
+    assert identity == "42@host-b tools" and host_of(identity) == "host-b"
+    assert is_process(identity, 42, "host-b")
+    assert not is_process(identity, 42, "host-c") and not is_process(identity, 2, "host-b")
+    assert host_of("temporal-cli") is None
+
+
+def test_a_host_name_with_a_space_is_refused_naming_the_variable() -> None:
+    with pytest.raises(ConfigError, match=f"{ENV_PREFIX}HOST_NAME: .*one word without spaces"):
+        load_settings(host_name="host b")
