@@ -48,9 +48,9 @@ from shared.llm.providers import QUEUE_OFFLINE  # noqa: E402
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE  # noqa: E402
 from tests.servers import running_workers, s3_for_tests  # noqa: E402
 from tests.test_evaluation import write_benchmark_file  # noqa: E402
-from workers.client import register_search_attributes  # noqa: E402
 from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan  # noqa: E402
+from workers.namespace_setup import ensure_search_attributes  # noqa: E402
 from workflows.evaluate import EvaluateResult, EvaluateWorkflow  # noqa: E402
 from workflows.quantagent import QuantAgentInput, QuantAgentWorkflow  # noqa: E402
 
@@ -161,7 +161,7 @@ async def main(windows: int, concurrency: int, bare_runs: int) -> None:
         env = await WorkflowEnvironment.start_local(
             data_converter=data_converter(settings), dev_server_existing_path=temporal, ui=False
         )
-        await register_search_attributes(env.client)
+        await ensure_search_attributes(env.client)
         try:
             async with running_workers(env.client, _plans(settings)):
                 client = env.client

@@ -55,9 +55,9 @@ from shared.storage.objects import ObjectStore  # noqa: E402
 from shared.tools.registry import ToolServices  # noqa: E402
 from tests.fakes.replay import ReplayVendor, recording_chat  # noqa: E402
 from tests.servers import running_workers, s3_for_tests  # noqa: E402
-from workers.client import register_search_attributes  # noqa: E402
 from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan  # noqa: E402
+from workers.namespace_setup import ensure_search_attributes  # noqa: E402
 from workflows.debates import DebateWorkflow, RiskWorkflow  # noqa: E402
 from workflows.pipeline import PipelineResult, PipelineWorkflow  # noqa: E402
 
@@ -104,7 +104,7 @@ async def main(latency: float, rounds: int, symbol: str, as_of: str) -> None:
                 Path(sysconfig.get_path("scripts")) / "temporal-test-server"
             ),
         )
-        await register_search_attributes(env.client)
+        await ensure_search_attributes(env.client)
         # run_tool reads through the worker's own settings; here, the temporary S3's.
         tool_activities.tool_services = lambda: ToolServices(
             router=build_router(s3), store=ObjectStore.from_settings(s3)

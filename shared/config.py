@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
@@ -406,6 +407,14 @@ class Settings(_ProviderBlocks):
     )
 
     data_dir: Path = Field(Path(".quantdesk"), description="pid, log, database and S3 files")
+    host_name: str = Field(
+        default_factory=socket.gethostname,
+        min_length=1,
+        max_length=200,
+        description="this host in each worker's identity (`<pid>@<host> <role>`), so `quantdesk "
+        "status` tells hosts apart; set it where hosts share a hostname (containers, network "
+        "namespaces)",
+    )
     database_url: str | None = Field(None, description="SQLAlchemy URL; default SQLite in data_dir")
     temporal: TemporalSettings = TemporalSettings()
     console: ConsoleSettings = ConsoleSettings()
@@ -510,6 +519,14 @@ class Settings(_ProviderBlocks):
                 f"unknown data vendor(s) {', '.join(unknown)}; accepted: {', '.join(VENDORS)}"
             )
         return {**{k.value: list(c) for k, c in DEFAULT_ROUTES.items()}, **value}
+
+    @field_validator("host_name")
+    @classmethod
+    def _one_word(cls, value: str) -> str:
+        """The identity is split on spaces to find the host again."""
+        if len(value.split()) != 1 or value != value.strip():
+            raise ValueError("give the host's name as one word without spaces, e.g. host-b")
+        return value
 
     @field_validator("default_provider")
     @classmethod

@@ -117,6 +117,12 @@ class StorageConfigError(QuantdeskError):
     """The object store answered but refused: credentials or bucket are wrong."""
 
 
+class NeedsOperator(QuantdeskError):
+    """A server quantdesk did not start lacks something quantdesk needs (search attributes on
+    the namespace, buckets) and these credentials may not add it: waiting cannot help, someone
+    allowed to must run the command the message gives."""
+
+
 class ObjectNotFound(QuantdeskError):
     """A key that a step depends on does not exist in the object store."""
 

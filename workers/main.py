@@ -29,6 +29,7 @@ from shared.config import Settings
 from shared.errors import ConfigError, QuantdeskError
 from shared.llm.providers import providers_on_queue
 from shared.queues import BROKER_QUEUE, CHARTS_QUEUE, TOOLS_QUEUE
+from workers.identity import worker_identity
 from workers.roles import WorkerRole
 from workflows.catalog import WORKFLOWS
 from workflows.inputs import CheckRunInput
@@ -119,8 +120,9 @@ def plan_for(role: WorkerRole, settings: Settings) -> WorkerPlan:
     return _llm_plan(settings, role.value)
 
 
-def build_worker(client: Client, plan: WorkerPlan) -> Worker:
-    """A Temporal worker for ``plan`` (sync activities get a thread pool)."""
+def build_worker(client: Client, plan: WorkerPlan, identity: str | None = None) -> Worker:
+    """A Temporal worker for ``plan`` (sync activities get a thread pool), polling as
+    ``identity`` (the client's, ``<pid>@<hostname>``, when None)."""
     if not plan.workflows and not plan.activities:
         raise ConfigError("role", f"nothing is registered to run on queue {plan.queue!r}")
     options: dict[str, Any] = {}
@@ -136,6 +138,7 @@ def build_worker(client: Client, plan: WorkerPlan) -> Worker:
         workflows=plan.workflows,
         activities=plan.activities,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+        identity=identity,
         # A domain error raised in workflow code fails the run instead of the workflow
         # task, which Temporal would retry forever while the run looks alive.
         workflow_failure_exception_types=[QuantdeskError],
@@ -149,7 +152,8 @@ def build_worker(client: Client, plan: WorkerPlan) -> Worker:
 
 async def run_worker(client: Client, role: WorkerRole, settings: Settings) -> None:
     """Run one worker until SIGTERM or SIGINT, then drain in-flight work and return."""
-    worker = build_worker(client, plan_for(role, settings))
+    identity = worker_identity(settings.host_name, role.value)
+    worker = build_worker(client, plan_for(role, settings), identity)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

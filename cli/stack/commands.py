@@ -5,13 +5,17 @@ runner: load settings, act, print the table and where things are, and leave
 through ``finish`` (these commands use a temporalio client, see ``cli.exit``).
 While `up` waits it says for what on stderr, so stdout stays the table. `status`
 also lists the runs whose workflow task keeps failing (``cli.stuck_runs``): the
-stack is up, yet they wait for a fix.
+stack is up, yet they wait for a fix; and, per quantdesk task queue, the workers of
+every host polling it, as Temporal lists them (``cli.stack.pollers``): pid files only
+know this host. `up` warns when its servers are shared but its book is a SQLite file
+that no other host sees.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from functools import partial
 from typing import Annotated, NoReturn
 
@@ -26,10 +30,11 @@ from cli.exit import fail_on_quantdesk_errors, finish
 from cli.stack import supervisor
 from cli.stack.components import ui_url
 from cli.stack.console import console_url
+from cli.stack.pollers import GONE_AFTER, QueueService, queue_services
 from cli.stack.supervisor import ALL_ROLES, ComponentReport, ComponentState
 from cli.stuck_runs import stuck_runs
 from cli.views import STUCK_TITLE, stuck_table
-from shared.config import Settings, load_settings
+from shared.config import ENV_PREFIX, Settings, load_settings
 from shared.errors import InvalidInput, QuantdeskError
 from workers.roles import ROLE_NAMES, WorkerRole
 
@@ -52,6 +57,10 @@ RolesOption = Annotated[
 
 STUCK_LIST_TIMEOUT = 15.0
 """How long `status` waits for the list of stuck runs (a visibility query, then each run)."""
+POLLERS_TIMEOUT = 15.0
+"""How long `status` waits for the pollers of every queue (two calls per queue)."""
+POLLERS_TITLE = "who polls each task queue (from Temporal, every host)"
+SHARED_BOOK_EXAMPLE = "postgresql+psycopg://quantdesk:PASSWORD@db-host:5432/quantdesk"
 
 console = Console()
 progress = Console(stderr=True)
@@ -120,32 +129,103 @@ async def stuck_section(settings: Settings) -> RenderableType:
     return stuck_table(runs.values())
 
 
-def _show_stuck(settings: Settings, reports: list[ComponentReport]) -> None:
-    """``stuck_section``, once Temporal is healthy (nothing to ask otherwise)."""
+def _ago(when: datetime | None, now: datetime) -> Text:
+    """How long ago a poller last polled; dim once it has probably stopped."""
+    if when is None:
+        return Text("-")
+    age = now - when
+    shown = f"{age.total_seconds():.0f} s ago"
+    return Text(f"{shown} (gone?)", style="dim") if age > GONE_AFTER else Text(shown)
+
+
+def pollers_table(services: Sequence[QueueService], now: datetime) -> Table:
+    """One row per poller of each queue (a queue nobody polls says so), by host."""
+    table = Table(title=POLLERS_TITLE, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    for column in ("queue", "host", "identity", "polls for", "last poll"):
+        table.add_column(column, no_wrap=True)
+    # Last, as it may fold: an LLM queue serves many providers.
+    table.add_column("serves", overflow="fold")
+    for service in services:
+        if not service.pollers:
+            none = Text("no poller", style="yellow")
+            table.add_row(service.queue, none, "", "", "", service.serves)
+        for index, poller in enumerate(service.pollers):
+            first = index == 0
+            table.add_row(
+                service.queue if first else "",
+                poller.host,
+                poller.identity,
+                ", ".join(poller.kinds),
+                _ago(poller.last_poll, now),
+                service.serves if first else "",
+            )
+    return table
+
+
+async def pollers_section(settings: Settings) -> RenderableType:
+    """``pollers_table`` of every quantdesk queue, as Temporal lists its pollers now."""
+    from workers.client import connect
+
+    services = await queue_services(await connect(settings), settings)
+    return pollers_table(services, datetime.now(UTC))
+
+
+def _show_cluster(settings: Settings, reports: list[ComponentReport]) -> None:
+    """``stuck_section`` and ``pollers_section``, once Temporal is healthy (nothing to ask
+    otherwise)."""
     if not any(report.name == "temporal" and report.healthy for report in reports):
         return
-    try:
-        section = asyncio.run(asyncio.wait_for(stuck_section(settings), STUCK_LIST_TIMEOUT))
-    except (RPCError, TimeoutError, QuantdeskError) as error:
-        section = Text(f"{STUCK_TITLE}: not listed ({error})", style="yellow")
-    console.print(section, soft_wrap=True)
-    console.print()
+    sections: list[tuple[str, Callable[[Settings], Awaitable[RenderableType]], float]] = [
+        (STUCK_TITLE, stuck_section, STUCK_LIST_TIMEOUT),
+        (POLLERS_TITLE, pollers_section, POLLERS_TIMEOUT),
+    ]
+    for title, section_of, timeout in sections:
+        try:
+            section = asyncio.run(asyncio.wait_for(section_of(settings), timeout))
+        except (RPCError, TimeoutError, QuantdeskError) as error:
+            section = Text(f"{title}: not listed ({error})", style="yellow")
+        console.print(section, soft_wrap=True)
+        console.print()
+
+
+def private_book_warning(settings: Settings) -> str | None:
+    """Why other hosts will not see this host's book, when its servers are shared (neither is
+    embedded) but the book is a SQLite file; None otherwise."""
+    shared = not settings.temporal.embedded and not settings.s3.embedded
+    url = settings.resolved_database_url
+    if not shared or not url.startswith("sqlite"):
+        return None
+    return (
+        f"warning: this host keeps its book in a SQLite file ({url.removeprefix('sqlite:///')}) "
+        "that workers on other hosts cannot see: the trades and positions they book go to "
+        f"files of their own. Give every host one PostgreSQL database: {ENV_PREFIX}DATABASE_URL="
+        f"{SHARED_BOOK_EXAMPLE}"
+    )
 
 
 def _run(
-    action: Action, roles: str | None, *, strict: bool, endpoints: bool, stuck: bool = False
+    action: Action,
+    roles: str | None,
+    *,
+    strict: bool,
+    endpoints: bool,
+    cluster: bool = False,
+    book: bool = False,
 ) -> NoReturn:
-    """Act on the stack, print the outcome (and the ``stuck`` runs), exit 1 if ``strict`` and a
-    component is unhealthy."""
+    """Act on the stack, print the outcome (with ``cluster``: the stuck runs and the pollers;
+    with ``book``: a warning if the book is not shared), exit 1 if ``strict`` and a component
+    is unhealthy."""
     with fail_on_quantdesk_errors():
         settings = load_settings()
         reports = action(settings, parse_roles(roles))
         _show(reports)
-        if stuck:
-            _show_stuck(settings, reports)
+        if cluster:
+            _show_cluster(settings, reports)
         if endpoints:
             _show_endpoints(settings)
             _warn_if_live(settings)
+        if book and (warning := private_book_warning(settings)):
+            progress.print(Text(warning, style="bold yellow"), soft_wrap=True)
     finish(1 if strict and not all(report.healthy for report in reports) else 0)
 
 
@@ -161,13 +241,14 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def up(roles: RolesOption = None) -> None:
         """Start (or restart) what is missing or stuck, wait until all is healthy; idempotent."""
-        _run(partial(supervisor.up, say=_say), roles, strict=True, endpoints=True)
+        _run(partial(supervisor.up, say=_say), roles, strict=True, endpoints=True, book=True)
 
     @app.command()
     def status(roles: RolesOption = None) -> None:
-        """Show each component's pid, address and health, and the runs whose workflow task
-        keeps failing; exit 1 if a component is not healthy."""
-        _run(supervisor.status, roles, strict=True, endpoints=True, stuck=True)
+        """Show each component's pid, address and health, the runs whose workflow task keeps
+        failing and who polls each task queue on every host; exit 1 if a component is not
+        healthy."""
+        _run(supervisor.status, roles, strict=True, endpoints=True, cluster=True)
 
     @app.command()
     def down(roles: RolesOption = None) -> None:

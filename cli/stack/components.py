@@ -3,10 +3,16 @@
 A component is a name, an address, a launch spec (absent when the endpoint is
 external and only checked) and a check that says why it is not healthy yet.
 `up` polls the same check that `status` runs once, so "started" and "running"
-mean the same thing in both. A worker is healthy only when the server lists a
-poller on its task queue whose identity names the worker's pid: a poller of a
-killed predecessor lingers in the list for minutes and must not count. The S3
-server is healthy only when a probe object round-trips in every bucket
+mean the same thing in both. Temporal is healthy only when its namespace has
+quantdesk's search attributes, which the check adds where they are missing
+(``workers.namespace_setup``), as the S3 check creates missing buckets: a cluster
+quantdesk did not start is set up by the first `up`. Where the credentials may
+not add them, the problem is ``Blocked``: `up` stops waiting at once and says
+which command an operator must run. A worker is healthy only when the server
+lists a poller on its task queue whose identity names the worker's pid and this
+host: a poller of a killed predecessor lingers in the list for minutes and must
+not count, nor may a process of the same pid on another host. The S3 server is
+healthy only when a probe object round-trips in every bucket
 (``cli.stack.storage_probe``). The local model server (``cli.stack.local_llm``)
 is part of the plan only when a model is configured; the web console
 (``cli.stack.console``) always is.
@@ -15,16 +21,13 @@ is part of the plan only when a model is configured; the web console
 from __future__ import annotations
 
 import asyncio
-import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TypeVar
 
-from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 from temporalio.service import RPCError
 
@@ -36,6 +39,7 @@ from cli.stack.local_llm import (
     health_problem,
     local_llm_server,
 )
+from cli.stack.pollers import pollers_of
 from cli.stack.servers import (
     LOOPBACK,
     ServerLaunch,
@@ -46,16 +50,25 @@ from cli.stack.servers import (
 )
 from cli.stack.storage_probe import round_trip_problem
 from shared.config import ENV_PREFIX, Settings, TaskQueues
-from shared.errors import QuantdeskError
+from shared.errors import NeedsOperator, QuantdeskError
 from shared.queues import BROKER_QUEUE, CHARTS_QUEUE, TOOLS_QUEUE
 from shared.search_attributes import SEARCH_ATTRIBUTES
 from shared.storage.objects import ObjectStore
 from workers.client import connect
+from workers.identity import is_process
+from workers.namespace_setup import ensure_search_attributes
 from workers.roles import WorkerRole
 
 T = TypeVar("T")
+
+
+class Blocked(str):
+    """A problem waiting cannot fix (the cluster refuses what quantdesk needs): `up` stops
+    waiting for the component at once and shows it, with the command that fixes it."""
+
+
 Problem = str | None
-"""Why a component is not healthy, or None when it is."""
+"""Why a component is not healthy (a ``Blocked`` one for good), or None when it is."""
 
 RPC_TIMEOUT = 3.0
 # How long a freshly started component may take to pass its check. Generous on
@@ -138,6 +151,8 @@ class TemporalProbe:
         """``step``'s verdict, or the reason the cluster could not be asked."""
         try:
             return self._call(step)
+        except NeedsOperator as error:
+            return Blocked(error)
         except QuantdeskError as error:
             return error.message
         except RPCError as error:
@@ -146,38 +161,28 @@ class TemporalProbe:
             return f"Temporal at {self._settings.temporal.address} gave no answer in {RPC_TIMEOUT}s"
 
     def cluster_problem(self) -> Problem:
-        """Whether the frontend answers and knows the configured namespace."""
+        """Whether the frontend answers, knows the configured namespace and has (or now got)
+        quantdesk's search attributes there."""
         namespace = self._settings.temporal.namespace
 
         async def describe(client: Client) -> Problem:
             await client.workflow_service.describe_namespace(
                 DescribeNamespaceRequest(namespace=namespace)
             )
+            await ensure_search_attributes(client)
             return None
 
         return self._problem(describe)
 
     def poller_problem(self, queue: str, pid: int | None) -> Problem:
-        """Whether process ``pid`` polls ``queue`` (for workflow or for activity tasks)."""
-        namespace = self._settings.temporal.namespace
-        # The SDK's default identity is "<pid>@<host>"; a custom one may prefix it.
-        own_pid = re.compile(rf"(?<!\d){pid}@")
+        """Whether process ``pid`` of this host polls ``queue`` (for workflow or activity tasks)."""
+        namespace, host = self._settings.temporal.namespace, self._settings.host_name
 
         async def polled(client: Client) -> Problem:
-            for kind in (
-                TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-                TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-            ):
-                response = await client.workflow_service.describe_task_queue(
-                    DescribeTaskQueueRequest(
-                        namespace=namespace,
-                        task_queue=TaskQueue(name=queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
-                        task_queue_type=kind,
-                    )
-                )
-                if any(own_pid.search(poller.identity) for poller in response.pollers):
-                    return None
-            return f"no poller of pid {pid} on task queue {queue!r} yet"
+            pollers = await pollers_of(client, namespace, queue)
+            if pid is not None and any(is_process(p.identity, pid, host) for p in pollers):
+                return None
+            return f"no poller of pid {pid}@{host} on task queue {queue!r} yet"
 
         return self._problem(polled)
 
@@ -191,6 +196,8 @@ def _s3_problem(settings: Settings) -> Problem:
     store = ObjectStore.from_settings(settings)
     try:
         store.ensure_buckets(*settings.s3.buckets)
+    except NeedsOperator as error:
+        return Blocked(error)
     except QuantdeskError as error:
         return str(error)
     return round_trip_problem(store, settings.s3.buckets)
@@ -208,8 +215,12 @@ def queue_of(role: WorkerRole, settings: Settings) -> str:
 
 
 def worker_env(settings: Settings) -> dict[str, str]:
-    """Variables that make a worker agree with the supervisor on data dir, cluster and queues."""
-    env = {f"{ENV_PREFIX}DATA_DIR": str(settings.data_dir.resolve())}
+    """Variables that make a worker agree with the supervisor on data dir, host name (its
+    identity, which the health check reads), cluster and queues."""
+    env = {
+        f"{ENV_PREFIX}DATA_DIR": str(settings.data_dir.resolve()),
+        f"{ENV_PREFIX}HOST_NAME": settings.host_name,
+    }
     for section in WORKER_SETTING_SECTIONS:
         env |= section_env(settings, section)
     return env

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from cli.stack.components import Component, Problem, TemporalProbe, plan
+from cli.stack.components import Blocked, Component, Problem, TemporalProbe, plan
 from cli.stack.servers import ServerLaunch, check_ports_free, wait_until
 from shared.config import Settings
 from shared.storage.credentials import ensure_generated_credentials
@@ -200,10 +200,12 @@ class _Wait:
     told_at: float = float("-inf")
 
     def settled(self) -> bool:
-        """Check once; settled when it passed, the process exited or the time is up."""
+        """Check once; settled when it passed, the process exited, waiting cannot help
+        (``Blocked``) or the time is up."""
         self.problem = _health(self.component, self.record)
         waited = time.monotonic() - self.since
-        return self.problem in (None, EXITED) or waited >= self.limit
+        blocked = isinstance(self.problem, Blocked)
+        return self.problem in (None, EXITED) or blocked or waited >= self.limit
 
     def tell(self, say: Say) -> None:
         """Say what is missing, unless it is early or was just said."""

@@ -4,7 +4,8 @@ Callers choose keys (workflow id + run id + step), so an activity retried after
 a crash overwrites its own object instead of leaving a twin behind. Errors are
 sorted by what retrying can do: an unreachable server is ``StorageUnavailable``
 (retryable), refused credentials or a missing bucket are ``StorageConfigError``
-naming the setting to fix, a missing key is ``ObjectNotFound``.
+naming the setting to fix, a missing key is ``ObjectNotFound``, and buckets these
+credentials may not create are ``NeedsOperator``, naming them all.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from minio.error import S3Error
 from pydantic import BaseModel, Field
 
 from shared.config import ENV_PREFIX, Settings
-from shared.errors import ObjectNotFound, StorageConfigError, StorageUnavailable
+from shared.errors import NeedsOperator, ObjectNotFound, StorageConfigError, StorageUnavailable
 
 _AUTH_CODES = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken"}
 _MISSING_KEY_CODES = {"NoSuchKey", "NoSuchObject"}
@@ -53,6 +54,7 @@ class ObjectStore:
         region: str = "us-east-1",
     ) -> None:
         self.endpoint = endpoint
+        self.secure = secure
         self._client = Minio(
             endpoint,
             access_key=access_key,
@@ -89,10 +91,8 @@ class ObjectStore:
             if error.code == "NoSuchBucket":
                 raise StorageConfigError(
                     f"bucket {bucket!r} does not exist at {self.endpoint}.",
-                    fix=(
-                        "Run `quantdesk up` (it creates the buckets) or set the "
-                        f"{ENV_PREFIX}S3__BUCKET_* settings to existing buckets."
-                    ),
+                    fix="Run `quantdesk up`: it creates the buckets, or names the ones someone "
+                    "allowed to must create.",
                 ) from None
             if error.code in _MISSING_KEY_CODES:
                 raise ObjectNotFound(f"no object at {where}.") from None
@@ -106,11 +106,35 @@ class ObjectStore:
             ) from None
 
     def ensure_buckets(self, *buckets: str) -> None:
-        """Create each bucket that does not exist yet."""
+        """Create each bucket that does not exist yet; ``NeedsOperator`` naming every missing
+        one when these credentials may not create buckets (they may still use them)."""
+        missing = []
         for bucket in buckets:
             with self._translated(bucket):
                 if not self._client.bucket_exists(bucket):
+                    missing.append(bucket)
+        for bucket in missing:
+            try:
+                with self._translated(bucket):
                     self._client.make_bucket(bucket)
+            except StorageConfigError:
+                raise self._not_creatable(missing) from None
+
+    def _not_creatable(self, missing: list[str]) -> NeedsOperator:
+        """Buckets these credentials may not create, and how someone allowed to does it."""
+        names = ", ".join(missing)
+        scheme = "https" if self.secure else "http"
+        made = " && ".join(
+            f"aws s3 mb s3://{bucket} --endpoint-url {scheme}://{self.endpoint}"
+            for bucket in missing
+        )
+        return NeedsOperator(
+            f"S3 at {self.endpoint} has no bucket {names}, and it refused to let these "
+            "credentials create them.",
+            fix=f"Ask someone allowed to create them (`{made}`, or `mc mb` with MinIO's "
+            f"client); quantdesk's bucket names are fixed. Or give {ENV_PREFIX}S3__ACCESS_KEY "
+            f"and {ENV_PREFIX}S3__SECRET_KEY of an account that may create buckets.",
+        )
 
     def put_bytes(self, ref: ObjectRef, data: bytes) -> ObjectRef:
         """Store ``data`` under the ref's key, replacing whatever was there."""
