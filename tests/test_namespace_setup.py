@@ -28,6 +28,7 @@ from cli.stack.components import Blocked, Problem, TemporalProbe, plan
 from cli.stack.servers import find_binary
 from shared.config import Settings, load_settings
 from shared.errors import NeedsOperator
+from shared.payload_keys import new_key_line
 from shared.search_attributes import SEARCH_ATTRIBUTES
 from shared.storage.objects import ObjectStore
 from tests.grpc_gate import ADD_SEARCH_ATTRIBUTES, OPERATOR_SERVICE, grpc_gate
@@ -53,6 +54,7 @@ def _settings(address: str, namespace: str, data_dir: Path) -> Settings:
     return load_settings(
         data_dir=data_dir,
         temporal={"address": address, "namespace": namespace, "embedded": False},
+        codec={"keys": new_key_line("host")},
     )
 
 
@@ -184,6 +186,7 @@ def test_up_stops_at_once_and_says_what_to_run(
                 "embedded": False,
             },
             console={"port": free_port_base(lambda base: [base])},
+            codec={"keys": new_key_line("host")},
         )
         started = time.monotonic()
         try:

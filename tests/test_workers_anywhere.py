@@ -26,17 +26,18 @@ import pytest
 import pytest_asyncio
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from cli.stack.commands import POLLERS_TITLE, private_book_warning
 from shared.config import ENV_PREFIX, Settings, load_settings
 from shared.errors import ConfigError
+from shared.payload_keys import new_key_line
 from shared.portfolio.broker import trade_key
 from shared.portfolio.schema import trades
 from shared.portfolio.store import PortfolioStore
 from shared.queues import DEFAULT_WORKFLOWS_QUEUE, TOOLS_QUEUE
 from tests.servers import count_rows, free_port_base, fresh_database, fresh_namespace
+from workers.client import connect
 from workers.identity import host_of, is_process, worker_identity
 from workflows.portfolio import PortfolioResult
 
@@ -47,6 +48,8 @@ ROLES = {"host-b": "workflows,tools,llm-offline", "host-c": "tools,llm-offline"}
 BOOK = "shared"
 RUNS = 4
 AS_OF = datetime(2012, 6, 1, tzinfo=UTC)
+DESK_KEYS = new_key_line("desk")
+"""The payload key every host of the desk shares (the servers are external: payloads are sealed)."""
 
 
 @dataclass
@@ -99,6 +102,7 @@ def _host_env(
         "S3__SECRET_KEY": secret,
         "S3__EMBEDDED": "false",
         "DATABASE_URL": database_url,
+        "CODEC__KEYS": DESK_KEYS,
         "CONSOLE__PORT": str(free_port_base(lambda base: [base])),
     }
     clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
@@ -165,8 +169,11 @@ def test_status_shows_which_host_polls_which_queue(desk: Desk) -> None:
 
 
 async def test_runs_on_both_hosts_book_each_trade_once(desk: Desk) -> None:
-    client = await Client.connect(
-        desk.address, namespace=desk.namespace, data_converter=pydantic_data_converter
+    client = await connect(
+        load_settings(
+            temporal={"address": desk.address, "namespace": desk.namespace, "embedded": False},
+            codec={"keys": DESK_KEYS},
+        )
     )
     handles = await asyncio.gather(
         *(

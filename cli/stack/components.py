@@ -154,7 +154,7 @@ class TemporalProbe:
         except NeedsOperator as error:
             return Blocked(error)
         except QuantdeskError as error:
-            return error.message
+            return str(error)
         except RPCError as error:
             return f"Temporal at {self._settings.temporal.address}: {error.message}"
         except TimeoutError:
