@@ -79,7 +79,9 @@ def test_a_file_that_is_not_the_pem_it_should_be_is_named(
 
     message = str(caught.value)
     assert f"QUANTDESK_TEMPORAL__CA_FILE: Value error, {files.client.key} holds no PEM " in message
-    assert f"QUANTDESK_TEMPORAL__KEY_FILE: Value error, {files.client.cert} holds no PEM " in message
+    assert (
+        f"QUANTDESK_TEMPORAL__KEY_FILE: Value error, {files.client.cert} holds no PEM " in message
+    )
     assert "QUANTDESK_TEMPORAL__CERT_FILE" not in message
 
 

@@ -4,11 +4,16 @@
 cluster is secured (``ProxyMode``): TLS only, mTLS (a client certificate signed by the
 test CA is required), or an API key (``Authorization: Bearer <key>``, as Temporal Cloud
 asks; anything else is answered with gRPC UNAUTHENTICATED). ``https_proxy`` puts an HTTP
-server (the test S3) behind TLS. Both yield the ``host:port`` to dial.
+server (the test S3) behind TLS. Both yield the ``host:port`` to dial. Certificates
+come from ``tests.certificates.make_tls_files``.
 
 nginx runs unprivileged-friendly: its own prefix, pid, logs and temp folders under the
 given folder, ``daemon off``, as our child process, stopped when the block ends. Tests
-are skipped (with the reason) only where nginx is not installed.
+are skipped (with the reason) only where nginx is not installed. By default each listens
+on a free loopback port; ``Listen`` places one on another host of a multi-host test.
+
+``mtls_refusing_server`` is the other way servers refuse a client certificate: OpenSSL's
+test server aborting the handshake, as Temporal's own frontend does.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ START_TIMEOUT = 10.0
 UNAUTHENTICATED = 16
 """gRPC's status code for a call without valid credentials."""
 WRONG_KEY_MESSAGE = "missing or invalid API key"
-"""What the API-key proxy answers a call without the right key (gRPC ``grpc-message``)."""
+"""What the API-key proxy answers a call without the right key (gRPC ``grpc-message``),
+followed by the Authorization header it got: a careless server echoing the key, which the
+client must not repeat."""
 # Workers long-poll for about a minute and payloads reach megabytes: the proxy must
 # neither time them out nor cap them.
 _LONG_CALLS = """
@@ -70,7 +77,7 @@ def _grpc_location(upstream: str, mode: ProxyMode, api_key: str | None) -> str:
         check = f"""
             if ($http_authorization != "Bearer {api_key}") {{
                 add_header grpc-status {UNAUTHENTICATED};
-                add_header grpc-message "{WRONG_KEY_MESSAGE}";
+                add_header grpc-message "{WRONG_KEY_MESSAGE} (got: $http_authorization)";
                 return 200;
             }}"""
     return f"""
