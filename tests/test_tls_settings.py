@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cli.stack.components import worker_env
 from shared.config import load_settings
 from shared.errors import ConfigError
 from tests.certificates import TlsFiles, make_tls_files
@@ -116,3 +117,18 @@ def test_the_api_key_never_shows(monkeypatch: pytest.MonkeyPatch) -> None:
     assert API_KEY not in settings.model_dump_json()
     assert settings.temporal.api_key is not None
     assert settings.temporal.api_key.get_secret_value() == API_KEY
+
+
+def test_workers_started_by_up_are_given_the_tls_settings_and_the_key_itself(
+    files: TlsFiles,
+) -> None:
+    settings = load_settings(
+        temporal={"ca_file": str(files.ca), "server_name": "temporal.internal", "api_key": API_KEY}
+    )
+
+    env = worker_env(settings)
+
+    assert env["QUANTDESK_TEMPORAL__API_KEY"] == API_KEY
+    assert env["QUANTDESK_TEMPORAL__CA_FILE"] == str(files.ca)
+    assert env["QUANTDESK_TEMPORAL__SERVER_NAME"] == "temporal.internal"
+    assert env["QUANTDESK_TEMPORAL__TLS"] == "True"
