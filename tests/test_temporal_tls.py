@@ -205,10 +205,15 @@ async def test_a_server_that_aborts_the_handshake_names_cert_and_key(
             _settings(address, ca_file=files.ca, **(untrusted if client == "untrusted" else {}))
         )
 
+    # TLS 1.3: the alert comes after the client's handshake, and may be lost to the reset.
     assert message.startswith(
-        f"configuration `{VARIABLE}CERT_FILE and {VARIABLE}KEY_FILE`: Temporal at {address} "
-        f"refused the TLS client certificate ({alert}; "
-    )
+        (
+            f"configuration `{VARIABLE}CERT_FILE and {VARIABLE}KEY_FILE`: Temporal at {address} "
+            f"refused the TLS client certificate ({alert}; ",
+            f"configuration `{VARIABLE}CERT_FILE and {VARIABLE}KEY_FILE`: Temporal at {address} "
+            "closed the TLS connection at the first call (connection ",
+        )
+    ), message
 
 
 @pytest.mark.integration

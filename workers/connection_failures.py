@@ -6,7 +6,9 @@ error (rustls, hyper and tonic wording, e.g. ``InvalidCertificate(UnknownIssuer)
 that as an ``RPCError`` with a gRPC status. ``CAUSES`` recognises each cause from either,
 first match wins; what matches nothing is "cannot reach", as before TLS existed. The
 wordings were observed with temporalio 1.35 against nginx 1.22 and OpenSSL's s_server
-(tests/test_temporal_tls.py pins them).
+(tests/test_temporal_tls.py pins them). Under TLS 1.3 a server checks the client
+certificate after the client has finished its handshake: its refusal (an alert) may be
+lost to the connection's reset, leaving only "connection closed" at the first call.
 
 An API key is replaced by a placeholder in any text quoted here: the message may be
 logged or shown on a console.
@@ -30,6 +32,10 @@ _CLIENT_CERT_ALERTS = (
     "CertificateExpired|CertificateRevoked|AccessDenied|DecryptError"
 )
 _REDACTED = "[API key]"
+_CLIENT_CERT_FIX = (
+    "Set {CERT_FILE} and {KEY_FILE} to a client certificate signed by a CA the server "
+    "trusts, and its private key."
+)
 
 
 def variable(field: str) -> str:
@@ -114,8 +120,19 @@ CAUSES: tuple[Cause, ...] = (
         over_tls=True,
         problem="Temporal at {address} refused the TLS client certificate ({detail}; "
         "{client_cert})",
-        fix="Set {CERT_FILE} and {KEY_FILE} to a client certificate signed by a CA the "
-        "server trusts, and its private key.",
+        fix=_CLIENT_CERT_FIX,
+    ),
+    Cause(
+        fields=("cert_file", "key_file"),
+        pattern=re.compile(
+            r"after connection.*?(connection closed|connection reset|broken pipe)",
+            re.IGNORECASE | re.DOTALL,
+        ),
+        over_tls=True,
+        problem="Temporal at {address} closed the TLS connection at the first call ({detail}), "
+        "as a server refusing the client certificate does when its alert is lost "
+        "({client_cert})",
+        fix=_CLIENT_CERT_FIX,
     ),
     Cause(
         fields=("tls",),
