@@ -36,6 +36,7 @@ from shared.errors import ConfigError
 from shared.llm.pricing import ModelPrice
 from shared.llm.providers import PROVIDERS, LlmRole, ProviderSpec, Serving, list_prices
 from shared.payload_keys import PayloadKeys, parse_key_lines
+from shared.pem_files import CertificateFile, PrivateKeyFile
 from shared.portfolio.costs import Costs
 from shared.queues import DEFAULT_WORKFLOWS_QUEUE
 from shared.storage.buckets import BUCKETS
@@ -140,10 +141,15 @@ class TaskQueues(BaseModel):
 
 
 class S3Settings(BaseModel):
-    """Object storage: any S3 API (embedded SeaweedFS, MinIO, AWS)."""
+    """Object storage: any S3 API (embedded SeaweedFS, MinIO, AWS).
+
+    ``ca_file`` turns ``secure`` on: a CA bundle only means something over HTTPS."""
 
     endpoint: str = Field("127.0.0.1:8333", description="host:port, no scheme")
-    secure: bool = False
+    secure: bool = Field(False, description="HTTPS; implied by ca_file")
+    ca_file: CertificateFile | None = Field(
+        None, description="PEM bundle of the CAs to trust instead of the system's (HTTPS)"
+    )
     access_key: SecretStr | None = None
     secret_key: SecretStr | None = None
     region: str = "us-east-1"
@@ -159,6 +165,11 @@ class S3Settings(BaseModel):
             raise ValueError("expected host:port, e.g. 127.0.0.1:8333")
         return value
 
+    @model_validator(mode="after")
+    def _secure_implied(self) -> S3Settings:
+        self.secure = self.secure or self.ca_file is not None
+        return self
+
     @property
     def buckets(self) -> tuple[str, ...]:
         """Every bucket quantdesk writes to."""
@@ -171,12 +182,55 @@ class S3Settings(BaseModel):
 
 
 class TemporalSettings(BaseModel):
-    """Where the Temporal frontend is, and whether `up` runs the dev server."""
+    """Where the Temporal frontend is, how to reach it securely, and whether `up` runs the
+    dev server.
+
+    Any of ``ca_file``, ``cert_file``/``key_file``, ``server_name`` or ``api_key`` turns
+    ``tls`` on: each only means something over TLS, and an API key must never travel in
+    clear text (Temporal Cloud accepts it over TLS only). ``tls`` alone trusts the
+    system's CAs, as for Temporal Cloud."""
 
     address: str = "127.0.0.1:7233"
     namespace: str = "default"
     ui_port: int = Field(8233, ge=1, le=65535)
     embedded: bool = Field(True, description="`quantdesk up` starts the dev server itself")
+    tls: bool = Field(
+        False,
+        description="connect over TLS; implied by any of ca_file, cert_file, key_file, "
+        "server_name, api_key",
+    )
+    ca_file: CertificateFile | None = Field(
+        None, description="PEM bundle of the CAs to trust instead of the system's"
+    )
+    cert_file: CertificateFile | None = Field(
+        None, description="client certificate (PEM) for mTLS; needs key_file"
+    )
+    key_file: PrivateKeyFile | None = Field(
+        None, description="private key (PEM) of cert_file; needs cert_file"
+    )
+    server_name: str | None = Field(
+        None,
+        description="name the server's certificate is checked against, sent as TLS SNI "
+        "(when the address is an IP, or a name the certificate does not carry)",
+    )
+    api_key: SecretStr | None = Field(
+        None, description="sent as `Authorization: Bearer <key>` on every call (Temporal Cloud)"
+    )
+
+    @model_validator(mode="after")
+    def _tls_implied(self) -> TemporalSettings:
+        """A client certificate comes with its key; any TLS setting turns TLS on."""
+        if (self.cert_file is None) != (self.key_file is None):
+            given, missing = ("CERT_FILE", "KEY_FILE")
+            if self.cert_file is None:
+                given, missing = missing, given
+            raise ValueError(
+                f"{ENV_PREFIX}TEMPORAL__{given} is set without {ENV_PREFIX}TEMPORAL__{missing}: "
+                "mTLS needs a client certificate and its private key; set both or neither"
+            )
+        implying = (self.ca_file, self.cert_file, self.server_name, self.api_key)
+        self.tls = self.tls or any(value is not None for value in implying)
+        return self
 
     @property
     def port(self) -> int:
@@ -636,8 +690,11 @@ def _describe(error: ValidationError) -> str:
     lines = []
     for item in error.errors():
         path = "__".join(str(part) for part in item["loc"]).upper()
-        # Never echo what was given for a key: it may be a real secret.
-        got = "" if "KEY" in path else f" (got {item.get('input')!r})"
+        # Never echo what was given for a key, or for a whole block (which may hold one):
+        # it may be a real secret.
+        given = item.get("input")
+        secret = "KEY" in path or isinstance(given, dict | BaseModel)
+        got = "" if secret else f" (got {given!r})"
         lines.append(f"{ENV_PREFIX}{path}: {item['msg']}{got}")
     return "; ".join(lines)
 

@@ -1,23 +1,28 @@
-"""Connecting to Temporal the one way quantdesk does: configured address, pydantic payloads."""
+"""Connecting to Temporal the one way quantdesk does: configured address, TLS and API key,
+pydantic payloads."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import TypeVar
 
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
-from shared.config import ENV_PREFIX, Settings
+from shared.config import Settings, TemporalSettings
 from shared.errors import ConfigError
+from workers.connection_failures import explain, variable
 from workers.converter import data_converter
 
 T = TypeVar("T")
 RECONNECT_FIRST_DELAY = 1.0
 RECONNECT_LONGEST_DELAY = 10.0
+NAMESPACE_CHECK_TIMEOUT = timedelta(seconds=10)
 SERVER_AWAY: frozenset[RPCStatusCode] = frozenset(
     {
         RPCStatusCode.UNAVAILABLE,
@@ -81,18 +86,52 @@ def quiet_client_logs() -> None:
     )
 
 
-async def connect(settings: Settings) -> Client:
-    """A client for the configured cluster, or a ConfigError naming the address setting."""
+def tls_config(temporal: TemporalSettings) -> TLSConfig | bool:
+    """The client's TLS: off, or on with the configured CA, client certificate and server
+    name (each unset: the system's CAs, no client certificate, the address's host)."""
+    if not temporal.tls:
+        return False
+    return TLSConfig(
+        server_root_ca_cert=_read(temporal.ca_file, "ca_file"),
+        client_cert=_read(temporal.cert_file, "cert_file"),
+        client_private_key=_read(temporal.key_file, "key_file"),
+        domain=temporal.server_name,
+    )
+
+
+def _read(path: Path | None, field: str) -> bytes | None:
+    """A PEM file's bytes; settings checked it at load, so this fails only if it went since."""
+    if path is None:
+        return None
     try:
-        return await Client.connect(
-            settings.temporal.address,
-            namespace=settings.temporal.namespace,
-            data_converter=data_converter(settings),
-        )
-    except RuntimeError as error:
+        return path.read_bytes()
+    except OSError as error:
         raise ConfigError(
-            f"{ENV_PREFIX}TEMPORAL__ADDRESS",
-            f"cannot reach Temporal at {settings.temporal.address} ({error})",
-            fix="Start the embedded stack with `quantdesk up`, or point the setting at your "
-            "cluster.",
+            variable(field),
+            f"cannot read {path} ({error.strerror})",
+            fix=f"Set {variable(field)} to a readable PEM file.",
         ) from None
+
+
+async def connect(settings: Settings) -> Client:
+    """A client for the configured cluster, or a ConfigError naming its cause and the
+    setting to change (``workers.connection_failures``).
+
+    Connecting makes one call of its own (system info), which an API key must pass;
+    describing the namespace then makes a wrong namespace, or a key without access to
+    it, fail here rather than at a run's first call."""
+    temporal = settings.temporal
+    try:
+        client = await Client.connect(
+            temporal.address,
+            namespace=temporal.namespace,
+            data_converter=data_converter(settings),
+            tls=tls_config(temporal),
+            api_key=temporal.api_key.get_secret_value() if temporal.api_key else None,
+        )
+        await client.workflow_service.describe_namespace(
+            DescribeNamespaceRequest(namespace=temporal.namespace), timeout=NAMESPACE_CHECK_TIMEOUT
+        )
+    except (RuntimeError, RPCError) as error:
+        raise explain(error, temporal) from None
+    return client

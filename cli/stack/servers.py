@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
 from shared.search_attributes import TASK_PROBLEMS_DYNAMIC_CONFIG
@@ -105,10 +107,13 @@ def check_ports_free(launch: ServerLaunch) -> None:
 def section_env(settings: Settings, section: str) -> dict[str, str]:
     """The ``QUANTDESK_<SECTION>__<FIELD>`` variables that give a process ``section`` as set.
 
-    An unset field stays unset: "None" would be read back as a value."""
+    An unset field stays unset: "None" would be read back as a value. A secret (the
+    Temporal API key) is given as itself: its masked repr would be read back as the key."""
     values = getattr(settings, section).model_dump()
     return {
-        f"{ENV_PREFIX}{section.upper()}__{key.upper()}": str(value)
+        f"{ENV_PREFIX}{section.upper()}__{key.upper()}": (
+            value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+        )
         for key, value in values.items()
         if value is not None
     }

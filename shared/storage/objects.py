@@ -3,17 +3,21 @@
 Callers choose keys (workflow id + run id + step), so an activity retried after
 a crash overwrites its own object instead of leaving a twin behind. Errors are
 sorted by what retrying can do: an unreachable server is ``StorageUnavailable``
-(retryable), refused credentials or a missing bucket are ``StorageConfigError``
-naming the setting to fix, a missing key is ``ObjectNotFound``, and buckets these
-credentials may not create are ``NeedsOperator``, naming them all.
+(retryable), refused credentials, a missing bucket or a certificate the client does
+not trust are ``StorageConfigError`` naming the setting to fix, a missing key is
+``ObjectNotFound``, and buckets these credentials may not create are ``NeedsOperator``,
+naming them all.
 """
 
 from __future__ import annotations
 
 import io
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from functools import cache
+from pathlib import Path
 
 import urllib3
 from minio import Minio
@@ -25,12 +29,30 @@ from shared.errors import NeedsOperator, ObjectNotFound, StorageConfigError, Sto
 
 _AUTH_CODES = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken"}
 _MISSING_KEY_CODES = {"NoSuchKey", "NoSuchObject"}
-# Connection failures surface quickly so Temporal, not urllib3, owns the retries.
-_HTTP = urllib3.PoolManager(
-    timeout=urllib3.Timeout(connect=5, read=60),
-    retries=urllib3.Retry(total=0, connect=0, read=0, redirect=0),
-    maxsize=16,
-)
+
+
+@cache
+def _http_client(ca_file: Path | None) -> urllib3.PoolManager:
+    """The connection pool of every store trusting ``ca_file`` (None: the system's CAs).
+
+    Connection failures surface quickly so Temporal, not urllib3, owns the retries."""
+    return urllib3.PoolManager(
+        timeout=urllib3.Timeout(connect=5, read=60),
+        retries=urllib3.Retry(total=0, connect=0, read=0, redirect=0),
+        maxsize=16,
+        cert_reqs="CERT_REQUIRED",
+        ca_certs=None if ca_file is None else str(ca_file),
+    )
+
+
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    """``error`` and what it wraps: urllib3 keeps the ssl error as the ``reason`` of its
+    ``MaxRetryError``, raised while handling it."""
+    seen: BaseException | None = error
+    while seen is not None:
+        yield seen
+        reason = getattr(seen, "reason", None)
+        seen = reason if isinstance(reason, BaseException) else seen.__cause__ or seen.__context__
 
 
 class ObjectRef(BaseModel):
@@ -52,6 +74,7 @@ class ObjectStore:
         *,
         secure: bool = False,
         region: str = "us-east-1",
+        ca_file: Path | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.secure = secure
@@ -59,9 +82,9 @@ class ObjectStore:
             endpoint,
             access_key=access_key,
             secret_key=secret_key,
-            secure=secure,
+            secure=secure or ca_file is not None,
             region=region,
-            http_client=_HTTP,
+            http_client=_http_client(ca_file),
         )
 
     @classmethod
@@ -74,6 +97,7 @@ class ObjectStore:
             secret,
             secure=settings.s3.secure,
             region=settings.s3.region,
+            ca_file=settings.s3.ca_file,
         )
 
     @contextmanager
@@ -100,10 +124,31 @@ class ObjectStore:
                 f"S3 error {error.code} for {where}: {error.message}"
             ) from None
         except (urllib3.exceptions.HTTPError, OSError) as error:
+            self._raise_tls_refusal(error)
             raise StorageUnavailable(
                 f"S3 at {self.endpoint} is unreachable ({type(error).__name__}).",
                 fix=f"Start it with `quantdesk up` or fix {ENV_PREFIX}S3__ENDPOINT.",
             ) from None
+
+    def _raise_tls_refusal(self, error: BaseException) -> None:
+        """A ``StorageConfigError`` when ``error`` is TLS refusing the server, which no retry
+        can mend: a certificate the client does not trust, or no TLS at all on the far end.
+        Other TLS failures (a handshake cut short) stay retryable."""
+        for cause in _causes(error):
+            if isinstance(cause, ssl.SSLCertVerificationError):
+                raise StorageConfigError(
+                    f"S3 at {self.endpoint} presented a certificate the client does not trust "
+                    f"({cause.verify_message}).",
+                    fix=f"Set {ENV_PREFIX}S3__CA_FILE to the PEM bundle of the CA that signed "
+                    "it (unset, only the system's CAs are trusted), and "
+                    f"{ENV_PREFIX}S3__ENDPOINT to a name the certificate carries.",
+                ) from None
+            if isinstance(cause, ssl.SSLError) and cause.reason == "WRONG_VERSION_NUMBER":
+                raise StorageConfigError(
+                    f"S3 at {self.endpoint} does not answer HTTPS (it speaks plain HTTP).",
+                    fix=f"Unset {ENV_PREFIX}S3__SECURE and {ENV_PREFIX}S3__CA_FILE, or set "
+                    f"{ENV_PREFIX}S3__ENDPOINT to the server's HTTPS port.",
+                ) from None
 
     def ensure_buckets(self, *buckets: str) -> None:
         """Create each bucket that does not exist yet; ``NeedsOperator`` naming every missing
