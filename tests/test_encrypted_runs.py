@@ -15,7 +15,7 @@ import asyncio
 import json
 import subprocess
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +26,7 @@ import pytest
 import pytest_asyncio
 import uvicorn
 from google.protobuf import json_format
-from google.protobuf.message import Message
-from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.api.common.v1 import Payloads
 from temporalio.api.history.v1 import History
 from temporalio.client import Client, WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
@@ -41,6 +40,12 @@ from shared.llm.providers import QUEUE_OFFLINE
 from shared.market.sources import BundledSource
 from shared.payload_keys import new_key_line
 from tests.chromium import chromium_binary, chromium_page
+from tests.history_payloads import (
+    event_payloads,
+    json_values,
+    payloads_in,
+    without_search_attributes,
+)
 from tests.servers import (
     free_port_base,
     isolated_settings,
@@ -117,47 +122,6 @@ async def run(
     return EncryptedRun(settings, workflow_id, result, history)
 
 
-def payloads_in(message: Message) -> Iterator[Payload]:
-    """Every payload anywhere in ``message`` but its search attributes."""
-    if isinstance(message, Payload):
-        yield message
-        return
-    for field, value in message.ListFields():
-        if field.message_type is None or field.name == "search_attributes":
-            continue
-        if field.message_type.GetOptions().map_entry:
-            if field.message_type.fields_by_name["value"].message_type is None:
-                continue
-            children = list(value.values())
-        else:
-            children = list(value) if field.is_repeated else [value]
-        for child in children:
-            yield from payloads_in(child)
-
-
-def without_search_attributes(history: WorkflowHistory) -> bytes:
-    """The history's bytes with every event's search attributes left out."""
-    proto = History(events=history.events)
-    for event in proto.events:
-        for attributes in (
-            event.workflow_execution_started_event_attributes,
-            event.upsert_workflow_search_attributes_event_attributes,
-            event.start_child_workflow_execution_initiated_event_attributes,
-        ):
-            attributes.ClearField("search_attributes")
-    return proto.SerializeToString()
-
-
-def event_payloads(history: WorkflowHistory, kind: str) -> Payloads:
-    """The input of the start event or the result of the completion event."""
-    for event in history.events:
-        if kind == "input" and event.HasField("workflow_execution_started_event_attributes"):
-            return event.workflow_execution_started_event_attributes.input
-        if kind == "result" and event.HasField("workflow_execution_completed_event_attributes"):
-            return event.workflow_execution_completed_event_attributes.result
-    raise AssertionError(f"no {kind} in the history")
-
-
 async def test_no_payload_of_the_history_is_plain(run: EncryptedRun) -> None:
     payloads = [p for e in run.history.events for p in payloads_in(e)]
 
@@ -193,17 +157,10 @@ async def test_the_consoles_codec_endpoint_decodes_the_history(run: EncryptedRun
             for kind in ("input", "result")
         }
 
-    [started] = _json_values(decoded["input"].json())
-    [result] = _json_values(decoded["result"].json())
+    [started] = json_values(decoded["input"].json())
+    [result] = json_values(decoded["result"].json())
     assert started["symbol"] == SYMBOL and started["timeframe"] == "1d"
     assert result["decision"]["justification"] == run.result.decision.justification
-
-
-def _json_values(answer: dict[str, Any]) -> list[Any]:
-    """The JSON values of decoded payloads in the protocol's form."""
-    payloads = json_format.ParseDict(answer, Payloads()).payloads
-    assert {p.metadata["encoding"] for p in payloads} == {b"json/plain"}
-    return [json.loads(p.data) for p in payloads]
 
 
 async def test_the_history_replays_with_the_codec(run: EncryptedRun) -> None:
@@ -254,7 +211,7 @@ async def test_the_temporal_cli_shows_the_run_through_the_codec_endpoint(
         events = json.loads(shown)["events"]
         return events[0]["workflowExecutionStartedEventAttributes"]["input"]
 
-    [started] = _json_values(started_input(decoded))
+    [started] = json_values(started_input(decoded))
     assert started["symbol"] == SYMBOL
     sealed = json_format.ParseDict(started_input(plain), Payloads()).payloads
     assert [p.metadata["encoding"] for p in sealed] == [b"binary/encrypted"]

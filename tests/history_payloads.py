@@ -1,0 +1,63 @@
+"""The payloads of a Temporal history, read as the cluster stores them: for the tests that
+show what an operator of the cluster can and cannot read (``tests/test_encrypted_runs.py``,
+``tests/test_several_hosts.py``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.api.history.v1 import History
+from temporalio.client import WorkflowHistory
+
+
+def payloads_in(message: Message) -> Iterator[Payload]:
+    """Every payload anywhere in ``message`` but its search attributes."""
+    if isinstance(message, Payload):
+        yield message
+        return
+    for field, value in message.ListFields():
+        if field.message_type is None or field.name == "search_attributes":
+            continue
+        if field.message_type.GetOptions().map_entry:
+            if field.message_type.fields_by_name["value"].message_type is None:
+                continue
+            children = list(value.values())
+        else:
+            children = list(value) if field.is_repeated else [value]
+        for child in children:
+            yield from payloads_in(child)
+
+
+def without_search_attributes(history: WorkflowHistory) -> bytes:
+    """The history's bytes with every event's search attributes left out."""
+    proto = History(events=history.events)
+    for event in proto.events:
+        for attributes in (
+            event.workflow_execution_started_event_attributes,
+            event.upsert_workflow_search_attributes_event_attributes,
+            event.start_child_workflow_execution_initiated_event_attributes,
+        ):
+            attributes.ClearField("search_attributes")
+    return proto.SerializeToString()
+
+
+def event_payloads(history: WorkflowHistory, kind: str) -> Payloads:
+    """The input of the start event or the result of the completion event."""
+    for event in history.events:
+        if kind == "input" and event.HasField("workflow_execution_started_event_attributes"):
+            return event.workflow_execution_started_event_attributes.input
+        if kind == "result" and event.HasField("workflow_execution_completed_event_attributes"):
+            return event.workflow_execution_completed_event_attributes.result
+    raise AssertionError(f"no {kind} in the history")
+
+
+def json_values(answer: dict[str, Any]) -> list[Any]:
+    """The JSON values of decoded payloads in the protocol's form."""
+    payloads = json_format.ParseDict(answer, Payloads()).payloads
+    assert {p.metadata["encoding"] for p in payloads} == {b"json/plain"}
+    return [json.loads(p.data) for p in payloads]
