@@ -49,6 +49,10 @@ _LONG_CALLS = """
 """
 
 
+UPSTREAM = "upstream"
+"""The name of the proxied server's upstream block in nginx.conf."""
+
+
 class ProxyMode(StrEnum):
     """How the gRPC proxy checks its clients."""
 
@@ -66,8 +70,8 @@ def nginx_binary() -> str:
     return found
 
 
-def _grpc_location(upstream: str, mode: ProxyMode, api_key: str | None) -> str:
-    """The location block forwarding calls to ``upstream``, behind the key check in
+def _grpc_location(mode: ProxyMode, api_key: str | None) -> str:
+    """The location block forwarding calls to the upstream, behind the key check in
     API-key mode. A refused call gets a trailers-only gRPC answer (HTTP 200, the status in
     the headers), as a gRPC server would send it."""
     check = ""
@@ -85,7 +89,7 @@ def _grpc_location(upstream: str, mode: ProxyMode, api_key: str | None) -> str:
             default_type application/grpc;{check}
             grpc_read_timeout 600s;
             grpc_send_timeout 600s;
-            grpc_pass grpc://{upstream};
+            grpc_pass grpc://{UPSTREAM};
         }}"""
 
 
@@ -97,8 +101,12 @@ def _client_check(files: TlsFiles, mode: ProxyMode) -> str:
         ssl_client_certificate {files.ca};"""
 
 
-def _config(folder: Path, listen: str, files: TlsFiles, server_body: str, *, http2: bool) -> str:
-    """A whole nginx.conf whose every path is under ``folder``: one TLS server."""
+def _config(
+    folder: Path, listen: str, files: TlsFiles, upstream: str, server_body: str, *, http2: bool
+) -> str:
+    """A whole nginx.conf whose every path is under ``folder``: one TLS server in front of
+    ``upstream``, whose connections are kept open between calls as a production proxy keeps
+    them (without ``keepalive`` nginx dials the upstream anew for every call)."""
     temp = {kind: folder / kind for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")}
     for path in temp.values():
         path.mkdir(parents=True, exist_ok=True)
@@ -111,6 +119,10 @@ events {{ worker_connections 512; }}
 http {{
     access_log {folder / "access.log"};
 {temp_paths}
+    upstream {UPSTREAM} {{
+        server {upstream};
+        keepalive 64;
+    }}
     server {{
         listen {listen} ssl{" http2" if http2 else ""};
         ssl_certificate {files.server.cert};
@@ -176,15 +188,16 @@ def _tail(log: Path) -> str:
 
 @contextmanager
 def _nginx(
-    folder: Path, listen: Listen, files: TlsFiles, body: str, *, http2: bool
+    folder: Path, listen: Listen, files: TlsFiles, upstream: str, body: str, *, http2: bool
 ) -> Iterator[str]:
-    """nginx serving TLS with ``files.server`` and the server block ``body``."""
+    """nginx serving TLS with ``files.server`` and the server block ``body``, in front of
+    ``upstream``."""
     binary = nginx_binary()
     log = folder / "error.log"
 
     def argv_for(address: str) -> list[str]:
         conf = folder / "nginx.conf"
-        conf.write_text(_config(folder, address, files, body, http2=http2))
+        conf.write_text(_config(folder, address, files, upstream, body, http2=http2))
         return [binary, "-p", str(folder), "-c", str(conf), "-e", str(log)]
 
     with _serving(listen, folder, argv_for, log) as address:
@@ -206,8 +219,8 @@ def grpc_tls_proxy(
 
     Its certificate is ``files.server`` (valid for 127.0.0.1, ``SERVER_DNS_NAME`` and the
     IPs ``make_tls_files`` was given)."""
-    body = _client_check(files, mode) + _LONG_CALLS + _grpc_location(upstream, mode, api_key)
-    with _nginx(folder, listen, files, body, http2=True) as address:
+    body = _client_check(files, mode) + _LONG_CALLS + _grpc_location(mode, api_key)
+    with _nginx(folder, listen, files, upstream, body, http2=True) as address:
         yield address
 
 
@@ -222,14 +235,15 @@ def https_proxy(
         _LONG_CALLS
         + f"""
         location / {{
-            proxy_pass http://{upstream};
+            proxy_pass http://{UPSTREAM};
             proxy_http_version 1.1;
+            proxy_set_header Connection "";
             proxy_set_header Host $http_host;
             proxy_request_buffering off;
             proxy_buffering off;
         }}"""
     )
-    with _nginx(folder, listen, files, body, http2=False) as address:
+    with _nginx(folder, listen, files, upstream, body, http2=False) as address:
         yield address
 
 
