@@ -21,9 +21,10 @@ import pytest
 from cli.stack.local_llm import LOCAL_LLM, MODEL_SETTING
 from shared.config import ENV_PREFIX, LocalLlmSettings, Settings
 from shared.llm.providers import LOCAL_MODEL, PROVIDERS
+from tests.cli_process import run_quantdesk
 from tests.local_llm import cached_model
 from tests.servers import free_port_base
-from tests.test_stack import _alive, _claimed_ports, _quantdesk, _settings_for
+from tests.test_stack import _alive, _claimed_ports, _settings_for
 
 ROLE = "llm-openai-compatible"
 WORKER = f"worker-{ROLE}"
@@ -40,7 +41,7 @@ class Stack:
     first_up_status: int
 
     def quantdesk(self, *args: str) -> tuple[int, str]:
-        result = _quantdesk(self.env, *args, "--roles", ROLE)
+        result = run_quantdesk(self.env, *args, "--roles", ROLE)
         return result.returncode, result.stdout + result.stderr
 
     def pid(self, name: str) -> int | None:
@@ -72,7 +73,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         f"{ENV_PREFIX}LOCAL_LLM__PORT": str(port),
         "COLUMNS": "200",
     }
-    first = _quantdesk(env, "up", "--roles", ROLE)
+    first = run_quantdesk(env, "up", "--roles", ROLE)
     stack = Stack(env, settings, first.stdout + first.stderr, first.returncode)
     yield stack
     stack.quantdesk("down")
@@ -113,7 +114,7 @@ class TestLocalLlmStack:
         pid = stack.pid(LOCAL_LLM)
         assert pid is not None
         unset = {k: v for k, v in stack.env.items() if k != MODEL_SETTING}
-        down = _quantdesk(unset, "down", "--roles", ROLE)
+        down = run_quantdesk(unset, "down", "--roles", ROLE)
         assert down.returncode == 0, down.stdout + down.stderr
         assert LOCAL_LLM in down.stdout
         deadline = time.monotonic() + 5

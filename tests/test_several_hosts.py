@@ -17,7 +17,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -41,6 +40,7 @@ from shared.search_attributes import FLOW, SEARCH_ATTRIBUTES
 from shared.storage.credentials import ensure_generated_credentials
 from shared.storage.objects import ObjectStore
 from tests.certificates import Issued, TlsFiles, make_tls_files
+from tests.cli_process import CLI_TIMEOUT, ROOT, quantdesk_argv, run_quantdesk
 from tests.history_payloads import json_values, payloads_in
 from tests.hosts import Host, namespace_problem, network
 from tests.servers import free_port_base, fresh_database, postgres_for_tests, stop
@@ -49,14 +49,12 @@ from workers.client import connect
 from workers.identity import host_of
 from workflows.autorun import AutoRunResult
 
-ROOT = Path(__file__).resolve().parent.parent
 MTLS_PORT, API_KEY_PORT, S3_PORT, TEMPORAL_PORT = 7233, 7234, 8443, 7233
 API_KEY = "qd-desk-api-key-7f3a"
 KEYS = new_key_line("desk-2026-12")
 TOKEN = "desk-console-token"
 BOOK = "hosts"
 ROLES = "workflows,tools,charts,llm-offline"
-CLI_TIMEOUT = 420
 RUN_TIMEOUT = 600.0
 SERVER_TIMEOUT = 90.0
 
@@ -80,16 +78,12 @@ class Desk:
     ) -> subprocess.CompletedProcess[str]:
         """The real CLI run on ``host`` (with ``extra`` variables over its own)."""
         env = self.env[host] | {f"{ENV_PREFIX}{key}": value for key, value in extra.items()}
-        argv = self.hosts[host].argv([sys.executable, "-m", "cli.main", *args])
-        return subprocess.run(
-            argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
-        )
+        return run_quantdesk(env, *args, timeout=timeout, on=self.hosts[host].argv([]))
 
     def start(self, host: str, *args: str) -> subprocess.Popen[str]:
         """The real CLI started on ``host``, its output kept for the end."""
-        argv = self.hosts[host].argv([sys.executable, "-m", "cli.main", *args])
         return subprocess.Popen(
-            argv,
+            quantdesk_argv(*args, on=self.hosts[host].argv([])),
             cwd=ROOT,
             env=self.env[host],
             stdout=subprocess.PIPE,

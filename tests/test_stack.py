@@ -37,31 +37,16 @@ from cli.stack.servers import (
 )
 from shared.config import ENV_PREFIX, Settings
 from shared.storage.credentials import credentials_path
+from tests.cli_process import run_quantdesk
 from tests.servers import free_port_base, weed_shell
 from workers.roles import ROLE_NAMES, WorkerRole
 
-ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ("temporal", "s3", "console")
 WORKERS = tuple(f"worker-{role}" for role in ROLE_NAMES)
 COMPONENTS = (*SERVERS, *WORKERS)
 RESTARTED = "worker-llm-offline"
 STALLED = "worker-charts"
-# `up` may wait minutes on a loaded machine (health timeouts of 90 s and 120 s, a
-# 30 s reconnect grace before a stuck worker is restarted).
-CLI_TIMEOUT = 360
 HEAL_TIMEOUT = 420
-
-
-def _quantdesk(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """The real CLI, as a user runs it from the repository."""
-    return subprocess.run(
-        [sys.executable, "-m", "cli.main", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT,
-    )
 
 
 @dataclass
@@ -74,7 +59,7 @@ class Stack:
     first_up_seconds: float
 
     def quantdesk(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        return _quantdesk({**self.env, **env}, *args)
+        return run_quantdesk({**self.env, **env}, *args)
 
     def pids(self) -> dict[str, int]:
         """The pid of every component with a pid file."""
@@ -183,7 +168,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
     env = {**clean, **own, "COLUMNS": "200"}
     started = time.monotonic()
-    first = _quantdesk(env, "up")
+    first = run_quantdesk(env, "up")
     stack = Stack(env, settings, first, time.monotonic() - started)
     yield stack
     stack.quantdesk("down")

@@ -15,7 +15,6 @@ import asyncio
 import os
 import re
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,14 +35,13 @@ from shared.portfolio.broker import trade_key
 from shared.portfolio.schema import trades
 from shared.portfolio.store import PortfolioStore
 from shared.queues import DEFAULT_WORKFLOWS_QUEUE, TOOLS_QUEUE
+from tests.cli_process import run_quantdesk
 from tests.servers import count_rows, free_port_base, fresh_database, fresh_namespace
 from workers.client import connect
 from workers.identity import host_of, is_process, worker_identity
 from workflows.portfolio import PortfolioResult
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
-ROOT = Path(__file__).resolve().parent.parent
-CLI_TIMEOUT = 360
 ROLES = {"host-b": "workflows,tools,llm-offline", "host-c": "tools,llm-offline"}
 BOOK = "shared"
 RUNS = 4
@@ -62,7 +60,7 @@ class Host:
 
     def quantdesk(self, *args: str) -> subprocess.CompletedProcess[str]:
         """The real CLI, run as this host."""
-        return _quantdesk(self.env, *args)
+        return run_quantdesk(self.env, *args)
 
 
 @dataclass
@@ -73,17 +71,6 @@ class Desk:
     address: str
     namespace: str
     database_url: str
-
-
-def _quantdesk(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cli.main", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT,
-    )
 
 
 def _host_env(
@@ -125,7 +112,7 @@ async def desk(
     try:
         for name, roles in ROLES.items():
             env = _host_env(name, root / name, address, namespace, s3_settings, url)
-            hosts[name] = Host(name, env, _quantdesk(env, "up", "--roles", roles))
+            hosts[name] = Host(name, env, run_quantdesk(env, "up", "--roles", roles))
         yield Desk(hosts, address, namespace, url)
     finally:
         for host in hosts.values():
