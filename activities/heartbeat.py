@@ -38,7 +38,13 @@ def keep_alive(every: float = BEAT_EVERY_SECONDS) -> Iterator[None]:
 
     def beat() -> None:
         while not stop.wait(every):
-            context.run(activity.heartbeat)
+            try:
+                context.run(activity.heartbeat)
+            except TimeoutError:
+                # The SDK waits 10 s for the worker's event loop to take a beat; on a busy
+                # machine it may not, and an uncaught error would end this thread and every
+                # later beat. One beat missed is within the heartbeat timeout: beat again.
+                continue
 
     thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
     # A cancelled sync activity gets its CancelledError raised into its thread at any

@@ -5,22 +5,26 @@ on A's loopback, reachable only through Debian's nginx on A's address as a TLS g
 proxy, with mTLS on one port and an API-key check on another; a SeaweedFS S3 server
 behind HTTPS; PostgreSQL with the one book. Hosts B and C run the real `quantdesk up`
 with every server external: B by mTLS, C by API key, both with the same payload key.
+`up` sets up the namespace A's server never had, and `status` shows both hosts polling.
 An AutoRun started from B's CLI completes while B's workers are SIGKILLed; its steps
 ran on both hosts; the book holds each trade once; its history holds no payload an
-operator of A could read, and B's console decodes it. A wrong client certificate and a
-wrong API key each fail with their own message.
+operator of A could read, and B's console decodes it. One `up` heals B; Portfolio runs
+started together on one book run on both hosts and book each trade once. A wrong
+client certificate and a wrong API key each fail with their own message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 import httpx
@@ -31,11 +35,15 @@ from temporalio.api.common.v1 import Payloads
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 
+from cli.stack.commands import POLLERS_TITLE
 from cli.stack.servers import find_binary, s3_server
 from cli.stack.supervisor import PidRecord
 from shared.config import ENV_PREFIX, Settings, load_settings
 from shared.payload_keys import new_key_line
+from shared.portfolio.broker import trade_key
 from shared.portfolio.schema import portfolios, trades
+from shared.portfolio.store import PortfolioStore
+from shared.queues import DEFAULT_WORKFLOWS_QUEUE, TOOLS_QUEUE
 from shared.search_attributes import FLOW, SEARCH_ATTRIBUTES
 from shared.storage.credentials import ensure_generated_credentials
 from shared.storage.objects import ObjectStore
@@ -48,12 +56,16 @@ from tests.tls_proxy import Listen, ProxyMode, grpc_tls_proxy, https_proxy, ngin
 from workers.client import connect
 from workers.identity import host_of
 from workflows.autorun import AutoRunResult
+from workflows.portfolio import PortfolioResult
 
 MTLS_PORT, API_KEY_PORT, S3_PORT, TEMPORAL_PORT = 7233, 7234, 8443, 7233
 API_KEY = "qd-desk-api-key-7f3a"
 KEYS = new_key_line("desk-2026-12")
 TOKEN = "desk-console-token"
 BOOK = "hosts"
+SHARED_BOOK = "shared"
+PORTFOLIO_RUNS = 4
+PORTFOLIO_AS_OF = "2012-06-01T00:00:00+00:00"
 ROLES = "workflows,tools,charts,llm-offline"
 RUN_TIMEOUT = 600.0
 SERVER_TIMEOUT = 90.0
@@ -267,14 +279,35 @@ def test_up_on_b_and_c_sets_up_the_cluster_and_both_hosts_serve(desk: Desk) -> N
     assert not desk.registered_before_up & set(SEARCH_ATTRIBUTES)
     for name, up in desk.up.items():
         assert up.returncode == 0, f"{name}: {up.stdout}"
-        assert "warning: this host keeps its book" not in up.stdout
+        assert re.search(r"^\s*temporal\s.*\sexternal\s*$", up.stdout, re.M), up.stdout
+        assert "keeps its book in a SQLite file" not in up.stdout
+        for role in ROLES.split(","):
+            assert re.search(rf"^\s*worker-{role}\s.*\sstarted\s*$", up.stdout, re.M)
     assert asyncio.run(_registered(desk.settings)) >= set(SEARCH_ATTRIBUTES)
 
     status = desk.quantdesk("host-c", "status", "--roles", ROLES)
 
     assert status.returncode == 0, status.stdout
-    tools = status.stdout.split("\n tools ", 1)[1].split("\n charts ", 1)[0]
-    assert "@host-b tools" in tools and "@host-c tools" in tools
+    pollers = _pollers(status.stdout)
+    assert pollers[DEFAULT_WORKFLOWS_QUEUE] == pollers[TOOLS_QUEUE] == {"host-b", "host-c"}
+    assert pollers["llm-offline"] == {"host-b", "host-c"}
+    assert pollers["broker"] == pollers["llm-openai"] == set()
+    assert re.search(r"\d+@host-c tools\s+activity\s+\d+ s ago", status.stdout)
+
+
+def _pollers(status: str) -> dict[str, set[str]]:
+    """Queue -> the hosts polling it, read from the pollers table of `quantdesk status` (a
+    row that starts blank is a further poller of the queue above)."""
+    table = status.split(POLLERS_TITLE, 1)[1].split("\n\n", 1)[0]
+    found: dict[str, set[str]] = {}
+    for line in table.splitlines()[3:]:  # the title's end, the header and its rule
+        polled = re.search(r"\d+@(\S+) \S+", line)
+        if not line.startswith("  "):
+            queue = line.split()[0]
+            found[queue] = set()
+        if polled:
+            found[queue].add(polled[1])
+    return found
 
 
 def test_an_autorun_from_b_completes_while_bs_workers_are_killed(desk: Desk) -> None:
@@ -386,6 +419,49 @@ async def _plain_histories(settings: Settings) -> list[WorkflowHistory]:
     client = await connect(plain)
     [autorun] = await _autoruns(client)
     return await _runs_of(client, autorun)
+
+
+def test_b_healed_then_runs_from_both_hosts_on_one_book_book_each_trade_once(
+    desk: Desk,
+) -> None:
+    healed = desk.quantdesk("host-b", "up", "--roles", ROLES)
+    assert healed.returncode == 0, healed.stdout
+    PortfolioStore(desk.database_url).create(SHARED_BOOK, 100_000)
+
+    results, hosts = asyncio.run(_portfolios_at_once(desk.settings))
+
+    book = PortfolioStore(desk.database_url)
+    booked = book.trades(SHARED_BOOK)
+    executed = {
+        trade_key(result.workflow_id, fill.order.index): fill.trade
+        for result in results
+        for fill in result.executed
+    }
+    assert executed, "no run traded"
+    assert sorted(t.key for t in booked) == sorted(executed)
+    assert book.get(SHARED_BOOK).cash == Decimal(100_000) + sum(t.cash_change for t in booked)
+    assert hosts == {"host-b", "host-c"}
+
+
+async def _portfolios_at_once(settings: Settings) -> tuple[list[PortfolioResult], set[str | None]]:
+    """Portfolio runs started together on one book, their results and the hosts of their
+    steps."""
+    client = await connect(settings)
+    handles = await asyncio.gather(
+        *(
+            client.start_workflow(
+                "Portfolio",
+                {"portfolio": SHARED_BOOK, "as_of": PORTFOLIO_AS_OF},
+                id=f"portfolio-several-hosts-{index}",
+                task_queue=DEFAULT_WORKFLOWS_QUEUE,
+                result_type=PortfolioResult,
+            )
+            for index in range(PORTFOLIO_RUNS)
+        )
+    )
+    results = await asyncio.gather(*(handle.result() for handle in handles))
+    histories = [await handle.fetch_history() for handle in handles]
+    return list(results), _step_hosts(histories)
 
 
 def test_a_wrong_certificate_and_a_wrong_key_each_fail_with_their_message(desk: Desk) -> None:
