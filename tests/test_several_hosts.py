@@ -84,6 +84,7 @@ class Desk:
     database_url: str
     registered_before_up: set[str]
     up: dict[str, subprocess.CompletedProcess[str]]
+    root: Path
 
     def quantdesk(
         self, host: str, *args: str, timeout: float = CLI_TIMEOUT, **extra: str
@@ -265,7 +266,7 @@ def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
         _wait(lambda: store.ensure_buckets(*settings.s3.buckets), "S3 on A over HTTPS")
         registered = asyncio.run(_registered(settings))
 
-        desk = Desk(hosts, files, env, settings, database_url, registered, {})
+        desk = Desk(hosts, files, env, settings, database_url, registered, {}, root)
         ups = {name: desk.start(name, "up", "--roles", ROLES) for name in env}
         for name, process in ups.items():
             out, _ = process.communicate(timeout=CLI_TIMEOUT)
@@ -286,6 +287,7 @@ def test_up_on_b_and_c_sets_up_the_cluster_and_both_hosts_serve(desk: Desk) -> N
     assert asyncio.run(_registered(desk.settings)) >= set(SEARCH_ATTRIBUTES)
 
     status = desk.quantdesk("host-c", "status", "--roles", ROLES)
+    print(status.stdout)
 
     assert status.returncode == 0, status.stdout
     pollers = _pollers(status.stdout)
@@ -311,7 +313,8 @@ def _pollers(status: str) -> dict[str, set[str]]:
 
 
 def test_an_autorun_from_b_completes_while_bs_workers_are_killed(desk: Desk) -> None:
-    cli = desk.start("host-b", "run", "autorun", "--portfolio", BOOK)
+    out_dir = str(desk.root / "reports")
+    cli = desk.start("host-b", "run", "autorun", "--portfolio", BOOK, "--out", out_dir)
     client = asyncio.run(connect(desk.settings))
     try:
         seen = asyncio.run(_wait_for_a_step_on(client, "host-b"))
@@ -321,6 +324,7 @@ def test_an_autorun_from_b_completes_while_bs_workers_are_killed(desk: Desk) -> 
     finally:
         if cli.poll() is None:
             cli.kill()
+    print(out)
     assert cli.returncode == 0, out
     assert seen, "B ran no step before its workers were killed"
 
