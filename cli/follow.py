@@ -131,7 +131,7 @@ async def start_and_follow(
     progress_type: type[Any] = RunProgress,
     table: Callable[[Any], Table] | None = None,
     client: Client | None = None,
-) -> tuple[Any | None, str]:
+) -> tuple[Any | None, str | None]:
     """Start a run (connecting unless given a client), show its progress live; its result
     (None if it failed, the cause printed) and its Web UI link."""
     if client is None:
@@ -147,7 +147,7 @@ async def start_and_follow(
         static_summary=summary,
     )
     ui_url = web_ui_url(settings, handle.id, handle.result_run_id)
-    console.print(f"started [bold]{handle.id}[/]  {ui_url}")
+    console.print(f"started [bold]{handle.id}[/]  {ui_url or ''}")
     try:
         view = titled(workflow_type) if table is None else stepless(table)
         return await follow(client, handle, view, progress_type), ui_url

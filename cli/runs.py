@@ -98,7 +98,9 @@ async def watch_run(settings: Settings, workflow_id: str) -> int:
         console.print(f"[bold red]no run {workflow_id}:[/] {error}", highlight=False)
         return 1
     title = f"{description.workflow_type} {workflow_id}"
-    console.print(web_ui_url(settings, workflow_id, description.run_id), highlight=False)
+    page = web_ui_url(settings, workflow_id, description.run_id)
+    if page is not None:
+        console.print(page, highlight=False)
     try:
         await follow(client, handle, titled(title), root_id=description.root_id)
     except WorkflowFailureError as error:

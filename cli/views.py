@@ -39,9 +39,13 @@ ProgressView = Callable[[Any, Mapping[str, StuckRun]], RenderableType]
 """A live view of a run's progress, given the stuck runs that hold up its steps, by step."""
 
 
-def web_ui_url(settings: Settings, workflow_id: str, run_id: str | None = None) -> str:
-    """The run's page in the Temporal Web UI of the embedded stack."""
-    base = f"http://127.0.0.1:{settings.temporal.ui_port}/namespaces/{settings.temporal.namespace}"
+def web_ui_url(settings: Settings, workflow_id: str, run_id: str | None = None) -> str | None:
+    """The run's page in the Temporal Web UI (``QUANTDESK_TEMPORAL__UI_URL``, else the
+    embedded stack's), or None when the cluster is external and no UI is configured."""
+    ui = settings.temporal.web_ui
+    if ui is None:
+        return None
+    base = f"{ui}/namespaces/{settings.temporal.namespace}"
     return f"{base}/workflows/{workflow_id}/{run_id or ''}/history".replace("//history", "/history")
 
 
@@ -141,7 +145,9 @@ def print_failure(error: WorkflowFailureError) -> None:
     console.print(f"[bold red]run failed:[/] {innermost_cause(error)}", highlight=False)
 
 
-def print_links(*links: tuple[str, str]) -> None:
-    """Links unwrapped, on lines of their own, so they can be copied or clicked."""
+def print_links(*links: tuple[str, str | None]) -> None:
+    """Links unwrapped, on lines of their own, so they can be copied or clicked (a link
+    that is not known, such as the Web UI of an external cluster, is left out)."""
     for label, url in links:
-        console.print(f"{label}: {url}", soft_wrap=True, highlight=False)
+        if url is not None:
+            console.print(f"{label}: {url}", soft_wrap=True, highlight=False)

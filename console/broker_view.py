@@ -37,7 +37,7 @@ class ReconcileRun:
     workflow_id: str
     status: str
     started: datetime
-    web_ui: str
+    web_ui: str | None
     result: Reconciliation | None = None
 
 

@@ -49,7 +49,7 @@ class RunPage:
     portfolio: str | None
     as_of: datetime | None
     summary: str | None
-    web_ui: str
+    web_ui: str | None
     handle: WorkflowHandle[Any, Any]
     progress: RunProgress | None = None
     progress_extra: dict[str, Any] = field(default_factory=dict)

@@ -58,7 +58,7 @@ class RunRow:
     as_of: datetime | None
     status: str
     started: datetime
-    web_ui: str
+    web_ui: str | None
     problem: str = ""
     """Why its workflow task keeps failing, when it does (its status is then ``stuck``)."""
 

@@ -193,6 +193,12 @@ class TemporalSettings(BaseModel):
     address: str = "127.0.0.1:7233"
     namespace: str = "default"
     ui_port: int = Field(8233, ge=1, le=65535)
+    ui_url: str | None = Field(
+        None,
+        description="the Temporal Web UI that shows this cluster's runs, e.g. "
+        "https://cloud.temporal.io; default: the embedded dev server's, none for an external "
+        "cluster (no link is shown rather than one to a UI that is not there)",
+    )
     embedded: bool = Field(True, description="`quantdesk up` starts the dev server itself")
     tls: bool = Field(
         False,
@@ -231,6 +237,13 @@ class TemporalSettings(BaseModel):
         implying = (self.ca_file, self.cert_file, self.server_name, self.api_key)
         self.tls = self.tls or any(value is not None for value in implying)
         return self
+
+    @property
+    def web_ui(self) -> str | None:
+        """The base URL of the Web UI showing this cluster's runs, if one is known."""
+        if self.ui_url:
+            return self.ui_url.rstrip("/")
+        return f"http://127.0.0.1:{self.ui_port}" if self.embedded else None
 
     @property
     def port(self) -> int:

@@ -124,3 +124,25 @@ def test_the_embedded_model_serves_llamacpp_unless_a_url_is_set(
     own = load_settings(llamacpp={"context_tokens": 2048}).context_window(spec)
     assert own == (2048, "QUANTDESK_LLAMACPP__CONTEXT_TOKENS")
     assert load_settings().context_window(PROVIDERS["openai"]) is None
+
+
+def test_a_runs_web_ui_link_is_the_configured_ui_or_the_embedded_one_never_a_missing_one() -> None:
+    from cli.views import web_ui_url
+
+    embedded = load_settings()
+    external = load_settings(temporal={"embedded": False, "namespace": "desk.a1b2c"})
+    cloud = load_settings(
+        temporal={
+            "embedded": False,
+            "namespace": "desk.a1b2c",
+            "ui_url": "https://cloud.temporal.io/",
+        }
+    )
+
+    assert web_ui_url(embedded, "run-1", "r1") == (
+        "http://127.0.0.1:8233/namespaces/default/workflows/run-1/r1/history"
+    )
+    assert web_ui_url(external, "run-1", "r1") is None
+    assert web_ui_url(cloud, "run-1") == (
+        "https://cloud.temporal.io/namespaces/desk.a1b2c/workflows/run-1/history"
+    )

@@ -326,6 +326,7 @@ def test_an_autorun_from_b_completes_while_bs_workers_are_killed(desk: Desk) -> 
             cli.kill()
     print(out)
     assert cli.returncode == 0, out
+    assert "127.0.0.1:8233" not in out  # no link to a Web UI that is not there
     assert seen, "B ran no step before its workers were killed"
 
     result, hosts = asyncio.run(_autorun_and_step_hosts(client))
