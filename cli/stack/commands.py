@@ -141,9 +141,13 @@ def _ago(when: datetime | None, now: datetime) -> Text:
 def pollers_table(services: Sequence[QueueService], now: datetime) -> Table:
     """One row per poller of each queue (a queue nobody polls says so), by host."""
     table = Table(title=POLLERS_TITLE, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
-    for column in ("queue", "host", "identity", "polls for", "last poll"):
+    # On a narrow terminal the identity and what a queue serves fold (an LLM queue serves
+    # many providers); the queue, host and times stay whole and greppable.
+    for column in ("queue", "host"):
         table.add_column(column, no_wrap=True)
-    # Last, as it may fold: an LLM queue serves many providers.
+    table.add_column("identity", overflow="fold")
+    for column in ("polls for", "last poll"):
+        table.add_column(column, no_wrap=True)
     table.add_column("serves", overflow="fold")
     for service in services:
         if not service.pollers:
