@@ -9,6 +9,7 @@ unknown one is named.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -19,7 +20,8 @@ from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
 from shared.watchlists.csv_file import read_symbols
 from shared.watchlists.store import Watchlist, WatchlistStore
-from shared.watchlists.symbols import known_symbols, symbol_list
+from shared.watchlists.symbols import symbol_list
+from shared.watchlists.universe import known_symbols
 
 watchlist_app = typer.Typer(help="Watchlists: the names an AutoRun follows (--watchlist NAME).")
 console = Console()
@@ -47,6 +49,24 @@ def _checked(settings: Settings, symbols: list[str]) -> list[str]:
     from shared.data.factory import build_router
 
     return known_symbols(build_router(settings), symbols)
+
+
+def autorun_names(watchlist: str | None, symbols: str | None, scan: bool | None) -> dict[str, Any]:
+    """The AutoRun input keys of `run autorun --watchlist/--symbols/--scan`, only those given
+    (a run started without them is the run it always was)."""
+    given: dict[str, Any] = {"watchlist": watchlist, "scan": scan}
+    if symbols is not None:
+        given["symbols"] = [part for part in symbols.split(",") if part.strip()]
+    return {key: value for key, value in given.items() if value is not None}
+
+
+def check_autorun_names(settings: Settings, payload: dict[str, Any]) -> None:
+    """Refuse an unknown watchlist, or an unknown symbol (each named), before a run starts;
+    the run checks again (the data or the list may change before a schedule fires)."""
+    if payload.get("watchlist") is not None:
+        _checked(settings, _store(settings).get(payload["watchlist"]).symbols)
+    elif payload.get("symbols") is not None:
+        _checked(settings, payload["symbols"])
 
 
 def watchlist_table(watchlist: Watchlist) -> Table:
