@@ -1,5 +1,9 @@
-"""The AutoRun's own activities: open the book it manages, and store its run report.
+"""The AutoRun's own activities: list the names it was given, open the book it manages,
+and store its run report.
 
+``list_candidates`` (tools queue) reads a named watchlist, or takes a list of symbols,
+and checks every symbol against the data before anything else starts: an unknown
+watchlist or symbol fails the run at once (non-retryable), each unknown symbol named.
 ``open_book`` (tools queue) creates the portfolio with its starting cash the first
 time a name is used, and returns the holdings, which become candidates of their
 own. ``store_run_report`` (charts queue: it draws) renders each analysed ticker's
@@ -29,6 +33,7 @@ from shared.reports.autorun import AutoRunReport, chart_name, render_markdown
 from shared.reports.html import markdown_to_html
 from shared.storage.buckets import REPORTS_BUCKET
 from shared.storage.objects import ObjectRef
+from shared.watchlists.universe import known_symbols
 
 CHART_BARS = 60
 """About three months of daily candles: enough to see the trend a decision rode."""
@@ -64,6 +69,19 @@ class OpenedBook(BaseModel):
     holdings: dict[str, HeldPosition]
 
 
+class ListCandidatesRequest(BaseModel):
+    """The names an AutoRun was given: a watchlist's name, or the symbols themselves."""
+
+    watchlist: str | None = Field(None, description="a watchlist in the book's database")
+    symbols: list[str] | None = Field(None, description="symbols, upper-case, each once")
+
+
+class ListedCandidates(BaseModel):
+    """The symbols to analyse, in the order given, every one known to the data."""
+
+    symbols: list[str]
+
+
 class RunReportRequest(BaseModel):
     """The report to render and the folder (key prefix) of the run's objects."""
 
@@ -81,6 +99,16 @@ class RunReportFiles(BaseModel):
 
 class AutoRunActivities(Services):
     """The book and report steps of AutoRun over the shared, lazily built clients."""
+
+    @activity_on(TOOLS_QUEUE, "list_candidates")
+    def list_candidates(self, request: ListCandidatesRequest) -> ListedCandidates:
+        """The watchlist's symbols (or the ones given), each checked against the data."""
+        with as_temporal_failures():
+            if request.watchlist is not None:
+                field, given = "watchlist", self.watchlists.get(request.watchlist).symbols
+            else:
+                field, given = "symbols", request.symbols or []
+            return ListedCandidates(symbols=known_symbols(self.router, given, field))
 
     @activity_on(TOOLS_QUEUE, "open_book")
     def open_book(self, request: OpenBookRequest) -> OpenedBook:

@@ -21,6 +21,7 @@ from shared.storage.objects import ObjectRef, ObjectStore
 if TYPE_CHECKING:
     from shared.memory import MemoryStore
     from shared.portfolio.store import PortfolioStore
+    from shared.watchlists.store import WatchlistStore
 
 
 class StoredReport(BaseModel):
@@ -85,6 +86,13 @@ class Services(ActivityGroup):
         from shared.portfolio.store import PortfolioStore
 
         return PortfolioStore.from_settings(self.settings)
+
+    @cached_property
+    def watchlists(self) -> WatchlistStore:
+        """The watchlist store (beside the books, in the same database)."""
+        from shared.watchlists.store import WatchlistStore
+
+        return WatchlistStore.from_settings(self.settings)
 
     def put_report(self, ref: ObjectRef, data: bytes) -> StoredReport:
         """Store ``data`` at ``ref`` (a retry overwrites it) and hand back a link."""

@@ -17,6 +17,7 @@ from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import Links, run_and_show
 from cli.inputs import ProviderOption, check_input, llm_choice, new_workflow_id
 from cli.views import console
+from cli.watchlist import autorun_names, check_autorun_names
 from shared.agents.pipeline.roles import all_analysts
 from shared.config import Settings, load_settings
 from shared.llm.contracts import UsageReport
@@ -379,6 +380,11 @@ def autorun(
     portfolio: str = typer.Option("desk", help="the book to manage (created if missing)"),
     cash: float = typer.Option(100_000, help="starting cash of a new book"),
     as_of: datetime | None = typer.Option(None, help="analysis time, UTC (default: latest)"),
+    watchlist: str | None = typer.Option(None, help="analyse this watchlist's names"),
+    symbols: str | None = typer.Option(None, help="analyse these names, e.g. QBTX,LMNW"),
+    scan: bool | None = typer.Option(
+        None, "--scan/--no-scan", help="add the Scan's shortlist (default: only without names)"
+    ),
     max_tickers: int = typer.Option(10, help="most stocks the Scan shortlists (1-25)"),
     min_conviction: str = typer.Option("medium", help="low, medium or high"),
     analysts: str = typer.Option(all_analysts(), help="comma-separated subset of the analysts"),
@@ -392,7 +398,8 @@ def autorun(
     deep_model: str | None = typer.Option(None, help="deep model (managers, synthesis)"),
     out: Path = typer.Option(Path("reports"), help="folder the report is downloaded into"),
 ) -> None:
-    """Run the whole desk: Scan, a Pipeline per candidate, Portfolio, report, Reflects."""
+    """Run the whole desk: Scan (or a watchlist), a Pipeline per candidate, Portfolio, report,
+    Reflects."""
     with fail_on_quantdesk_errors():
         settings = load_settings()
         payload: dict[str, Any] = {
@@ -408,7 +415,9 @@ def autorun(
             "reflect": reflect,
             "llm": llm_choice(settings, provider, model=model, deep_model=deep_model),
         }
+        payload |= autorun_names(watchlist, symbols, scan)
         check_input(AutoRunInput, payload, as_of=as_of)
+        check_autorun_names(settings, payload)
         workflow_id = new_workflow_id("autorun", portfolio)
         status = asyncio.run(_run_autorun(settings, payload, workflow_id, out))
     finish(status)

@@ -1,6 +1,6 @@
-"""A book's database moves from schema version 1 to 2 in place, on SQLite and PostgreSQL: the
-version-1 tables are built from the DDL quantdesk c69a7df wrote (tests/data/portfolio_v1),
-then opened by this code."""
+"""A book's database moves from schema version 1 to the current one (3) in place, on SQLite
+and PostgreSQL: the version-1 tables are built from the DDL quantdesk c69a7df wrote
+(tests/data/portfolio_v1), then opened by this code."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from shared.errors import InvalidInput
 from shared.portfolio.models import BrokerKind, Side
 from shared.portfolio.schema import COMPONENT, SCHEMA_VERSION
 from shared.portfolio.store import PortfolioStore
+from shared.watchlists.store import WatchlistStore
 from tests.servers import fresh_database
 
 V1_DDL = Path(__file__).parent / "data" / "portfolio_v1"
@@ -90,7 +91,7 @@ def test_a_version_1_book_opens_as_a_paper_book_with_its_money_intact(database_u
 
     store = PortfolioStore(database_url)
 
-    assert _version(database_url) == SCHEMA_VERSION == 2
+    assert _version(database_url) == SCHEMA_VERSION == 3
     book = store.get("old")
     assert book.broker is BrokerKind.PAPER
     assert (book.cash, book.initial_cash) == (Decimal("748.7249"), Decimal("1000"))
@@ -119,6 +120,16 @@ def test_a_migrated_database_takes_orders_at_a_broker(database_url: str) -> None
 
     assert intent.status is IntentStatus.PENDING
     assert store.halted("live") is None and store.adoptions("live") == []
+
+
+def test_a_migrated_database_keeps_watchlists(database_url: str) -> None:
+    _version_1_database(database_url)
+    lists = WatchlistStore(database_url)
+
+    lists.create("tech", ["QBTX", "LMNW"])
+
+    assert lists.get("tech").symbols == ["QBTX", "LMNW"]
+    assert [book.name for book in PortfolioStore(database_url).portfolios()] == ["old"]
 
 
 def test_a_migrated_database_has_the_tables_a_fresh_one_has(

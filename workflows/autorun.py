@@ -1,7 +1,10 @@
 """The ``AutoRun`` workflow: the whole desk in one durable run.
 
-open the book → ``Scan`` → candidates = the shortlist at or above ``min_conviction``
-∪ the holdings → one ``Pipeline`` per candidate (at most ``concurrency`` at once,
+(the names given: a ``watchlist`` or ``symbols``, every one checked against the data) →
+open the book → ``Scan`` (by default only without names given; otherwise the analysis
+time is resolved on the first name) → candidates = the names given, then the shortlist
+at or above ``min_conviction``, then the holdings, each once → one ``Pipeline`` per
+candidate (at most ``concurrency`` at once,
 each reading the Scan's summary as its macro context) → ``Portfolio`` with every
 decision that came back → the run report (Markdown and HTML with charts) → one
 ``Reflect`` per decision, left running after the AutoRun ends (each waits on a
@@ -16,11 +19,11 @@ happens, until ``resume`` (forwarded to the running children).
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from pydantic import AwareDatetime, BaseModel, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, Field, field_validator, model_validator
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 from temporalio.types import MethodAsyncSingleParam
@@ -29,11 +32,14 @@ from temporalio.workflow import ParentClosePolicy
 with workflow.unsafe.imports_passed_through():
     from activities.autorun import (
         AutoRunActivities,
+        ListCandidatesRequest,
+        ListedCandidates,
         OpenBookRequest,
         OpenedBook,
         RunReportFiles,
         RunReportRequest,
     )
+    from activities.research import ResearchActivities, ResolveAsOfRequest, ResolvedAsOf
     from shared.agents.pipeline.schemas import AnalystKind
     from shared.agents.portfolio.inputs import TickerDecision
     from shared.agents.scan.schemas import Conviction
@@ -41,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.portfolio.limits import CASH_EQUIVALENTS
     from shared.portfolio.models import NAME_PATTERN, BrokerKind
     from shared.reports.autorun import AutoRunReport, TickerFailure
+    from shared.watchlists.symbols import list_problem, normalized
     from workflows.activity_calls import run_activity
     from workflows.broker_orders import ExecutionPolicy
     from workflows.children import flow_of
@@ -70,6 +77,7 @@ MAX_CONCURRENCY = 32
 CONVICTION_RANK = {Conviction.LOW: 1, Conviction.MEDIUM: 2, Conviction.HIGH: 3}
 
 OPEN_BOOK, SCAN, PORTFOLIO, REPORT, REFLECT = "open_book", "scan", "portfolio", "report", "reflect"
+LIST_CANDIDATES, RESOLVE_AS_OF = "list_candidates", "resolve_as_of"
 
 
 def pipeline_step(symbol: str) -> str:
@@ -84,6 +92,15 @@ class AutoRunInput(RunInput):
     initial_cash: Decimal = Field(DEFAULT_CASH, gt=0, description="cash of a new portfolio")
     as_of: AwareDatetime | None = Field(
         None, description="analysis time; default: a schedule's time, else the latest data"
+    )
+    watchlist: str | None = Field(
+        None,
+        pattern=NAME_PATTERN,
+        description="analyse this watchlist's names (`quantdesk watchlist`)",
+    )
+    symbols: list[str] | None = Field(None, description="analyse these names (no watchlist)")
+    scan: bool | None = Field(
+        None, description="add the Scan's shortlist; default: only without watchlist or symbols"
     )
     max_tickers: int = Field(10, ge=1, le=MAX_TICKERS)
     min_conviction: Conviction = Field(Conviction.MEDIUM, description="of the Scan's shortlist")
@@ -110,6 +127,35 @@ class AutoRunInput(RunInput):
         if len(set(value)) != len(value):
             raise ValueError("name each analyst once")
         return value
+
+    @field_validator("symbols")
+    @classmethod
+    def _a_list(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        symbols = normalized(value)
+        found = list_problem(symbols)
+        if found is not None:
+            raise ValueError(f"{found[0]}; {found[1]}")
+        return symbols
+
+    @model_validator(mode="after")
+    def _names_from_one_place(self) -> AutoRunInput:
+        if self.watchlist is not None and self.symbols is not None:
+            raise ValueError("give watchlist or symbols, not both")
+        if self.scan is False and not self.names_given:
+            raise ValueError("without the Scan, give a watchlist or symbols to analyse")
+        return self
+
+    @property
+    def names_given(self) -> bool:
+        """Whether the run was given its names (a watchlist or symbols)."""
+        return self.watchlist is not None or self.symbols is not None
+
+    @property
+    def scans(self) -> bool:
+        """Whether the run scans: as asked, else only when it was given no names."""
+        return self.scan if self.scan is not None else not self.names_given
 
 
 class AutoRunProgress(RunProgress):
@@ -140,18 +186,21 @@ class AutoRunResult(BaseModel):
     usage_by_part: dict[str, Usage]
 
 
-def candidates_of(
-    scan: ScanResult, holdings: list[str], min_conviction: Conviction
-) -> tuple[list[str], list[str]]:
-    """The shortlist, and the candidates: the shortlist at the bar, then the holdings
-    (the cash-equivalent ETF of the sweep is not analysed)."""
+def shortlist_of(scan: ScanResult, min_conviction: Conviction) -> tuple[list[str], list[str]]:
+    """The Scan's shortlist, and the part of it at or above the conviction bar."""
     shortlist = [s.ticker for s in scan.summary.stocks_to_investigate]
     bar = CONVICTION_RANK[min_conviction]
     chosen = [
         s.ticker for s in scan.summary.stocks_to_investigate if CONVICTION_RANK[s.conviction] >= bar
     ]
-    held = [h for h in holdings if h not in chosen and h not in CASH_EQUIVALENTS]
-    return shortlist, chosen + held
+    return shortlist, chosen
+
+
+def candidates_of(listed: list[str], chosen: list[str], holdings: list[str]) -> list[str]:
+    """The names given, then the Scan's chosen, then the holdings (the cash-equivalent ETF of
+    the sweep is not analysed), each once, in that order."""
+    held = [h for h in holdings if h not in CASH_EQUIVALENTS]
+    return list(dict.fromkeys([*listed, *chosen, *held]))
 
 
 @workflow.defn(name="AutoRun")
@@ -207,8 +256,11 @@ class AutoRunWorkflow(TrackedRun):
         self.open_gate()
         check_provider(args.llm)
         wf_id = workflow.info().workflow_id
-        self.steps = {name: StepState.PENDING for name in (OPEN_BOOK, SCAN)}
+        first = [LIST_CANDIDATES] if args.names_given else []
+        clock = SCAN if args.scans else RESOLVE_AS_OF
+        self.steps = {name: StepState.PENDING for name in (*first, OPEN_BOOK, clock)}
         tag_run("AutoRun", portfolio=args.portfolio)
+        listed = await self._list_candidates(args) if args.names_given else []
 
         self._phase(OPEN_BOOK, f"opening the book {args.portfolio}")
         book: OpenedBook = await track(
@@ -223,22 +275,29 @@ class AutoRunWorkflow(TrackedRun):
             ),
         )
 
-        self._phase(SCAN, f"scanning the market for up to {args.max_tickers} stocks")
-        scan: ScanResult = await self._child(
-            SCAN,
-            ScanWorkflow.run,
-            f"{wf_id}-scan",
-            ScanInput(
-                as_of=args.as_of,
-                not_after=scheduled_time(),
-                max_tickers=args.max_tickers,
-                llm=args.llm,
-            ),
-        )
-        self._count(SCAN, scan.usage)
-        as_of = scan.as_of
+        scan: ScanResult | None = None
+        shortlist: list[str] = []
+        chosen: list[str] = []
+        if args.scans:
+            self._phase(SCAN, f"scanning the market for up to {args.max_tickers} stocks")
+            scan = await self._child(
+                SCAN,
+                ScanWorkflow.run,
+                f"{wf_id}-scan",
+                ScanInput(
+                    as_of=args.as_of,
+                    not_after=scheduled_time(),
+                    max_tickers=args.max_tickers,
+                    llm=args.llm,
+                ),
+            )
+            self._count(SCAN, scan.usage)
+            as_of = scan.as_of
+            shortlist, chosen = shortlist_of(scan, args.min_conviction)
+        else:
+            as_of = await self._resolve_as_of(args, listed[0])
         tag_run("AutoRun", portfolio=args.portfolio, as_of=as_of)
-        shortlist, self.tickers = candidates_of(scan, list(book.holdings), args.min_conviction)
+        self.tickers = candidates_of(listed, chosen, list(book.holdings))
         for symbol in self.tickers:
             self.steps[pipeline_step(symbol)] = StepState.PENDING
         for name in (PORTFOLIO, REPORT, *([REFLECT] if args.reflect else [])):
@@ -264,7 +323,7 @@ class AutoRunWorkflow(TrackedRun):
                         debate_rounds=args.debate_rounds,
                         risk_rounds=args.risk_rounds,
                         llm=args.llm,
-                        macro_context_key=scan.summary_markdown.report,
+                        macro_context_key=scan.summary_markdown.report if scan else None,
                         position=position.model_dump() if position else None,
                     ),
                 )
@@ -287,7 +346,7 @@ class AutoRunWorkflow(TrackedRun):
             PortfolioInput(
                 portfolio=args.portfolio,
                 as_of=as_of,
-                scan_summary=scan.summary_json.report,
+                scan_summary=scan.summary_json.report if scan else None,
                 decisions=decisions,
                 llm=args.llm,
                 approval=args.approval,
@@ -308,7 +367,7 @@ class AutoRunWorkflow(TrackedRun):
                         workflow_id=wf_id,
                         portfolio=args.portfolio,
                         as_of=as_of,
-                        scan=scan.summary,
+                        scan=scan.summary if scan else None,
                         candidates=self.tickers,
                         decisions=decisions,
                         report_urls={s: r.report.url for s, r in self.results.items()},
@@ -346,6 +405,37 @@ class AutoRunWorkflow(TrackedRun):
             usage=self.usage,
             usage_by_part=self.by_part,
         )
+
+    async def _list_candidates(self, args: AutoRunInput) -> list[str]:
+        """The names given, every one known to the data: an unknown watchlist or symbol
+        fails the run here, before the book is opened or anything is started."""
+        given = args.watchlist or f"{len(args.symbols or [])} symbol(s)"
+        self._phase(LIST_CANDIDATES, f"checking {given} against the data")
+        listed: ListedCandidates = await track(
+            self.steps,
+            LIST_CANDIDATES,
+            run_activity(
+                AutoRunActivities.list_candidates,
+                ListCandidatesRequest(watchlist=args.watchlist, symbols=args.symbols),
+                **durable(STEP_START_TO_CLOSE),
+            ),
+        )
+        return listed.symbols
+
+    async def _resolve_as_of(self, args: AutoRunInput, symbol: str) -> datetime:
+        """Without a Scan, the analysis time as a Pipeline of the first name resolves it, so
+        every Pipeline and the Portfolio share one."""
+        self._phase(RESOLVE_AS_OF, f"resolving the analysis time on {symbol}")
+        resolved: ResolvedAsOf = await track(
+            self.steps,
+            RESOLVE_AS_OF,
+            run_activity(
+                ResearchActivities.resolve_as_of,
+                ResolveAsOfRequest(symbol=symbol, as_of=args.as_of, not_after=scheduled_time()),
+                **durable(STEP_START_TO_CLOSE),
+            ),
+        )
+        return resolved.as_of
 
     async def _reflect(self, args: AutoRunInput) -> list[str]:
         """One ``Reflect`` per decision, started and left to wait out its horizon."""

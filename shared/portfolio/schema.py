@@ -1,6 +1,7 @@
 """The book's tables, in SQLAlchemy Core, versioned like every component's
 (``shared.database``, component ``portfolio``): a book, its holdings, trades,
-snapshots and decisions (version 1), and its orders at a broker (version 2).
+snapshots and decisions (version 1), its orders at a broker (version 2), and the named
+watchlists an AutoRun may analyse (version 3).
 
 Money is exact. PostgreSQL keeps ``NUMERIC``; SQLite has no decimal type (its
 NUMERIC affinity rounds through a binary float), so there the same column holds
@@ -263,12 +264,33 @@ broker_halts = _of_book(
 )
 Index("ix_broker_halts_portfolio_id", broker_halts.c.portfolio_id, broker_halts.c.id)
 
+watchlists = Table(
+    "watchlists",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(64), nullable=False, unique=True),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+)
+
+watchlist_symbols = Table(
+    "watchlist_symbols",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("watchlist_id", Integer, ForeignKey("watchlists.id"), nullable=False),
+    # The order symbols were added in: a watchlist's candidates keep it, run after run.
+    Column("position", Integer, nullable=False),
+    Column("symbol", String(32), nullable=False),
+    UniqueConstraint("watchlist_id", "symbol", name="uq_watchlist_symbols_symbol"),
+)
+
 STEPS = (
     SchemaStep(tables=(portfolios, holdings, trades, snapshots, decisions)),
     SchemaStep(
         tables=(adoptions, order_intents, broker_fills, broker_halts),
         columns=(portfolios.c.broker,),
     ),
+    SchemaStep(tables=(watchlists, watchlist_symbols)),
 )
 """Step ``n`` brings the tables to version ``n``, each table after those its foreign keys
 name: append a step with every change to the tables above."""

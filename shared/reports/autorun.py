@@ -31,8 +31,10 @@ class AutoRunReport(BaseModel):
     workflow_id: str
     portfolio: str
     as_of: AwareDatetime
-    scan: ScanSummary
-    candidates: list[str] = Field(description="shortlist at the conviction bar, then holdings")
+    scan: ScanSummary | None = Field(None, description="None: the run was given its names")
+    candidates: list[str] = Field(
+        description="the names given, the shortlist at the conviction bar, then holdings"
+    )
     decisions: list[TickerDecision]
     report_urls: dict[str, str] = Field(default_factory=dict, description="per ticker")
     charts: dict[str, str] = Field(
@@ -55,10 +57,11 @@ def _measured(value: Measured, fmt: str) -> str:
 
 
 def _shortlist(report: AutoRunReport) -> str:
+    stocks = report.scan.stocks_to_investigate if report.scan else []
     rows = [
         f"| {s.ticker} | {s.name} | {s.sector.value} | {s.thesis_angle.value} | "
         f"{s.conviction.value} | {'yes' if s.smart_money else ''} |"
-        for s in report.scan.stocks_to_investigate
+        for s in stocks
     ]
     header = (
         "| ticker | name | sector | thesis | conviction | smart money |\n|---|---|---|---|---|---|"
@@ -132,8 +135,11 @@ def render_markdown(report: AutoRunReport) -> str:
     parts = [
         f"# AutoRun {report.portfolio} as of {report.as_of:%Y-%m-%d}",
         f"Run `{report.workflow_id}`. Candidates: {', '.join(report.candidates) or 'none'}.",
-        f"## Scan\n{report.scan.executive_summary}",
-        f"### Shortlist\n{_shortlist(report)}",
+        *(
+            [f"## Scan\n{report.scan.executive_summary}", f"### Shortlist\n{_shortlist(report)}"]
+            if report.scan
+            else ["## Scan\nNo scan: the run analysed the names it was given."]
+        ),
         "## Decisions",
         *(_decision(report, d) for d in report.decisions),
     ]

@@ -1,0 +1,1 @@
+"""Named watchlists: the names a desk follows, stored with the book, analysed by AutoRun."""

@@ -1,0 +1,40 @@
+"""Whether the data know a symbol: the test a Pipeline's first step makes (daily bars in a
+routed vendor, or in the bundled or sim data), made for a whole list before a watchlist is
+written or an AutoRun starts, so each unknown symbol is named at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from shared.data.analysis_time import latest_time
+from shared.data.router import DataRouter
+from shared.errors import InvalidInput
+from shared.watchlists.symbols import symbol_list
+
+
+def unknown_symbols(router: DataRouter, symbols: Iterable[str]) -> list[str]:
+    """The symbols for which no data the Pipeline reads have daily bars."""
+    unknown = []
+    for symbol in symbols:
+        try:
+            latest_time(router, symbol)
+        except InvalidInput as error:
+            if error.field != "symbol":
+                raise
+            unknown.append(symbol)
+    return unknown
+
+
+def known_symbols(router: DataRouter, raw: Iterable[str], field: str = "symbols") -> list[str]:
+    """``symbol_list(raw)``, every symbol known to the data; the unknown ones are refused,
+    each named."""
+    symbols = symbol_list(raw, field)
+    unknown = unknown_symbols(router, symbols)
+    if unknown:
+        raise InvalidInput(
+            field,
+            f"unknown symbol{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}",
+            fix="Use symbols of the bundled data, your local data or the sim universe "
+            "(no routed vendor has daily bars for these).",
+        )
+    return symbols
