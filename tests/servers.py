@@ -286,8 +286,11 @@ def tools_reading(settings: Settings) -> Iterator[None]:
     from shared.data.factory import build_router
     from shared.tools.registry import ToolServices
 
+    from shared.storage.claim_check import ClaimCheck
+
+    store = ObjectStore.from_settings(settings)
     services = ToolServices(
-        router=build_router(settings), store=ObjectStore.from_settings(settings)
+        router=build_router(settings), store=store, claims=ClaimCheck.from_settings(settings, store)
     )
     original = tool_activities.tool_services
     tool_activities.tool_services = lambda: services
