@@ -114,6 +114,14 @@ class LlmActivities:
             )
         return spec, model
 
+    async def _redeemed(self, request: ChatRequest) -> ChatRequest:
+        """``request`` with its stored messages read back, before anything reads a message; a
+        store that is down fails the attempt retryably, and the claim's object is still there
+        when it comes back. A request without claims never reaches S3."""
+        if not any(message.stored for message in request.messages):
+            return request
+        return await asyncio.to_thread(request.redeemed, self.claims.redeem)
+
     async def _images(self, request: ChatRequest) -> dict[str, bytes]:
         refs = {ref.key: ref for message in request.messages for ref in message.images}
         blobs = await asyncio.gather(
@@ -216,9 +224,7 @@ class LlmActivities:
         with as_temporal_failures():
             started = time.monotonic()
             spec, model = self._check(request)
-            # Before anything reads a message: a store that is down is retried, and the
-            # claim's object is still there when it comes back.
-            request = await asyncio.to_thread(request.redeemed, self.claims.redeem)
+            request = await self._redeemed(request)
             schema = schema_named(request.response_schema) if request.response_schema else None
             images = await self._images(request)
             key = self._cache_key(request, spec, model, images, schema)

@@ -284,9 +284,8 @@ def tools_reading(settings: Settings) -> Iterator[None]:
     """``run_tool`` reads through ``settings``' router and store (the worker's own otherwise)."""
     import activities.tools as tool_activities
     from shared.data.factory import build_router
-    from shared.tools.registry import ToolServices
-
     from shared.storage.claim_check import ClaimCheck
+    from shared.tools.registry import ToolServices
 
     store = ObjectStore.from_settings(settings)
     services = ToolServices(
