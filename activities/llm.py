@@ -44,6 +44,7 @@ from shared.llm.providers import (
 from shared.llm.reply_cache import ReplyCache, cache_key
 from shared.llm.structured import repair_messages, validate_reply, with_schema_instruction
 from shared.storage.buckets import PAYLOADS_BUCKET
+from shared.storage.claim_check import ClaimCheck
 from shared.storage.objects import ObjectRef, ObjectStore
 
 OVERFLOW_RESIZES = 2
@@ -72,8 +73,13 @@ class LlmActivities:
 
     @cached_property
     def store(self) -> ObjectStore:
-        """The object store, connected on first use (only images and bad replies need it)."""
+        """The object store, connected on first use (images, claims and bad replies need it)."""
         return ObjectStore.from_settings(self.settings)
+
+    @cached_property
+    def claims(self) -> ClaimCheck:
+        """Where the large tool answers of a request are stored."""
+        return ClaimCheck.from_settings(self.settings, self.store)
 
     def _check(self, request: ChatRequest) -> tuple[ProviderSpec, str]:
         """Everything that can be refused before any call: provider, model, images, key."""
@@ -107,6 +113,14 @@ class LlmActivities:
                 f"environment of the {self.queue} worker.",
             )
         return spec, model
+
+    async def _redeemed(self, request: ChatRequest) -> ChatRequest:
+        """``request`` with its stored messages read back, before anything reads a message; a
+        store that is down fails the attempt retryably, and the claim's object is still there
+        when it comes back. A request without claims never reaches S3."""
+        if not any(message.stored for message in request.messages):
+            return request
+        return await asyncio.to_thread(request.redeemed, self.claims.redeem)
 
     async def _images(self, request: ChatRequest) -> dict[str, bytes]:
         refs = {ref.key: ref for message in request.messages for ref in message.images}
@@ -210,6 +224,7 @@ class LlmActivities:
         with as_temporal_failures():
             started = time.monotonic()
             spec, model = self._check(request)
+            request = await self._redeemed(request)
             schema = schema_named(request.response_schema) if request.response_schema else None
             images = await self._images(request)
             key = self._cache_key(request, spec, model, images, schema)

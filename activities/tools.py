@@ -1,8 +1,9 @@
 """The ``run_tool`` activity: every agent tool call, on the ``tools`` queue.
 
-The data router and the object store are built on the first call that needs
-them and kept for the worker's life, so a worker whose calls need neither
-(QuantAgent's indicator tools) never reads data settings or reaches S3.
+The data router and the object store are built on the first call and kept for the
+worker's life. An answer over the claim check's threshold is stored in S3 and travels
+as a claim (``shared.storage.claim_check``), so it is not written into the history of
+every chat round that reads it.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from activities.heartbeat import heartbeating
 from shared.config import load_settings
 from shared.llm.contracts import ToolRequest, ToolResult
 from shared.queues import TOOLS_QUEUE
+from shared.storage.claim_check import ClaimCheck
 from shared.storage.objects import ObjectStore
 from shared.tools import catalog  # noqa: F401  (registers the product's tools)
-from shared.tools.registry import ToolServices, run_tool
+from shared.tools.registry import ToolServices, claim_checked, run_tool
 
 
 def _services_from_settings() -> ToolServices:
@@ -27,7 +29,10 @@ def _services_from_settings() -> ToolServices:
     from shared.data.factory import build_router
 
     settings = load_settings()
-    return ToolServices(router=build_router(settings), store=ObjectStore.from_settings(settings))
+    store = ObjectStore.from_settings(settings)
+    return ToolServices(
+        router=build_router(settings), store=store, claims=ClaimCheck.from_settings(settings, store)
+    )
 
 
 tool_services: Callable[[], ToolServices] = cache(_services_from_settings)
@@ -43,4 +48,4 @@ def run_tool_activity(request: ToolRequest) -> ToolResult:
     Throttled or failing vendors raise retryable failures, so Temporal retries the call.
     """
     with as_temporal_failures():
-        return run_tool(request, services=tool_services)
+        return claim_checked(run_tool(request, services=tool_services), request, tool_services)

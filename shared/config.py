@@ -530,6 +530,12 @@ class Settings(_ProviderBlocks):
         description="answer a repeated LLM request from the reply cache in S3 "
         "(shared/llm/reply_cache.py); never the offline provider",
     )
+    inline_max_bytes: int = Field(
+        1024,
+        ge=0,
+        description="larger tool answers travel through Temporal as claims on objects in the "
+        "payloads bucket, which the chat activity reads (shared/storage/claim_check.py)",
+    )
     prices: dict[str, ModelPrice] = Field(
         default_factory=list_prices,
         description='USD per million tokens per model, JSON like {"gpt-4.1": {"input": 2, '

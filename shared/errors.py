@@ -127,6 +127,18 @@ class ObjectNotFound(QuantdeskError):
     """A key that a step depends on does not exist in the object store."""
 
 
+class ClaimMismatch(QuantdeskError):
+    """A claim-checked value read back does not match its claim's digest: the object was
+    replaced or damaged in the store. Retrying reads the same bytes."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"the value stored at {where} does not match the digest of its claim",
+            fix="Something other than quantdesk wrote to the payloads bucket; restore it or "
+            "restart the run.",
+        )
+
+
 class ToolError(QuantdeskError):
     """A tool could not answer; the message goes back to the model as a tool result."""
 

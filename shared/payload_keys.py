@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import os
 import re
 from collections.abc import Iterable
@@ -72,7 +74,8 @@ class PayloadKeys:
     keys came from, which an error about a missing key tells the reader to add it to."""
 
     def __init__(self, pairs: Iterable[tuple[str, bytes]], *, source: str) -> None:
-        self._ciphers = {key_id: AESGCM(key) for key_id, key in pairs}
+        self._keys = dict(pairs)
+        self._ciphers = {key_id: AESGCM(key) for key_id, key in self._keys.items()}
         if not self._ciphers:
             raise ValueError("a key ring needs at least one key")
         self.source = source
@@ -92,19 +95,33 @@ class PayloadKeys:
         sealed = self._ciphers[self.sealing_id].encrypt(nonce, plaintext, self.sealing_id.encode())
         return self.sealing_id, nonce + sealed
 
+    def digest(self, data: bytes, key_id: str | None = None) -> str:
+        """HMAC-SHA256 of ``data`` under ``key_id`` (default: the sealing key), in hex: a
+        content address that, unlike a plain hash, lets no one without the key confirm a
+        guess of what was sealed."""
+        key_id = key_id or self.sealing_id
+        key = self._keys.get(key_id)
+        if key is None:
+            raise self._unknown(key_id)
+        return hmac.new(key, data, hashlib.sha256).hexdigest()
+
+    def _unknown(self, key_id: str) -> ConfigError:
+        """The error for a payload under a key this ring lacks: which setting to add it to."""
+        return ConfigError(
+            self.source,
+            f"a payload is encrypted with key id {key_id!r}, which is not among this "
+            f"process's keys ({', '.join(self.ids)})",
+            fix=f"Add the key line of {key_id!r} to {self.source} on every host (after the "
+            "key that encrypts), and restart its workers and console.",
+        )
+
     def open(self, key_id: str, sealed: bytes) -> bytes:
         """The plaintext ``seal`` gave ``sealed`` under ``key_id``; a ``ConfigError`` naming the
         id and ``source`` when this ring lacks it, ``PayloadTampered`` when it does not
         authenticate."""
         cipher = self._ciphers.get(key_id)
         if cipher is None:
-            raise ConfigError(
-                self.source,
-                f"a payload is encrypted with key id {key_id!r}, which is not among this "
-                f"process's keys ({', '.join(self.ids)})",
-                fix=f"Add the key line of {key_id!r} to {self.source} on every host (after the "
-                "key that encrypts), and restart its workers and console.",
-            )
+            raise self._unknown(key_id)
         try:
             return cipher.decrypt(sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], key_id.encode())
         except InvalidTag:

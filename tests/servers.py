@@ -284,10 +284,12 @@ def tools_reading(settings: Settings) -> Iterator[None]:
     """``run_tool`` reads through ``settings``' router and store (the worker's own otherwise)."""
     import activities.tools as tool_activities
     from shared.data.factory import build_router
+    from shared.storage.claim_check import ClaimCheck
     from shared.tools.registry import ToolServices
 
+    store = ObjectStore.from_settings(settings)
     services = ToolServices(
-        router=build_router(settings), store=ObjectStore.from_settings(settings)
+        router=build_router(settings), store=store, claims=ClaimCheck.from_settings(settings, store)
     )
     original = tool_activities.tool_services
     tool_activities.tool_services = lambda: services

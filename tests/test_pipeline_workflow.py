@@ -57,6 +57,7 @@ from shared.llm.providers import QUEUE_OFFLINE
 from shared.memory import Lesson, MemoryRole, MemoryStore, Outcome, SourceRun
 from shared.queues import TOOLS_QUEUE
 from shared.storage.buckets import REPORTS_BUCKET
+from shared.storage.claim_check import ClaimCheck
 from shared.storage.objects import ObjectRef, ObjectStore
 from shared.tools.registry import ToolServices
 from tests.servers import running_workers
@@ -138,6 +139,7 @@ async def workers(
         DEFAULT_ROUTES,
     )
     store = ObjectStore.from_settings(s3_settings)
+    claims = ClaimCheck.from_settings(s3_settings, store)
     memory = _memory(tmp / "memory.db")
     research = ResearchActivities(s3_settings, router=router, memory=memory, store=store)
     reflection = ReflectionActivities(s3_settings, router=router, memory=memory)
@@ -163,7 +165,9 @@ async def workers(
     with pytest.MonkeyPatch.context() as patch:
         # run_tool reads through the worker's own settings; here, through the test's router.
         patch.setattr(
-            tool_activities, "tool_services", lambda: ToolServices(router=router, store=store)
+            tool_activities,
+            "tool_services",
+            lambda: ToolServices(router=router, store=store, claims=claims),
         )
         async with running_workers(ts_env.client, plans):
             yield

@@ -103,13 +103,14 @@ def missing_step(agent: str, error: ActivityError) -> MissingStep | None:
 
 
 async def run_tool(
-    call: ToolCall, context: dict[str, Any], *, queue: str, agent: str
+    call: ToolCall, context: dict[str, Any], *, queue: str, agent: str, inline: bool = True
 ) -> ToolResult:
-    """One tool call; a failure after all retries comes back as an error result."""
+    """One tool call; a failure after all retries comes back as an error result. ``inline``:
+    the caller reads the answer's content (see ``ToolRequest.inline``)."""
     try:
         return await workflow.execute_activity(
             run_tool_activity,
-            ToolRequest(call=call, context=context),
+            ToolRequest(call=call, context=context, inline=inline),
             task_queue=queue,
             **durable(TOOL_START_TO_CLOSE, heartbeat=HEARTBEAT),
             summary=f"{agent}: {call.name}",
@@ -143,9 +144,11 @@ async def run_tool_loop(
     max_rounds: int = MAX_TOOL_ROUNDS,
     usage: UsageReport | None = None,
     optional: bool = False,
+    read_results: bool = True,
 ) -> ToolLoopResult:
     """Chat, run tools, repeat; returns the final answer and the whole conversation.
-    ``optional``: see ``chat``."""
+    ``optional``: see ``chat``; ``read_results``: the caller reads the tool results' content
+    (else a stored answer comes back as its claim alone)."""
     messages = list(request.messages)
     results: list[ToolResult] = []
     total = Usage()
@@ -169,15 +172,18 @@ async def run_tool_loop(
         )
         answered = await asyncio.gather(
             *(
-                run_tool(call, tool_context or {}, queue=tools_queue, agent=request.agent)
+                run_tool(
+                    call,
+                    tool_context or {},
+                    queue=tools_queue,
+                    agent=request.agent,
+                    inline=read_results,
+                )
                 for call in response.tool_calls
             )
         )
         results += answered
-        messages += [
-            ChatMessage(role="tool", content=r.content, tool_call_id=r.call_id, name=r.name)
-            for r in answered
-        ]
+        messages += [r.message() for r in answered]
     return ToolLoopResult(
         text=response.text.strip() or last_text,
         response=response,
@@ -198,6 +204,9 @@ class ToolUse:
     hidden: tuple[str, ...] = ()
     prefetched: list[ChatMessage] = field(default_factory=list)
     """Tool turns the workflow ran before the first chat, appended after the prompt."""
+    read_results: bool = True
+    """The workflow reads the tool results' content; False lets a large one come back as its
+    claim alone, so it is written into the history once, by the store, not at all."""
 
 
 def agent_request(
@@ -302,6 +311,7 @@ async def call_agent_tools(
         tool_context=tools.context,
         usage=usage,
         optional=optional,
+        read_results=tools.read_results,
     )
     structured = loop.response.structured
     if spec.output is None:

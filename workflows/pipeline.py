@@ -488,6 +488,8 @@ class PipelineWorkflow(TrackedRun):
                 "result_key_prefix": f"{prefix}/{spec.name}",
             },
             hidden=("symbol",),
+            # Only the market analyst's answers give the price facts the workflow reads.
+            read_results=kind is AnalystKind.MARKET,
         )
         run = await self._step(
             spec.name,

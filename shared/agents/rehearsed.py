@@ -84,10 +84,7 @@ def offline_tool_run(
         messages=[
             *spec.messages(inputs),
             *([ChatMessage(role="assistant", tool_calls=calls)] if calls else []),
-            *(
-                ChatMessage(role="tool", content=r.content, tool_call_id=r.call_id, name=r.name)
-                for r in results
-            ),
+            *(r.message() for r in results),
         ],
         inputs=inputs.model_dump(mode="json"),
     )

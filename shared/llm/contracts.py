@@ -2,16 +2,22 @@
 
 A ``ChatRequest`` is provider-neutral: each client translates it into its
 vendor's wire format. Images travel as object-store references, never as bytes,
-so a request stays small in Temporal's history; the activity fetches them.
+so a request stays small in Temporal's history; the activity fetches them. So do
+large tool answers: a message or a tool result whose ``stored`` claim is set carries its
+text in S3 (``shared.storage.claim_check``), and the chat activity redeems it before
+anything reads ``content``. Requests recorded before claims existed have none and read
+as they always did.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from shared.llm.providers import LlmRole
+from shared.storage.claim_check import Claim
 from shared.storage.objects import ObjectRef
 
 # The key under which a client keeps tool arguments that are not a JSON object, whole.
@@ -45,6 +51,15 @@ class ChatMessage(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list, description="assistant turns only")
     tool_call_id: str | None = Field(None, description="tool turns: the call this answers")
     name: str | None = Field(None, description="tool turns: the tool's name")
+    stored: Claim | None = Field(
+        None, description="where ``content`` is kept when it was too large to travel inline"
+    )
+
+    def redeemed(self, redeem: Callable[[Claim], str]) -> ChatMessage:
+        """This message with its stored content read back (itself when it has none)."""
+        if self.stored is None:
+            return self
+        return self.model_copy(update={"content": redeem(self.stored), "stored": None})
 
 
 class ToolSpec(BaseModel):
@@ -108,6 +123,12 @@ class ChatRequest(BaseModel):
         None, description="where to keep an unusable reply for inspection (chosen by the workflow)"
     )
 
+    def redeemed(self, redeem: Callable[[Claim], str]) -> ChatRequest:
+        """This request with every stored message read back: what a provider is sent."""
+        return self.model_copy(
+            update={"messages": [message.redeemed(redeem) for message in self.messages]}
+        )
+
 
 class ChatResponse(BaseModel):
     """What a model answered, normalised across vendors."""
@@ -129,6 +150,11 @@ class ToolRequest(BaseModel):
     context: dict[str, Any] = Field(
         default_factory=dict, description="values the workflow fixes, e.g. symbol, as_of"
     )
+    inline: bool = Field(
+        True,
+        description="the workflow reads the answer's content: keep it in the result even when "
+        "it is stored; False leaves only the claim",
+    )
 
 
 class ToolResult(BaseModel):
@@ -142,6 +168,21 @@ class ToolResult(BaseModel):
     full_result: ObjectRef | None = Field(
         None, description="where the whole answer is stored when content is only a preview"
     )
+    stored: Claim | None = Field(
+        None,
+        description="the claim on ``content`` when it was too large to send on inline; the "
+        "tool message the model reads carries this instead of the text",
+    )
+
+    def message(self) -> ChatMessage:
+        """The tool turn that answers the call: by claim when the content is stored."""
+        return ChatMessage(
+            role="tool",
+            content="" if self.stored else self.content,
+            stored=self.stored,
+            tool_call_id=self.call_id,
+            name=self.name,
+        )
 
 
 class UsageReport(BaseModel):

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 from shared.data.router import DataRouter
 from shared.errors import InvalidInput, NoData, NotConfigured, ToolError, lookup
 from shared.llm.contracts import ToolRequest, ToolResult, ToolSpec
+from shared.storage.claim_check import ClaimCheck
 from shared.storage.objects import ObjectRef, ObjectStore
 from shared.tools.capping import MAX_CONTENT_CHARS, preview, result_ref
 
@@ -44,6 +45,8 @@ class ToolServices:
 
     router: DataRouter
     store: ObjectStore | None = None
+    claims: ClaimCheck | None = None
+    """Where answers too large to travel inline are stored; None keeps every answer inline."""
 
 
 ServicesProvider = Callable[[], ToolServices]
@@ -197,3 +200,16 @@ def run_tool(request: ToolRequest, services: ServicesProvider | None = None) -> 
     return ToolResult(
         call_id=call.id, name=call.name, content=content, vendor=output.vendor, full_result=ref
     )
+
+
+def claim_checked(
+    result: ToolResult, request: ToolRequest, services: ServicesProvider
+) -> ToolResult:
+    """``result`` with its content stored when it is too large to travel inline: the claim
+    goes with it, and the content too only when the workflow reads it (``request.inline``)."""
+    claims = services().claims
+    claim = claims.claim(result.content) if claims is not None else None
+    if claim is None:
+        return result
+    content = result.content if request.inline else ""
+    return result.model_copy(update={"stored": claim, "content": content})

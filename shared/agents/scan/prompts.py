@@ -208,10 +208,7 @@ def prefetched_turns(calls: Sequence[ToolCall], results: Sequence[ToolResult]) -
     turn asking for them and one tool turn per result, as a tool loop would append them."""
     return [
         ChatMessage(role="assistant", tool_calls=list(calls)),
-        *(
-            ChatMessage(role="tool", content=r.content, tool_call_id=r.call_id, name=r.name)
-            for r in results
-        ),
+        *(r.message() for r in results),
     ]
 
 
