@@ -22,8 +22,15 @@ reply, the bench ``BENCH_SHARE`` of it. A window the row calls large (cloud mode
 100k tokens and more) is held to the caps: ``MAX_DETAIL`` is the default book's
 15 positions plus a third for names the limits or cash turn away (more in full
 only dilutes the PM's attention), ``MAX_BENCH`` what a person scans in a glance.
-At the llama.cpp row's 4,096 tokens that is 3 in full and 15 on the bench; at 32k
-and above, 20 and 30.
+At the llama.cpp row's 4,096 tokens that is 3 in full and 13 on the bench; at 32k
+and above, 20 and 20.
+
+Measured with ``estimated_tokens`` on a book of twelve holdings and Pipeline
+summaries at their clip (tests/test_portfolio_view.py), the PM's prompt at 12 / 20 /
+100 / 500 candidates: large window 2,664 / 3,160 / 4,247 / 4,315 tokens (the 100's
+top twenty are all Buy-rated, with targets: longer rows); 4,096 window 2,339 / 2,460
+/ 2,473 / 2,476, inside the 3,072 left beside the reply. The
+prompt grows until the bench is full (40 candidates), then not at all.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from shared.llm.providers import provider_spec
 DETAIL_TOKENS = 450
 """A candidate in full, measured on the micro summarizer's prompt with a Pipeline summary
 at its 1,500-character clip (table row, ranking reasons, decision line)."""
-BENCH_TOKENS = 20
+BENCH_TOKENS = 22
 """A bench line, measured: a table row of rank, ticker, sector, score and rating."""
 REPLY_TOKENS = 1_024
 """What a planned window keeps free for the reply (the registry's default reserve)."""
@@ -44,7 +51,7 @@ CANDIDATE_SHARE = 0.4
 """Of the prompt's room: the rest is the book, holdings, risk, review, summaries and schema."""
 BENCH_SHARE = 0.1
 MIN_DETAIL, MAX_DETAIL = 3, 20
-MIN_BENCH, MAX_BENCH = 5, 30
+MIN_BENCH, MAX_BENCH = 5, 20
 
 
 class ViewSize(BaseModel):
