@@ -113,6 +113,8 @@ EXECUTE_HEARTBEAT = timedelta(seconds=5)
 DEFAULT_APPROVAL_MINUTES = 24 * 60
 MAX_APPROVAL_MINUTES = 30 * 24 * 60
 MAX_DECISIONS = 100
+WATCHED_NAMES_PATCH = "watched-names-ranked"
+"""Gates ranking decided names without a Scan: older histories skipped that step."""
 
 LOAD, RISK, PRIORITIZE = "load_portfolio", "compute_risk", "prioritize_candidates"
 SIZE, SWEEP, APPROVAL = "size_orders", "sweep_cash", "approval"
@@ -429,7 +431,8 @@ class PortfolioWorkflow(TrackedRun):
         """The Scan's stocks and the other decided names ranked; without either, none."""
         held = [p.symbol for p in loaded.valuation.positions]
         ideas = candidate_ideas(loaded.scan, args.decisions, held)
-        if loaded.scan is None and not ideas:
+        # Runs started before watched names were ranked skipped this step without a Scan.
+        if loaded.scan is None and not (ideas and workflow.patched(WATCHED_NAMES_PATCH)):
             self.steps[PRIORITIZE] = StepState.SKIPPED
             return Prioritized(ranked=[], dropped=[])
         request = PrioritizeRequest(
