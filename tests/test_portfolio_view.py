@@ -167,7 +167,7 @@ def test_every_candidate_gets_a_fate_and_each_left_out_one_its_reason() -> None:
         cash_reserve=decision.cash_reserve,
     )
 
-    fates = candidate_fates(desk.ranked, desk.decisions, LARGE, decision, plan)
+    fates = candidate_fates(desk.ranked, desk.decisions, desk.quotes, LARGE, decision, plan)
 
     assert sorted(f.ticker for f in fates) == sorted(desk.decisions)
     planned = {f.ticker for f in fates if f.fate is Fate.PLANNED}

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from itertools import cycle, islice
+from itertools import cycle
 from pathlib import Path
 from typing import Any
 
@@ -363,13 +363,20 @@ async def test_the_report_and_the_decision_are_stored(
     assert services.store.snapshots("held")[-1] == result.snapshot
 
 
-WIDE = list(islice(cycle([Rating.BUY, Rating.HOLD, Rating.OVERWEIGHT, Rating.SELL]), 94))
-"""Ratings of the watched names that widen the run past the Scan's six to a hundred."""
+LISTED = [
+    listing.symbol
+    for listing in SIM.universe(AS_OF)
+    if listing.asset_type == "equity" and listing.symbol not in {"PTRQ", *SCAN.tickers()}
+]
+WATCHED = [*LISTED, *(f"WL{i:03d}" for i in range(94 - len(LISTED)))]
+"""The names that widen the run past the Scan's six to a hundred: the simulated market's
+other companies, then names it does not list (no close)."""
+WIDE = list(zip(WATCHED, cycle([Rating.BUY, Rating.HOLD, Rating.OVERWEIGHT, Rating.SELL])))
 
 
 def _wide_input(book: str, names: int) -> dict[str, Any]:
     """The Scan's decisions plus watched names (no Scan entry) up to ``names`` decisions."""
-    watched = [_decision(f"WL{i:03d}", r) for i, r in enumerate(WIDE[: names - len(DECISIONS)])]
+    watched = [_decision(symbol, r) for symbol, r in WIDE[: names - len(DECISIONS)]]
     return _input(book, decisions=[*DECISIONS, *watched])
 
 
@@ -395,6 +402,24 @@ async def test_a_hundred_candidates_run_in_a_bounded_pm_prompt_and_each_gets_a_f
     left = [f for f in fates.values() if f.fate is Fate.LEFT_OUT]
     assert left and all(f"| {f.ticker} |" in markdown and f.reason in markdown for f in left)
     assert any("below the top-20 cut" in f.reason for f in left)
+    assert all(f.reason.startswith(("ranked", "scored 0")) for f in left)
+
+
+async def test_watched_names_without_a_scan_are_ranked_and_bought(
+    ts_env: WorkflowEnvironment, services: Services
+) -> None:
+    payload = _wide_input(services.book("watched"), 12)
+    del payload["scan_summary"]
+    handle = await _start(ts_env, payload)
+    result = await handle.result()
+
+    progress = await handle.query("progress", result_type=PortfolioProgress)
+    assert progress.steps["prioritize_candidates"] == "done"
+    assert all(c.thesis_angle is None for c in result.candidates.ranked)
+    fates = {f.ticker: f for f in result.fates}
+    assert set(fates) == {d["symbol"] for d in payload["decisions"]}
+    first_buy = next(symbol for symbol, rating in WIDE if rating is Rating.BUY)
+    assert fates[first_buy].fate is Fate.PLANNED
 
 
 async def test_an_approved_runs_history_replays_deterministically(

@@ -396,7 +396,7 @@ class PortfolioWorkflow(TrackedRun):
             book=valuation,
             risk=risk,
             candidates=candidates,
-            fates=candidate_fates(candidates, decisions, size, decision, plan),
+            fates=candidate_fates(candidates, decisions, loaded.quotes, size, decision, plan),
             review=review,
             macro=macro,
             micro=micro,

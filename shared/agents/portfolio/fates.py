@@ -3,8 +3,8 @@
 The PM reads only the top of the ranking in full (``view``), so the report cannot
 leave the rest to silence: each candidate gets one line saying where it ranked and
 why it is not in the plan, in the order the reasons apply: scored out, below the
-cut, no Pipeline decision or not a buy, refused by the limits or the cash, or
-passed over by the PM.
+cut, refused by the limits or the cash, no Pipeline decision or not a buy, no close
+to buy at, already held, or passed over by the PM.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from shared.agents.portfolio.book_manager import BUY_RATINGS
 from shared.agents.portfolio.inputs import TickerDecision
 from shared.agents.portfolio.schemas import AllocationDecision
 from shared.agents.portfolio.view import ViewSize
+from shared.portfolio.market import Quote, QuoteMissing
 from shared.portfolio.models import Side
 from shared.portfolio.orders import OrderPlan
 from shared.portfolio.prioritize import Prioritized, ScoredCandidate
@@ -52,6 +53,7 @@ def _left_out(
     total: int,
     candidate: ScoredCandidate,
     decision: TickerDecision | None,
+    quote: Quote | QuoteMissing | None,
     size: ViewSize,
     refused: Mapping[str, str],
     wanted: set[str],
@@ -69,6 +71,9 @@ def _left_out(
         return f"{placed}; no Pipeline decision"
     if decision.rating not in BUY_RATINGS:
         return f"{placed}; rated {decision.rating.value} by its Pipeline, not a buy"
+    if not isinstance(quote, Quote):
+        why = quote.reason if quote else "not quoted"
+        return f"{placed}; no close to buy at ({why})"
     if candidate.held:
         return f"{placed}; already held: the holdings review decides on adding"
     return f"{placed}; passed over by the PM (see the thesis)"
@@ -77,6 +82,7 @@ def _left_out(
 def candidate_fates(
     candidates: Prioritized,
     decisions: Mapping[str, TickerDecision],
+    quotes: Mapping[str, Quote | QuoteMissing],
     size: ViewSize,
     decision: AllocationDecision,
     plan: OrderPlan,
@@ -94,7 +100,7 @@ def candidate_fates(
             fate, reason = Fate.PLANNED, f"ranked {_ordinal(rank)} of {total}; buy {order.shares:,}"
         else:
             fate = Fate.LEFT_OUT
-            reason = _left_out(rank, total, c, d, size, refused, wanted)
+            reason = _left_out(rank, total, c, d, quotes.get(c.ticker), size, refused, wanted)
         fates.append(
             CandidateFate(
                 ticker=c.ticker,
