@@ -19,7 +19,7 @@ from activities.failures import as_temporal_failures
 from activities.group import activity_on
 from activities.services import Services
 from shared.agents.portfolio.schemas import AllocationDecision
-from shared.agents.scan.schemas import ScanSummary, StockToInvestigate
+from shared.agents.scan.schemas import ScanSummary
 from shared.data.contracts import TBILL_ETF, Sector
 from shared.errors import InvalidInput
 from shared.memory import MemoryRole
@@ -30,7 +30,13 @@ from shared.portfolio.limits import Limits
 from shared.portfolio.market import Closes, MarketReader, Quote, QuoteMissing
 from shared.portfolio.models import BrokerKind, DecisionRecord, Snapshot
 from shared.portfolio.orders import Execution, OrderPlan, PlannedOrder
-from shared.portfolio.prioritize import LessonMatch, Prioritized, prioritize, situation_of
+from shared.portfolio.prioritize import (
+    Idea,
+    LessonMatch,
+    Prioritized,
+    prioritize,
+    situation_of,
+)
 from shared.portfolio.risk import RiskReport, measure_risk
 from shared.portfolio.valuation import Valuation, snapshot_of, value_book
 from shared.queues import TOOLS_QUEUE
@@ -71,10 +77,10 @@ class RiskRequest(BaseModel):
 
 
 class PrioritizeRequest(BaseModel):
-    """The Scan's candidates and the book they would join."""
+    """The candidates (the Scan's and watched names) and the book they would join."""
 
     valuation: Valuation
-    stocks: list[StockToInvestigate]
+    stocks: list[Idea]
     sectors: dict[str, Sector | None]
     limits: Limits
 

@@ -39,8 +39,14 @@ from shared.agents.portfolio import (
     macro_summarizer,
     micro_summarizer,
 )
-from shared.agents.portfolio.inputs import BookBrief, TickerDecision, candidate_views
+from shared.agents.portfolio.inputs import (
+    BookBrief,
+    CandidateSlate,
+    TickerDecision,
+    candidate_ideas,
+)
 from shared.agents.portfolio.schemas import HoldingsReview
+from shared.agents.portfolio.view import ViewSize
 from shared.agents.rehearsed import Rehearsed, offline_answer, offline_tool_run
 from shared.agents.scan import macro_synthesis
 from shared.agents.scan.inputs import SynthesisInputs
@@ -48,6 +54,7 @@ from shared.agents.scan.rehearsal import rehearse_scan
 from shared.agents.scan.schemas import ScanSummary
 from shared.config import Settings
 from shared.errors import InvalidInput, QuantdeskError
+from shared.llm.contracts import LlmChoice
 from shared.portfolio.limits import CASH_EQUIVALENTS, Limits
 from shared.portfolio.prioritize import prioritize
 from shared.portfolio.store import PortfolioStore
@@ -180,9 +187,11 @@ def rehearse_portfolio(
         else HoldingsReview(verdicts=[], summary="The book holds no positions.")
     )
     upstream += [holdings_reviewer.SPEC.name] if brief.holdings else []
-    ranked = prioritize(summary.stocks_to_investigate, valuation, loaded.sectors, limits)
-    views = candidate_views(ranked.ranked, loaded.quotes, decisions)
-    macro_inputs, micro_inputs = brief.macro(summary), brief.micro(views)
+    ideas = candidate_ideas(summary, decisions.values(), held)
+    ranked = prioritize(ideas, valuation, loaded.sectors, limits)
+    size = ViewSize.for_provider(LlmChoice().provider)
+    slate = CandidateSlate.of(ranked.ranked, loaded.quotes, decisions, size)
+    macro_inputs, micro_inputs = brief.macro(summary), brief.micro(slate)
     given: dict[str, Any] = {
         macro_summarizer.SPEC.name: (macro_summarizer.SPEC, macro_inputs),
         micro_summarizer.SPEC.name: (micro_summarizer.SPEC, micro_inputs),
@@ -192,6 +201,6 @@ def rehearse_portfolio(
         return Rehearsed(spec, inputs, tuple(upstream), NOTES)
     macro = offline_answer(macro_summarizer.SPEC, macro_inputs)
     micro = offline_answer(micro_summarizer.SPEC, micro_inputs)
-    pm = brief.pm(views, risk, review, macro, micro)
+    pm = brief.pm(slate, risk, review, macro, micro)
     upstream += [macro_summarizer.SPEC.name, micro_summarizer.SPEC.name]
     return Rehearsed(book_manager.SPEC, pm, tuple(upstream), NOTES)

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from itertools import cycle
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from activities.llm import LlmActivities
 from activities.portfolio import PortfolioActivities
 from activities.research import ResearchActivities
 from shared.agents.pipeline.schemas import SIGNAL_OF_RATING, Rating
+from shared.agents.portfolio.fates import Fate
 from shared.agents.portfolio.inputs import TickerDecision
 from shared.agents.portfolio.roles import BOOK_MANAGER, MACRO_SUMMARIZER, MICRO_SUMMARIZER
 from shared.agents.scan.schemas import (
@@ -59,6 +61,7 @@ from shared.data.contracts import TBILL_ETF, DataKind, Sector
 from shared.data.router import DataRouter
 from shared.data.sim import SimVendor
 from shared.llm.contracts import ChatRequest
+from shared.llm.prompt_budget import estimated_tokens
 from shared.llm.providers import QUEUE_OFFLINE
 from shared.memory import Lesson, MemoryRole, MemoryStore, Outcome, SourceRun
 from shared.portfolio.broker import trade_key
@@ -358,6 +361,65 @@ async def test_the_report_and_the_decision_are_stored(
     [record] = services.store.decisions("held")
     assert record.key == result.workflow_id and record.status is DecisionStatus.APPROVED_AUTO
     assert services.store.snapshots("held")[-1] == result.snapshot
+
+
+LISTED = [
+    listing.symbol
+    for listing in SIM.universe(AS_OF)
+    if listing.asset_type == "equity" and listing.symbol not in {"PTRQ", *SCAN.tickers()}
+]
+WATCHED = [*LISTED, *(f"WL{i:03d}" for i in range(94 - len(LISTED)))]
+"""The names that widen the run past the Scan's six to a hundred: the simulated market's
+other companies, then names it does not list (no close)."""
+WIDE = list(zip(WATCHED, cycle([Rating.BUY, Rating.HOLD, Rating.OVERWEIGHT, Rating.SELL])))
+
+
+def _wide_input(book: str, names: int) -> dict[str, Any]:
+    """The Scan's decisions plus watched names (no Scan entry) up to ``names`` decisions."""
+    watched = [_decision(symbol, r) for symbol, r in WIDE[: names - len(DECISIONS)]]
+    return _input(book, decisions=[*DECISIONS, *watched])
+
+
+async def test_a_hundred_candidates_run_in_a_bounded_pm_prompt_and_each_gets_a_fate(
+    ts_env: WorkflowEnvironment, services: Services
+) -> None:
+    runs = {}
+    for names in (20, 100):
+        handle = await _start(ts_env, _wide_input(services.book(f"wide-{names}"), names))
+        result = await handle.result()
+        pm = (await _chats(ts_env, handle))[BOOK_MANAGER][0]
+        runs[names] = (result, estimated_tokens(pm.messages))
+
+    result, tokens = runs[100]
+    assert tokens <= 1.4 * runs[20][1] and tokens < 32_768
+    decided = {d["symbol"] for d in _wide_input("x", 100)["decisions"]}
+    fates = {f.ticker: f for f in result.fates}
+    assert decided <= set(fates) and len(decided) == 100
+    bought = {o.symbol for o in result.plan.orders if o.side is Side.BUY}
+    assert {t for t, f in fates.items() if f.fate is Fate.PLANNED} == bought - {TBILL_ETF}
+    with urllib.request.urlopen(result.report.url, timeout=10) as response:
+        markdown = response.read().decode()
+    left = [f for f in fates.values() if f.fate is Fate.LEFT_OUT]
+    assert left and all(f"| {f.ticker} |" in markdown and f.reason in markdown for f in left)
+    assert any("below the top-20 cut" in f.reason for f in left)
+    assert all(f.reason.startswith(("ranked", "scored 0")) for f in left)
+
+
+async def test_watched_names_without_a_scan_are_ranked_and_bought(
+    ts_env: WorkflowEnvironment, services: Services
+) -> None:
+    payload = _wide_input(services.book("watched"), 12)
+    del payload["scan_summary"]
+    handle = await _start(ts_env, payload)
+    result = await handle.result()
+
+    progress = await handle.query("progress", result_type=PortfolioProgress)
+    assert progress.steps["prioritize_candidates"] == "done"
+    assert all(c.thesis_angle is None for c in result.candidates.ranked)
+    fates = {f.ticker: f for f in result.fates}
+    assert set(fates) == {d["symbol"] for d in payload["decisions"]}
+    first_buy = next(symbol for symbol, rating in WIDE if rating is Rating.BUY)
+    assert fates[first_buy].fate is Fate.PLANNED
 
 
 async def test_an_approved_runs_history_replays_deterministically(

@@ -1,9 +1,11 @@
 """The ``Portfolio`` workflow: one decision for a whole paper book, as of one date.
 
-load the book → risk → review holdings → prioritize the Scan's candidates →
-macro ∥ micro summaries → the book manager's decision → size to the limits →
+load the book → risk → review holdings → prioritize the candidates (the Scan's
+shortlist and every other decided name not held) → macro ∥ micro summaries over a
+bounded view of them (the top-K in full, the next in one line each: ``view``) → the book manager's decision → size to the limits →
 cash sweep → (approval) → record the decision → execute on the paper broker →
-snapshot → Markdown report in S3.
+snapshot → Markdown report in S3, with every candidate's fate (planned, or left
+out and why).
 
 Everything the PM reads is priced as of the date; sizing and sweep run as
 activities so the plan an approver saw is, from the history, the plan that
@@ -46,7 +48,13 @@ with workflow.unsafe.imports_passed_through():
         macro_summarizer,
         micro_summarizer,
     )
-    from shared.agents.portfolio.inputs import BookBrief, TickerDecision, candidate_views
+    from shared.agents.portfolio.fates import candidate_fates
+    from shared.agents.portfolio.inputs import (
+        BookBrief,
+        CandidateSlate,
+        TickerDecision,
+        candidate_ideas,
+    )
     from shared.agents.portfolio.report import PortfolioOutcome, render_portfolio_report
     from shared.agents.portfolio.roles import (
         BOOK_MANAGER,
@@ -55,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
         MICRO_SUMMARIZER,
     )
     from shared.agents.portfolio.schemas import AllocationDecision, HoldingsReview
+    from shared.agents.portfolio.view import ViewSize
     from shared.agents.spec import AgentSpec, InputsT, OutputT
     from shared.broker.models import IntentStatus
     from shared.llm.contracts import LlmChoice
@@ -104,6 +113,8 @@ EXECUTE_HEARTBEAT = timedelta(seconds=5)
 DEFAULT_APPROVAL_MINUTES = 24 * 60
 MAX_APPROVAL_MINUTES = 30 * 24 * 60
 MAX_DECISIONS = 100
+WATCHED_NAMES_PATCH = "watched-names-ranked"
+"""Gates ranking decided names without a Scan: older histories skipped that step."""
 
 LOAD, RISK, PRIORITIZE = "load_portfolio", "compute_risk", "prioritize_candidates"
 SIZE, SWEEP, APPROVAL = "size_orders", "sweep_cash", "approval"
@@ -327,14 +338,15 @@ class PortfolioWorkflow(TrackedRun):
         brief = BookBrief.of(args.portfolio, args.as_of, valuation, args.limits, decisions)
         review = await self._review(args, brief)
         candidates = await self._candidates(args, loaded)
-        views = candidate_views(candidates.ranked, loaded.quotes, decisions)
+        size = ViewSize.for_provider(args.llm.provider)
+        slate = CandidateSlate.of(candidates.ranked, loaded.quotes, decisions, size)
         self.phase = "summaries"
         macro, micro = await gather_all(
             self._ask(args, macro_summarizer.SPEC, brief.macro(loaded.scan)),
-            self._ask(args, micro_summarizer.SPEC, brief.micro(views)),
+            self._ask(args, micro_summarizer.SPEC, brief.micro(slate)),
         )
         self.phase = BOOK_MANAGER
-        pm = brief.pm(views, risk, review, macro, micro)
+        pm = brief.pm(slate, risk, review, macro, micro)
         decision = await self._ask(args, book_manager.SPEC, pm)
         plan = await self._plan(args, loaded, decision)
         status, note = await self._approval(args, plan)
@@ -384,6 +396,7 @@ class PortfolioWorkflow(TrackedRun):
             book=valuation,
             risk=risk,
             candidates=candidates,
+            fates=candidate_fates(candidates, decisions, loaded.quotes, size, decision, plan),
             review=review,
             macro=macro,
             micro=micro,
@@ -415,13 +428,16 @@ class PortfolioWorkflow(TrackedRun):
         return await self._ask(args, holdings_reviewer.SPEC, brief.review())
 
     async def _candidates(self, args: PortfolioInput, loaded: LoadedBook) -> Prioritized:
-        """The Scan's stocks ranked; without a Scan there are none."""
-        if loaded.scan is None:
+        """The Scan's stocks and the other decided names ranked; without either, none."""
+        held = [p.symbol for p in loaded.valuation.positions]
+        ideas = candidate_ideas(loaded.scan, args.decisions, held)
+        # Runs started before watched names were ranked skipped this step without a Scan.
+        if loaded.scan is None and not (ideas and workflow.patched(WATCHED_NAMES_PATCH)):
             self.steps[PRIORITIZE] = StepState.SKIPPED
             return Prioritized(ranked=[], dropped=[])
         request = PrioritizeRequest(
             valuation=loaded.valuation,
-            stocks=loaded.scan.stocks_to_investigate,
+            stocks=ideas,
             sectors=loaded.sectors,
             limits=args.limits,
         )

@@ -1,7 +1,12 @@
-"""Rank the Scan's candidates for the PM: the fork's score, computed from typed fields.
+"""Rank the candidates for the PM: the fork's score, computed from typed fields.
+
+A candidate is a stock of the Scan's shortlist, or a watched name that reached the
+Portfolio with a Pipeline decision alone (``WatchedName``): it has no Scan thesis, so
+its conviction is its Pipeline rating's and its thesis weight the middle one.
 
 score = conviction (high 3, medium 2, low 1)
-      × thesis weight (growth 3, momentum 2.5, catalyst 2.5, value 2, turnaround 1.5, defensive 1)
+      × thesis weight (growth 3, momentum 2.5, catalyst 2.5, value 2, turnaround 1.5, defensive 1;
+        2 for a watched name, which has none)
       × diversification (0 when the sector is at its cap, 0.5 above 70% of it, 1 when the book
         already holds the sector, 2 for a new one)
       × 0.5 when the book already holds the stock
@@ -20,6 +25,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import AwareDatetime, BaseModel, Field
 
+from shared.agents.pipeline.schemas import Rating
 from shared.agents.scan.schemas import Conviction, StockToInvestigate, ThesisAngle
 from shared.data.contracts import Sector
 from shared.portfolio.limits import Limits, sector_bucket
@@ -39,13 +45,21 @@ THESIS_WEIGHTS: dict[ThesisAngle, float] = {
     ThesisAngle.TURNAROUND: 1.5,
     ThesisAngle.DEFENSIVE: 1.0,
 }
+NO_THESIS_WEIGHT = 2.0
+"""A watched name has no Scan thesis: the middle weight neither favours nor buries it."""
+CONVICTION_OF_RATING: dict[Rating, Conviction] = {
+    Rating.BUY: Conviction.HIGH,
+    Rating.OVERWEIGHT: Conviction.MEDIUM,
+    Rating.HOLD: Conviction.LOW,
+    Rating.UNDERWEIGHT: Conviction.LOW,
+    Rating.SELL: Conviction.LOW,
+}
+"""A watched name's conviction: its Pipeline's rating, the only judgement it has."""
 NEAR_CAP = 0.7
 """Above this share of the sector cap a sector only half-counts as room to diversify."""
 HELD_PENALTY = 0.5
 MEMORY_GATE_SCORE = 0.4
 MEMORY_PENALTY = 0.5
-MAX_CANDIDATES = 10
-"""The PM reads this many at most: the Scan's default shortlist."""
 
 
 class LessonMatch(BaseModel):
@@ -57,13 +71,42 @@ class LessonMatch(BaseModel):
     as_of: AwareDatetime
 
 
+class WatchedName(BaseModel):
+    """A candidate known by its Pipeline decision alone (a watchlist's name, not on the
+    Scan's shortlist): scored like a Scan stock from the fields it has."""
+
+    ticker: str
+    name: str
+    sector: Sector | None = Field(None, description="none of its own: the data layer's counts")
+    rationale: str
+    thesis_angle: None = None
+    conviction: Conviction
+    key_catalysts: list[str] = Field(default_factory=list)
+    risks: list[str] = Field(default_factory=list)
+    smart_money: bool = False
+
+    @classmethod
+    def of_rating(cls, ticker: str, rating: Rating, summary: str) -> WatchedName:
+        """A watched name at the conviction its Pipeline's rating gives it."""
+        return cls(
+            ticker=ticker,
+            name=ticker,
+            rationale=f"watched; its Pipeline rates it {rating.value}: {summary}",
+            conviction=CONVICTION_OF_RATING[rating],
+        )
+
+
+Idea = StockToInvestigate | WatchedName
+"""What a candidate is scored from."""
+
+
 class ScoredCandidate(BaseModel):
     """A candidate with its score, each factor of it, and the reasons in words."""
 
     ticker: str
     name: str
     sector: Sector | None = Field(description="the data layer's sector (the Scan's if it has none)")
-    thesis_angle: ThesisAngle
+    thesis_angle: ThesisAngle | None = Field(description="None: a watched name, no Scan thesis")
     conviction: Conviction
     rationale: str
     key_catalysts: list[str]
@@ -75,20 +118,25 @@ class ScoredCandidate(BaseModel):
     reasons: list[str]
     lesson: LessonMatch | None = None
 
+    @property
+    def angle(self) -> str:
+        """The thesis angle in a word ("watched" for a name without a Scan thesis)."""
+        return self.thesis_angle.value if self.thesis_angle else "watched"
+
 
 class Prioritized(BaseModel):
-    """The candidates the PM sees, best first, and those scored out."""
+    """Every candidate, best first, and those scored out."""
 
-    ranked: list[ScoredCandidate]
-    dropped: list[ScoredCandidate] = Field(description="score 0, or beyond the PM's shortlist")
+    ranked: list[ScoredCandidate] = Field(description="positive scores, best first")
+    dropped: list[ScoredCandidate] = Field(description="score 0: a sector at its cap")
 
 
-def situation_of(stock: StockToInvestigate) -> str:
+def situation_of(stock: Idea) -> str:
     """The text a candidate's past lessons are matched on."""
     return " ".join(
         [
             stock.ticker,
-            stock.thesis_angle.value,
+            *([stock.thesis_angle.value] if stock.thesis_angle else []),
             stock.rationale,
             *stock.key_catalysts,
             *stock.risks,
@@ -127,7 +175,7 @@ def _memory_gate(lesson: LessonMatch | None) -> tuple[float, str | None]:
 
 
 def score_candidate(
-    stock: StockToInvestigate,
+    stock: Idea,
     sector: Sector | None,
     weights: Mapping[str | None, float],
     held: bool,
@@ -136,10 +184,10 @@ def score_candidate(
 ) -> ScoredCandidate:
     """One candidate's score with every factor and its reason."""
     reasons = []
-    if sector is None:
+    if sector is None and stock.sector is not None:
         sector = stock.sector
         reasons.append(f"the data layer has no sector for {stock.ticker}: using the Scan's")
-    elif sector is not stock.sector:
+    elif sector is not None and stock.sector is not None and sector is not stock.sector:
         reasons.append(f"the data layer classifies it {sector.value}, not {stock.sector.value}")
     spread, why = diversification(sector_bucket(stock.ticker, sector), weights, limits)
     reasons.append(why)
@@ -150,7 +198,7 @@ def score_candidate(
         reasons.append(f"already held: × {HELD_PENALTY}")
     factors = {
         "conviction": CONVICTION_POINTS[stock.conviction],
-        "thesis": THESIS_WEIGHTS[stock.thesis_angle],
+        "thesis": THESIS_WEIGHTS[stock.thesis_angle] if stock.thesis_angle else NO_THESIS_WEIGHT,
         "diversification": spread,
         "held": HELD_PENALTY if held else 1.0,
         "memory": gate,
@@ -180,15 +228,14 @@ def bucket_weights(valuation: Valuation) -> dict[str | None, float]:
 
 
 def prioritize(
-    stocks: Sequence[StockToInvestigate],
+    stocks: Sequence[Idea],
     valuation: Valuation,
     sectors: Mapping[str, Sector | None],
     limits: Limits,
     lessons: Mapping[str, LessonMatch | None] | None = None,
-    *,
-    top: int = MAX_CANDIDATES,
 ) -> Prioritized:
-    """Every candidate scored; the ``top`` best with a positive score go to the PM."""
+    """Every candidate scored and ranked; how many the PM reads in full is the view's
+    business (``shared.agents.portfolio.view``), which knows the context window."""
     weights = bucket_weights(valuation)
     held = {p.symbol for p in valuation.positions}
     found = lessons or {}
@@ -204,5 +251,6 @@ def prioritize(
         for stock in stocks
     ]
     order = sorted(scored, key=lambda c: (-c.score, -CONVICTION_POINTS[c.conviction], c.ticker))
-    ranked = [c for c in order if c.score > 0][:top]
-    return Prioritized(ranked=ranked, dropped=[c for c in order if c not in ranked])
+    return Prioritized(
+        ranked=[c for c in order if c.score > 0], dropped=[c for c in order if c.score <= 0]
+    )

@@ -107,7 +107,7 @@ def _buys(inputs: PmInputs, scale: float) -> tuple[list[BuyOrder], list[str]]:
                 stop_loss=stop,
                 take_profit=take,
                 rationale=f"{d.rating.value} by its Pipeline, {c.conviction.value}-conviction "
-                f"{c.thesis_angle.value} idea scored {c.score:g}; aiming at {want:.1%} of the book "
+                f"{c.angle} idea scored {c.score:g}; aiming at {want:.1%} of the book "
                 f"at the close {close:.2f}",
             )
         )

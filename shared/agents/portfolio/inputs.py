@@ -11,13 +11,17 @@ Pipeline decision, the risk report and the limits it will be held to.
 |---|---|
 | holdings_reviewer | ``ReviewInputs``: book, holdings with their Pipeline decisions |
 | macro_summarizer | ``MacroInputs``: the Scan summary |
-| micro_summarizer | ``MicroInputs``: holdings and candidates, with their Pipeline decisions |
-| book_manager | ``PmInputs``: all of the above, the risk report, the review and both summaries |
+| micro_summarizer | ``MicroInputs``: holdings and the top candidates, with their Pipeline decisions |
+| book_manager | ``PmInputs``: all of the above, the candidates below the cut in one line each, \
+the risk report, the review and both summaries |
+
+The candidates are a bounded view (``CandidateSlate``, sized by ``view.ViewSize``):
+a hundred candidates cost the prompt about what twenty do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -26,12 +30,13 @@ from pydantic import AwareDatetime, BaseModel, Field, field_validator
 
 from shared.agents.pipeline.schemas import PortfolioDecision, Rating, TradeSignal
 from shared.agents.portfolio.schemas import HoldingsReview, MacroSummary, MicroSummary
+from shared.agents.portfolio.view import BenchLine, Beyond, ViewSize
 from shared.agents.scan.schemas import ScanSummary
 from shared.data.contracts import TBILL_ETF
-from shared.portfolio.limits import Limits
+from shared.portfolio.limits import CASH_EQUIVALENTS, Limits
 from shared.portfolio.market import Quote, QuoteMissing
 from shared.portfolio.models import Money, canonical_symbol
-from shared.portfolio.prioritize import ScoredCandidate
+from shared.portfolio.prioritize import Idea, ScoredCandidate, WatchedName
 from shared.portfolio.risk import RiskReport
 from shared.portfolio.valuation import Position, Valuation
 from shared.storage.objects import ObjectRef
@@ -170,6 +175,73 @@ def candidate_views(
     ]
 
 
+def candidate_ideas(
+    scan: ScanSummary | None, decisions: Iterable[TickerDecision], held: Iterable[str]
+) -> list[Idea]:
+    """The candidates to rank: the Scan's shortlist, then every decided name that is neither
+    on it, nor held (the review weighs holdings), nor a cash equivalent (the sweep's)."""
+    stocks: list[Idea] = list(scan.stocks_to_investigate) if scan else []
+    known = {s.ticker for s in stocks} | set(held) | CASH_EQUIVALENTS
+    return stocks + [
+        WatchedName.of_rating(d.symbol, d.rating, d.executive_summary)
+        for d in decisions
+        if d.symbol not in known
+    ]
+
+
+class CandidateSlate(BaseModel):
+    """The ranked candidates as the agents read them: the top ones in full, the next in one
+    line each, the rest counted."""
+
+    total: int = Field(ge=0, description="how many candidates were ranked")
+    size: ViewSize
+    detail: list[CandidateView]
+    bench: list[BenchLine]
+    beyond: Beyond | None = None
+
+    @classmethod
+    def of(
+        cls,
+        ranked: Sequence[ScoredCandidate],
+        quotes: Mapping[str, Quote | QuoteMissing],
+        decisions: Mapping[str, TickerDecision],
+        size: ViewSize,
+    ) -> CandidateSlate:
+        """``ranked`` (best first) cut to ``size``."""
+        cut = size.detail + size.bench
+        bench = [
+            BenchLine(
+                rank=rank,
+                ticker=c.ticker,
+                sector=c.sector.value if c.sector else "-",
+                score=c.score,
+                rating=decisions[c.ticker].rating if c.ticker in decisions else None,
+            )
+            for rank, c in enumerate(ranked[size.detail : cut], start=size.detail + 1)
+        ]
+        rest = ranked[cut:]
+        ratings = [
+            decisions[c.ticker].rating.value if c.ticker in decisions else "no decision"
+            for c in rest
+        ]
+        beyond = (
+            Beyond(
+                first_rank=cut + 1,
+                count=len(rest),
+                by_rating={r: ratings.count(r) for r in sorted(set(ratings))},
+            )
+            if rest
+            else None
+        )
+        return cls(
+            total=len(ranked),
+            size=size,
+            detail=candidate_views(ranked[: size.detail], quotes, decisions),
+            bench=bench,
+            beyond=beyond,
+        )
+
+
 class ReviewInputs(BaseModel):
     """The holdings reviewer's material."""
 
@@ -186,7 +258,7 @@ class MacroInputs(BaseModel):
 
 
 class MicroInputs(BaseModel):
-    """The micro summarizer's material."""
+    """The micro summarizer's material: the holdings and the candidates read in full."""
 
     portfolio: str
     holdings: list[HoldingView]
@@ -198,7 +270,9 @@ class PmInputs(BaseModel):
 
     book: BookFacts
     holdings: list[HoldingView]
-    candidates: list[CandidateView]
+    candidates: list[CandidateView] = Field(description="the top candidates, read in full")
+    bench: list[BenchLine] = Field(default_factory=list, description="the next, one line each")
+    beyond: Beyond | None = Field(None, description="the rest, counted")
     risk: RiskReport
     review: HoldingsReview
     macro: MacroSummary
@@ -235,23 +309,27 @@ class BookBrief:
     def macro(self, scan: ScanSummary | None) -> MacroInputs:
         return MacroInputs(portfolio=self.portfolio, as_of=self.as_of, scan=scan)
 
-    def micro(self, candidates: list[CandidateView]) -> MicroInputs:
-        return MicroInputs(portfolio=self.portfolio, holdings=self.holdings, candidates=candidates)
+    def micro(self, slate: CandidateSlate) -> MicroInputs:
+        return MicroInputs(
+            portfolio=self.portfolio, holdings=self.holdings, candidates=slate.detail
+        )
 
     def pm(
         self,
-        candidates: list[CandidateView],
+        slate: CandidateSlate,
         risk: RiskReport,
         review: HoldingsReview,
         macro: MacroSummary,
         micro: MicroSummary,
     ) -> PmInputs:
-        """The book manager's inputs: this brief with the ranked candidates and the
+        """The book manager's inputs: this brief with the candidates' view and the
         risk report, review and summaries the earlier steps gave."""
         return PmInputs(
             book=self.book,
             holdings=self.holdings,
-            candidates=candidates,
+            candidates=slate.detail,
+            bench=slate.bench,
+            beyond=slate.beyond,
             risk=risk,
             review=review,
             macro=macro,

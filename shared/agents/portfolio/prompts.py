@@ -22,6 +22,7 @@ from shared.agents.portfolio.inputs import (
     TickerDecision,
 )
 from shared.agents.portfolio.schemas import HoldingsReview, MacroSummary, MicroSummary
+from shared.agents.portfolio.view import BenchLine, Beyond
 from shared.agents.spec import AgentSpec
 from shared.llm.contracts import ChatMessage
 from shared.portfolio.limits import Limits
@@ -117,13 +118,31 @@ def render_candidates(candidates: Sequence[CandidateView]) -> str:
                 close,
                 f"{c.score:g}",
                 c.conviction.value,
-                c.thesis_angle.value,
+                c.angle,
                 "yes" if c.held else "no",
                 render_decision(view.decision),
             ]
         )
     header = ["ticker", "sector", "close", "score", "conviction", "thesis", "held", "Pipeline"]
     return _table(header, rows)
+
+
+def render_bench(bench: Sequence[BenchLine], beyond: Beyond | None) -> str | None:
+    """The candidates below the cut: one line each, then the rest counted (None: no cut)."""
+    if not bench and beyond is None:
+        return None
+    rows = [
+        [f"{b.rank}", b.ticker, b.sector, f"{b.score:g}", b.rating.value if b.rating else "none"]
+        for b in bench
+    ]
+    parts = [_table(["rank", "ticker", "sector", "score", "Pipeline"], rows)] if rows else []
+    if beyond is not None:
+        counted = ", ".join(f"{n} {rating}" for rating, n in beyond.by_rating.items())
+        parts.append(
+            f"And {beyond.count} more, ranked {beyond.first_rank} to "
+            f"{beyond.first_rank + beyond.count - 1} ({counted}): not shown."
+        )
+    return "\n\n".join(parts)
 
 
 def _metric(name: str, metric: Measured, pattern: str) -> str:
@@ -237,6 +256,7 @@ def pm_prompt(spec: AgentSpec[PmInputs, Any], inputs: PmInputs) -> list[ChatMess
     candidates = [
         f"- {v.candidate.ticker}: " + "; ".join(v.candidate.reasons) for v in inputs.candidates
     ]
+    bench = render_bench(inputs.bench, inputs.beyond)
     return _messages(
         spec.title,
         book.portfolio,
@@ -245,6 +265,8 @@ def pm_prompt(spec: AgentSpec[PmInputs, Any], inputs: PmInputs) -> list[ChatMess
             _heading("Holdings", render_holdings(inputs.holdings)),
             _heading("Candidates, best first", render_candidates(inputs.candidates)),
             _heading("Why the candidates rank so", "\n".join(candidates)),
+            bench
+            and _heading("Below the cut, one line each (buy only from the list above)", bench),
             _heading("Risk of the book as it stands", render_risk(inputs.risk)),
             _heading("Limits", render_limits(book.limits, book.cash_equivalent)),
             _heading("Holdings review", render_review(inputs.review)),

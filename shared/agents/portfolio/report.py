@@ -1,7 +1,8 @@
 """What a Portfolio run produced, and the run as a Markdown report (stored in S3).
 
 The report reads in the graph's order: the book before, its risk, the
-candidates and why they rank so, the review and the two summaries, the PM's
+candidates and why they rank so, every candidate's fate (planned, or left out and
+why: the PM reads only the top of a long ranking in full), the review and the two summaries, the PM's
 decision, the plan with every adjustment the limits forced and every refusal
 with its reason, the approval, the fills and the book after.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from pydantic import AwareDatetime, BaseModel, Field
 
+from shared.agents.portfolio.fates import CandidateFate, Fate
 from shared.agents.portfolio.prompts import (
     render_macro,
     render_micro,
@@ -48,6 +50,9 @@ class PortfolioOutcome(BaseModel):
     book: Valuation = Field(description="the book before the trades, at the as-of closes")
     risk: RiskReport
     candidates: Prioritized
+    fates: list[CandidateFate] = Field(
+        default_factory=list, description="every candidate: planned, or left out and why"
+    )
     review: HoldingsReview
     macro: MacroSummary
     micro: MicroSummary
@@ -97,6 +102,20 @@ def _plan(plan: OrderPlan) -> str:
     return "\n".join(lines)
 
 
+def _fates(fates: list[CandidateFate]) -> str:
+    """One line per candidate; the left-out ones counted first, so a long list reads at a glance."""
+    if not fates:
+        return "none"
+    left = sum(f.fate is Fate.LEFT_OUT for f in fates)
+    rows = [
+        f"| {f.rank or '-'} | {f.ticker} | {f.score:g} | "
+        f"{f.rating.value if f.rating else 'none'} | {f.fate.value} | {f.reason} |"
+        for f in fates
+    ]
+    header = "| rank | ticker | score | Pipeline | fate | why |\n|---|---|---|---|---|---|"
+    return f"{len(fates) - left} planned, {left} left out.\n\n" + "\n".join([header, *rows])
+
+
 def render_portfolio_report(outcome: PortfolioOutcome) -> str:
     """The whole run as Markdown."""
     d = outcome.decision
@@ -122,6 +141,7 @@ def render_portfolio_report(outcome: PortfolioOutcome) -> str:
         f"## The book before\n{_book(outcome.book)}",
         f"## Risk\n{render_risk(outcome.risk)}",
         f"## Candidates\n{candidates or 'none'}",
+        f"## Every candidate's fate\n{_fates(outcome.fates)}",
         f"## Holdings review\n{render_review(outcome.review)}",
         f"## Macro\n{render_macro(outcome.macro)}",
         f"## Micro\n{render_micro(outcome.micro)}",
