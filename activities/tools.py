@@ -35,6 +35,12 @@ def _services_from_settings() -> ToolServices:
     )
 
 
+@cache
+def _inline_max() -> int:
+    """The worker's claim-check threshold (``QUANTDESK_INLINE_MAX_BYTES``)."""
+    return load_settings().inline_max_bytes
+
+
 tool_services: Callable[[], ToolServices] = cache(_services_from_settings)
 """Where ``run_tool`` gets its services: built once per worker; tests and benches put their
 own S3 and data here."""
@@ -48,4 +54,5 @@ def run_tool_activity(request: ToolRequest) -> ToolResult:
     Throttled or failing vendors raise retryable failures, so Temporal retries the call.
     """
     with as_temporal_failures():
-        return claim_checked(run_tool(request, services=tool_services), request, tool_services)
+        result = run_tool(request, services=tool_services)
+        return claim_checked(result, request, tool_services, inline_max=_inline_max())

@@ -203,10 +203,14 @@ def run_tool(request: ToolRequest, services: ServicesProvider | None = None) -> 
 
 
 def claim_checked(
-    result: ToolResult, request: ToolRequest, services: ServicesProvider
+    result: ToolResult, request: ToolRequest, services: ServicesProvider, *, inline_max: int
 ) -> ToolResult:
-    """``result`` with its content stored when it is too large to travel inline: the claim
-    goes with it, and the content too only when the workflow reads it (``request.inline``)."""
+    """``result`` with its content stored when it is larger than ``inline_max`` bytes: the
+    claim goes with it, and the content too only when the workflow reads it
+    (``request.inline``). A small answer never builds the services: a tool that reads no
+    store must not need one."""
+    if len(result.content.encode()) <= inline_max:
+        return result
     claims = services().claims
     claim = claims.claim(result.content) if claims is not None else None
     if claim is None:
