@@ -7,8 +7,9 @@ watchlist or symbol fails the run at once (non-retryable), each unknown symbol n
 ``open_book`` (tools queue) creates the portfolio with its starting cash the first
 time a name is used, and returns the holdings, which become candidates of their
 own. ``store_run_report`` (charts queue: it draws) renders each analysed ticker's
-price chart as of the run, then the report as Markdown and as one self-contained
-HTML page, and stores them next to each other under the run's keys; a retry
+price chart as of the run, then the report as Markdown and as an HTML page that
+shows the charts from beside it (a page with a hundred charts inlined would weigh
+megabytes), and stores them next to each other under the run's keys; a retry
 overwrites the same objects.
 """
 
@@ -176,7 +177,7 @@ class AutoRunActivities(Services):
             }
             markdown = render_markdown(report)
             title = f"AutoRun {report.portfolio} as of {report.as_of:%Y-%m-%d}"
-            page = markdown_to_html(markdown, title=title, images=pngs)
+            page = markdown_to_html(markdown, title=title)
             return RunReportFiles(
                 markdown=self._put(f"{request.prefix}/report.md", markdown.encode(), MARKDOWN),
                 html=self._put(f"{request.prefix}/report.html", page.encode(), HTML),

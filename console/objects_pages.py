@@ -11,6 +11,7 @@ from fastapi.responses import Response
 from console.errors import NotFound
 from console.web import desk_of
 from shared.errors import ObjectNotFound
+from shared.reports.html import SORT_SCRIPT_CSP
 from shared.storage.buckets import CHARTS_BUCKET, REPORTS_BUCKET
 from shared.storage.objects import ObjectRef
 
@@ -25,6 +26,8 @@ MEDIA_TYPES = {
     ".csv": "text/csv; charset=utf-8",
     ".json": "application/json",
 }
+REPORT_POLICY = f"script-src {SORT_SCRIPT_CSP}; sandbox allow-scripts allow-same-origin"
+"""A stored HTML report runs no script but its own table sorter, allowed by its hash."""
 
 
 @router.get("/objects/{bucket}/{key:path}")
@@ -41,6 +44,5 @@ async def stored_object(request: Request, bucket: str, key: str) -> Response:
         body = await asyncio.to_thread(store.get_bytes, ObjectRef(bucket=bucket, key=key))
     except ObjectNotFound as error:
         raise NotFound(error.message) from None
-    # A stored HTML report runs no script and loads nothing from elsewhere.
-    headers = {"Content-Security-Policy": "script-src 'none'; sandbox allow-same-origin"}
+    headers = {"Content-Security-Policy": REPORT_POLICY}
     return Response(body, media_type=MEDIA_TYPES[suffix], headers=headers)

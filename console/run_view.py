@@ -25,6 +25,8 @@ from cli.report import report_refs
 from cli.stuck_runs import StuckRun, stuck_steps
 from cli.views import innermost_cause, web_ui_url
 from console.desk import Desk
+from console.errors import NotFound
+from console.paging import Paging, paged
 from shared.reports.autorun import chart_name
 from shared.storage.buckets import CHARTS_BUCKET, REPORTS_BUCKET
 from workflows.progress import RunProgress, StepState
@@ -61,6 +63,10 @@ class RunPage:
     """Runs at or below this one whose workflow task keeps failing, by workflow id."""
     stuck_steps: dict[str, StuckRun] = field(default_factory=dict)
     """The steps they hold up, by step."""
+    page_asked: int = 1
+    """The page of a long part (an AutoRun's tickers) the request asked for."""
+    paging: Paging | None = None
+    """Set by a flow whose part is shown in pages."""
 
     @property
     def running(self) -> bool:
@@ -86,8 +92,9 @@ def object_url(ref: dict[str, Any] | None) -> str | None:
     return f"/objects/{ref['bucket']}/{ref['key']}"
 
 
-async def load_run(desk: Desk, workflow_id: str) -> RunPage:
-    """The run as it is now; ``NotFound`` for an unknown id."""
+async def load_run(desk: Desk, workflow_id: str, page_asked: int = 1) -> RunPage:
+    """The run as it is now, with page ``page_asked`` of its long part; ``NotFound`` for an
+    unknown id or a page it does not have."""
     _, described = await desk.described(workflow_id)
     attributes = described.typed_search_attributes
     page = RunPage(
@@ -103,6 +110,7 @@ async def load_run(desk: Desk, workflow_id: str) -> RunPage:
         summary=await described.static_summary(),
         web_ui=web_ui_url(desk.settings, described.id, described.run_id),
         handle=(await desk.client()).get_workflow_handle(described.id, run_id=described.run_id),
+        page_asked=page_asked,
     )
     raw = await desk.query(page.handle, "progress", settled=not page.running)
     if raw is not None:
@@ -119,6 +127,8 @@ async def load_run(desk: Desk, workflow_id: str) -> RunPage:
     loader = FLOW_PARTS.get(described.workflow_type)
     if loader is not None:
         page.parts = await loader(desk, page)
+    if page.paging is None and page_asked != 1:
+        raise NotFound(f"no page {page_asked}: {page.flow} {workflow_id} is shown on one page")
     return page
 
 
@@ -190,16 +200,19 @@ async def _quantagent(desk: Desk, page: RunPage) -> dict[str, Any]:
 
 
 async def _autorun(desk: Desk, page: RunPage) -> dict[str, Any]:
-    """Each ticker with its Pipeline's state, decision and (once reported) chart, and the
-    Portfolio's outcome (or the approval it waits for)."""
+    """The asked page of tickers, each with its Pipeline's state, decision and (once reported)
+    chart, and the Portfolio's outcome (or the approval it waits for). Only the page's
+    children are read: an AutoRun of hundreds of names is shown 25 at a time."""
     result = page.result or {}
     charts = (result.get("report") or {}).get("charts") or {}
     decisions = {d["symbol"]: d for d in result.get("decisions") or []}
     failures = {f["symbol"]: f["reason"] for f in result.get("failures") or []}
     steps = page.progress.steps if page.progress else {}
     tickers = [s.removeprefix(PIPELINE_STEP) for s in steps if s.startswith(PIPELINE_STEP)]
+    tickers = tickers or result.get("candidates") or []
+    page.paging = paged(page.page_asked, len(tickers), "tickers")
     rows = []
-    for ticker in tickers or result.get("candidates") or []:
+    for ticker in page.paging.window(tickers):
         child_id = f"{page.workflow_id}-pipeline-{ticker}"
         state = steps.get(PIPELINE_STEP + ticker)
         decision = decisions.get(ticker)

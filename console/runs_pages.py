@@ -1,5 +1,7 @@
 """The Runs list, the Run page (and its live part), and the ``resume`` button.
 
+The list shows root runs, newest started first, each with its children counted by status
+and a link to them (``?parent=<id>``); ``children=on`` lists every run (``console.run_tree``).
 A run whose workflow task keeps failing is listed as ``stuck``, its failure on hover.
 """
 
@@ -18,6 +20,8 @@ from cli.stuck_runs import is_marked, listed_status
 from cli.views import web_ui_url
 from console.desk import rpc_problem
 from console.errors import PageError
+from console.paging import page_number
+from console.run_tree import Children, children_of, tree_clause
 from console.run_view import load_run
 from console.web import desk_of, page
 from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
@@ -61,17 +65,22 @@ class RunRow:
     web_ui: str | None
     problem: str = ""
     """Why its workflow task keeps failing, when it does (its status is then ``stuck``)."""
+    children: Children | None = None
+    """Its direct children by status, when it has any."""
 
 
-def runs_query(flow: str, symbol: str, portfolio: str, status: str) -> str:
-    """The visibility query of the filters (quoted like the CLI's `quantdesk runs`)."""
+def runs_query(flow: str, symbol: str, portfolio: str, status: str, tree: str = "") -> str:
+    """The visibility query of the filters (quoted like the CLI's `quantdesk runs`) and of
+    the part of the tree listed (``run_tree.tree_clause``)."""
     if status and status not in STATUS_FILTERS:
         raise PageError(f"status {status!r} is not one of: {', '.join(STATUS_FILTERS)}")
     query = visibility_query(flow or None, symbol or None, portfolio or None, running=False)
+    clauses = [query] if query else []
     if status:
-        clause = f"ExecutionStatus = '{STATUS_FILTERS[status]}'"
-        query = f"{query} AND {clause}" if query else clause
-    return query
+        clauses.append(f"ExecutionStatus = '{STATUS_FILTERS[status]}'")
+    if tree:
+        clauses.append(tree)
+    return " AND ".join(clauses)
 
 
 @router.get("/", include_in_schema=False)
@@ -87,11 +96,14 @@ async def runs(
     symbol: str = "",
     portfolio: str = "",
     status: str = "",
+    parent: str = "",
+    children: bool = False,
     limit: int = Query(50, ge=1, le=500),
 ) -> HTMLResponse:
-    """Recent runs of every flow, newest first, filtered through the search attributes."""
+    """Recent root runs of every flow (a parent's children with ``parent``, every run with
+    ``children``), newest first, filtered through the search attributes."""
     desk = desk_of(request)
-    query = runs_query(flow, symbol, portfolio, status)
+    query = runs_query(flow, symbol, portfolio, status, tree_clause(parent, children))
     client = await desk.client()
     rows = []
     marked: list[tuple[str, str]] = []
@@ -115,7 +127,19 @@ async def runs(
     except RPCError as error:
         raise rpc_problem(error, "no such runs") from None
     problems = await desk.stuck_messages(marked)
-    rows = [replace(row, problem=problems.get(row.workflow_id, "")) for row in rows]
+    families = await children_of(client, [row.workflow_id for row in rows])
+    rows = sorted(
+        (
+            replace(
+                row,
+                problem=problems.get(row.workflow_id, ""),
+                children=families.get(row.workflow_id),
+            )
+            for row in rows
+        ),
+        key=lambda row: row.started,
+        reverse=True,
+    )
     return page(
         request,
         "runs.html",
@@ -124,19 +148,27 @@ async def runs(
         flows=FLOWS,
         statuses=STATUS_FILTERS,
         chosen={"flow": flow, "symbol": symbol, "portfolio": portfolio, "status": status},
+        parent=parent,
+        include_children=children,
     )
 
 
 @router.get("/runs/{workflow_id}", response_class=HTMLResponse)
-async def run(request: Request, workflow_id: str) -> HTMLResponse:
-    """One run: its steps live, and what its flow produced."""
-    return page(request, "run.html", run=await load_run(desk_of(request), workflow_id))
+async def run(
+    request: Request, workflow_id: str, page_asked: str = Query("1", alias="page")
+) -> HTMLResponse:
+    """One run: its steps live, and what its flow produced (an AutoRun's tickers in pages)."""
+    run = await load_run(desk_of(request), workflow_id, page_number(page_asked))
+    return page(request, "run.html", run=run)
 
 
 @router.get("/runs/{workflow_id}/live", response_class=HTMLResponse)
-async def run_live(request: Request, workflow_id: str) -> HTMLResponse:
-    """The part of the Run page that changes while the run goes on."""
-    return page(request, "run_live.html", run=await load_run(desk_of(request), workflow_id))
+async def run_live(
+    request: Request, workflow_id: str, page_asked: str = Query("1", alias="page")
+) -> HTMLResponse:
+    """The part of the Run page that changes while the run goes on (the same page of it)."""
+    run = await load_run(desk_of(request), workflow_id, page_number(page_asked))
+    return page(request, "run_live.html", run=run)
 
 
 @router.post("/runs/{workflow_id}/resume")

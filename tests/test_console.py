@@ -442,7 +442,11 @@ async def test_a_run_whose_child_keeps_failing_is_shown_stuck_with_its_message(
             async with stack.http() as http:
                 parent = shown(await http.get(f"/runs/{parent_id}"))
                 child = shown(await http.get(f"/runs/{child_id}"))
-                listed = shown(await http.get("/runs", params={"status": "running", "limit": 500}))
+                listed = shown(
+                    await http.get(
+                        "/runs", params={"status": "running", "children": "on", "limit": 500}
+                    )
+                )
         finally:
             await stack.client.get_workflow_handle(parent_id).terminate("test over")
     banner = parent.split('id="stuck"')[1].split("</div>")[0]

@@ -1,10 +1,13 @@
 """The AutoRun report: what the desk saw, decided and traded in one run, for people.
 
 One typed model (``AutoRunReport``) holds everything; ``render_markdown`` writes
-it in the order the run went: the scan and its shortlist, each ticker's decision
-with its price chart, the tickers that failed and why, the portfolio's trades,
-refusals and risk, and what the run cost. The HTML page is made from this same
-Markdown (``shared.reports.html``), with the charts inlined.
+a summary first, one row per candidate (rating, signal, conviction, what the portfolio
+did with it, and whether its Pipeline finished), because at a hundred names that table
+is what a person reads; then the scan and its shortlist, the portfolio's trades,
+refusals and risk, what the run cost, and last each ticker's detail (its decision,
+price chart and Pipeline report), linked from its row. The HTML page is made from this
+same Markdown (``shared.reports.html``): the summary sorts by a click on a header, and
+the charts stay files beside the page, loaded as they are scrolled to.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ from shared.agents.portfolio.report import STATUS_WORDS, PortfolioOutcome
 from shared.agents.scan.schemas import ScanSummary
 from shared.llm.contracts import Usage
 from shared.portfolio.risk import Measured
+from shared.reports.html import table_cell
+
+SUMMARY_ANCHOR = "summary"
 
 
 class TickerFailure(BaseModel):
@@ -52,6 +58,51 @@ def chart_name(symbol: str) -> str:
     return f"chart-{safe}.png"
 
 
+def ticker_anchor(symbol: str) -> str:
+    """The id of a ticker's detail heading, the target of its summary row's link."""
+    return "t-" + "".join(c if c.isalnum() else "_" for c in symbol)
+
+
+def _actions(outcome: PortfolioOutcome | None) -> dict[str, str]:
+    """What the portfolio did with each ticker it named: traded, refused, held or passed over."""
+    if outcome is None:
+        return {}
+    actions = {c.ticker: "passed over" for c in outcome.candidates.dropped}
+    actions |= {str(ticker): "hold" for ticker in outcome.decision.holds}
+    for refused in outcome.rejected:
+        actions[refused.symbol] = f"{refused.side.value} {refused.shares:,} refused"
+    for executed in outcome.executed:
+        trade = executed.trade
+        actions[trade.symbol] = f"{trade.side.value} {trade.shares:,} @ {trade.price:,.2f}"
+    return actions
+
+
+def _summary(report: AutoRunReport) -> str:
+    """One row per candidate, failed ones included, in the order they were chosen."""
+    decided = {d.symbol: d for d in report.decisions}
+    failed = {f.symbol: f.reason for f in report.failures}
+    scanned = report.scan.stocks_to_investigate if report.scan else []
+    conviction = {s.ticker: s.conviction.value for s in scanned}
+    actions = _actions(report.portfolio_outcome)
+    symbols = list(dict.fromkeys([*report.candidates, *decided, *failed]))
+    rows = []
+    for symbol in symbols:
+        decision = decided.get(symbol)
+        if decision is not None:
+            ticker = f"[{symbol}](#{ticker_anchor(symbol)})"
+            rating, signal, status = decision.rating.value, decision.signal.value, "analysed"
+        else:
+            ticker, rating, signal = symbol, "", ""
+            status = f"failed: {failed[symbol]}" if symbol in failed else "not analysed"
+        action = actions.get(symbol, "no trade" if report.portfolio_outcome else "")
+        cells = [ticker, rating, signal, conviction.get(symbol, ""), action]
+        rows.append("| " + " | ".join([*cells, table_cell(status)]) + " |")
+    header = (
+        "| ticker | rating | signal | conviction | portfolio | status |\n|---|---|---|---|---|---|"
+    )
+    return "\n".join([header, *rows]) if rows else "No candidates."
+
+
 def _measured(value: Measured, fmt: str) -> str:
     return format(value.value, fmt) if value.value is not None else f"n/a ({value.reason})"
 
@@ -72,13 +123,16 @@ def _shortlist(report: AutoRunReport) -> str:
 def _decision(report: AutoRunReport, decision: TickerDecision) -> str:
     target = f"{decision.price_target:,.2f}" if decision.price_target else "none"
     lines = [
-        f"### {decision.symbol}: {decision.rating.value} ({decision.signal.value})",
+        f"### {decision.symbol}: {decision.rating.value} ({decision.signal.value}) "
+        f"{{#{ticker_anchor(decision.symbol)}}}",
         f"Price target {target}. {decision.executive_summary}",
     ]
     if decision.symbol in report.charts:
         lines.append(f"![{decision.symbol} price]({report.charts[decision.symbol]})")
+    links = [f"[back to the summary](#{SUMMARY_ANCHOR})"]
     if decision.symbol in report.report_urls:
-        lines.append(f"[Full Pipeline report]({report.report_urls[decision.symbol]})")
+        links.insert(0, f"[Full Pipeline report]({report.report_urls[decision.symbol]})")
+    lines.append(" · ".join(links))
     return "\n\n".join(lines)
 
 
@@ -131,26 +185,23 @@ def _cost(usage: dict[str, Usage]) -> str:
 
 
 def render_markdown(report: AutoRunReport) -> str:
-    """The whole run as Markdown, in the order it went."""
+    """The whole run as Markdown: the summary, the run's parts, then each ticker's detail."""
     parts = [
         f"# AutoRun {report.portfolio} as of {report.as_of:%Y-%m-%d}",
-        f"Run `{report.workflow_id}`. Candidates: {', '.join(report.candidates) or 'none'}.",
+        f"Run `{report.workflow_id}`: {len(report.candidates)} candidate(s), "
+        f"{len(report.decisions)} decided, {len(report.failures)} failed.",
+        f"## Summary {{#{SUMMARY_ANCHOR}}}\n{_summary(report)}",
         *(
             [f"## Scan\n{report.scan.executive_summary}", f"### Shortlist\n{_shortlist(report)}"]
             if report.scan
             else ["## Scan\nNo scan: the run analysed the names it was given."]
         ),
-        "## Decisions",
-        *(_decision(report, d) for d in report.decisions),
     ]
-    if not report.decisions:
-        parts.append("No ticker was analysed.")
-    if report.failures:
-        parts.append(
-            "## Tickers that failed\n"
-            + "\n".join(f"- {f.symbol}: {f.reason}" for f in report.failures)
-        )
     if report.portfolio_outcome is not None:
         parts.append(_portfolio(report.portfolio_outcome, report.portfolio_report_url))
     parts.append(f"## Cost\n{_cost(report.usage)}")
+    parts.append("## Decisions")
+    parts.extend(_decision(report, d) for d in report.decisions)
+    if not report.decisions:
+        parts.append("No ticker was analysed.")
     return "\n\n".join(parts) + "\n"

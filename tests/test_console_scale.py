@@ -1,0 +1,160 @@
+"""The console's pages at a hundred names, on the Temporal dev server (real visibility).
+
+Two AutoRun-shaped trees (``tests/run_family.py``) finish while children of theirs still
+wait on their timers, as Reflect runs do. The Runs list shows the roots, newest first, each
+with its children counted by status, where a flat list would be all waiting children; a
+run's children are one click away; the Run page shows the sixty tickers 25 at a time and
+a page that is not there gets a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+import uuid
+from collections.abc import AsyncIterator, Callable
+
+import httpx
+import pytest
+import pytest_asyncio
+from temporalio.testing import WorkflowEnvironment
+
+from console.app import create_app
+from shared.config import load_settings
+from tests.run_family import FamilyInput, FamilyWorkflow, family_worker, ticker
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+QUEUE = f"console-scale-{uuid.uuid4().hex[:6]}"
+TICKERS, NAPPING = 60, 30
+LISTED_WITHIN = 30.0
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def family(
+    dev_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[tuple[httpx.AsyncClient, str, str]]:
+    """The console over the dev server, a big finished family and a later small one; the
+    console's HTTP client and both roots' ids (big, small)."""
+    client = dev_env.client
+    settings = load_settings(
+        data_dir=tmp_path_factory.mktemp("console-scale"),
+        temporal={"address": client.service_client.config.target_host},
+    )
+    big, small = f"family-big-{uuid.uuid4().hex[:6]}", f"family-small-{uuid.uuid4().hex[:6]}"
+    async with family_worker(client, QUEUE):
+        await client.execute_workflow(
+            FamilyWorkflow.run,
+            FamilyInput(tickers=TICKERS, napping=NAPPING),
+            id=big,
+            task_queue=QUEUE,
+        )
+        await client.execute_workflow(
+            FamilyWorkflow.run, FamilyInput(tickers=3, napping=1), id=small, task_queue=QUEUE
+        )
+        transport = httpx.ASGITransport(app=create_app(settings))
+        async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+            try:
+                yield http, big, small
+            finally:
+                await asyncio.gather(
+                    *(
+                        client.get_workflow_handle(f"{root}-pipeline-{ticker(n)}").terminate()
+                        for root, napping in ((big, NAPPING), (small, 1))
+                        for n in range(napping)
+                    )
+                )
+
+
+async def shown_when(http: httpx.AsyncClient, path: str, ready: Callable[[str], bool]) -> str:
+    """The page at ``path`` (entities decoded) once ``ready`` holds of it: visibility lags
+    a moment behind the runs."""
+    deadline = asyncio.get_running_loop().time() + LISTED_WITHIN
+    while True:
+        answer = await http.get(path)
+        text = html.unescape(answer.text)
+        if answer.status_code == 200 and ready(text):
+            return text
+        assert asyncio.get_running_loop().time() < deadline, f"{path} never ready:\n{text[:3000]}"
+        await asyncio.sleep(0.3)
+
+
+def listed(page: str) -> list[str]:
+    """The workflow ids of the list's rows, in order."""
+    return re.findall(r'<tr>\s*<td><a href="/runs/([^"?]+)">', page)
+
+
+async def test_the_list_shows_roots_newest_first_with_their_children_counted(
+    family: tuple[httpx.AsyncClient, str, str],
+) -> None:
+    http, big, small = family
+    children = TICKERS + 1  # and the Portfolio
+    counted = f"{children} children</a>: {children - NAPPING} completed, {NAPPING} running"
+
+    page = await shown_when(http, "/runs?limit=20", lambda text: counted in text)
+
+    rows = listed(page)
+    assert rows.index(small) < rows.index(big)  # newest started first
+    assert not any("-pipeline-" in row for row in rows)
+    assert f'<a href="/runs?parent={small}">4 children</a>: 3 completed, 1 running' in page
+
+
+async def test_a_flat_list_of_every_run_would_be_filled_by_waiting_children(
+    family: tuple[httpx.AsyncClient, str, str],
+) -> None:
+    http, big, _ = family
+    waiting = f"{big}-pipeline-{ticker(NAPPING - 1)}"
+
+    page = await shown_when(http, "/runs?children=on&limit=20", lambda text: waiting in text)
+
+    assert big not in listed(page)  # what the list was before it showed roots
+
+
+async def test_a_runs_children_are_listed_by_its_id(
+    family: tuple[httpx.AsyncClient, str, str],
+) -> None:
+    http, big, _ = family
+
+    page = await shown_when(
+        http, f"/runs?parent={big}&limit=100", lambda text: len(listed(text)) == TICKERS + 1
+    )
+
+    assert 'id="parent"' in page and f'href="/runs/{big}"' in page
+    pipelines = {f"{big}-pipeline-{ticker(n)}" for n in range(TICKERS)}
+    assert set(listed(page)) == pipelines | {f"{big}-portfolio"}
+
+
+async def test_the_run_page_shows_its_tickers_25_at_a_time(
+    family: tuple[httpx.AsyncClient, str, str],
+) -> None:
+    http, big, _ = family
+
+    first = html.unescape((await http.get(f"/runs/{big}")).text)
+    last = html.unescape((await http.get(f"/runs/{big}/live", params={"page": "3"})).text)
+
+    def tickers(page: str) -> list[str]:
+        table = page.split('id="tickers"')[1].split("</table>")[0]
+        return re.findall(r'href="/runs/[^"]+-pipeline-(T\d+)"', table)
+
+    assert tickers(first) == [ticker(n) for n in range(25)]
+    assert "1–25 of 60" in first and 'href="?page=2" rel="next"' in first
+    assert tickers(last) == [ticker(n) for n in range(50, TICKERS)]
+    assert "51–60 of 60" in last and 'rel="next"' not in last
+
+
+@pytest.mark.parametrize(
+    ("page", "status", "message"),
+    [
+        ("4", 404, "no page 4: the 60 tickers fill 3 page(s) of 25"),
+        ("0", 400, "page '0' is not a page number: pages count from 1"),
+        ("two", 400, "page 'two' is not a page number"),
+    ],
+)
+async def test_a_page_that_is_not_there_is_refused_with_a_message(
+    family: tuple[httpx.AsyncClient, str, str], page: str, status: int, message: str
+) -> None:
+    http, big, small = family
+
+    answer = await http.get(f"/runs/{big}", params={"page": page})
+
+    assert answer.status_code == status and message in html.unescape(answer.text)
