@@ -5,10 +5,15 @@ open the book → ``Scan`` (by default only without names given; otherwise the a
 time is resolved on the first name) → candidates = the names given, then the shortlist
 at or above ``min_conviction``, then the holdings, each once → one ``Pipeline`` per
 candidate (at most ``concurrency`` at once,
-each reading the Scan's summary as its macro context) → ``Portfolio`` with every
-decision that came back → the run report (Markdown and HTML with charts) → one
-``Reflect`` per decision, left running after the AutoRun ends (each waits on a
-durable timer until its horizon has passed).
+each reading the Scan's summary as its macro context, each starting the ``Reflect`` on
+its decision, left running after the AutoRun ends to wait out its horizon) → the
+decisions gathered into one stored list → ``Portfolio`` with every decision that came
+back → the run report (Markdown and HTML with charts).
+
+The history stays small at many names: a Pipeline returns a ``PipelineDigest`` (its
+decision in a line, its usage, the key of the whole decision it stored), and the
+Portfolio and the report read the gathered decisions by key. Runs from before
+(patch ``slim-pipeline-results``) kept whole results and started the Reflects last.
 
 Child ids derive from the AutoRun's id and the ticker, so the Web UI lists a run's
 children by prefix and a re-run under the same id finds the same names. A ticker

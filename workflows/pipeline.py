@@ -36,6 +36,8 @@ from temporalio.workflow import ParentClosePolicy
 with workflow.unsafe.imports_passed_through():
     from activities.reflection import DEFAULT_HORIZON_BARS
     from activities.research import (
+        JSON,
+        MARKDOWN,
         LoadTextRequest,
         RecallRequest,
         ResearchActivities,
@@ -473,13 +475,16 @@ class PipelineWorkflow(TrackedRun):
         )
         state.decision = await self._ask(args, portfolio_manager.SPEC, inputs)
         self._enter(REPORT)
-        target = run_report("pipeline", "report.md")
+        # Typed here as the activity stores them, so the decision's link equals the report's.
+        target = run_report("pipeline", "report.md").model_copy(update={"content_type": MARKDOWN})
         stored = (
             StoredDecision(
                 decision=TickerDecision.made(
                     state.symbol, state.as_of, info.workflow_id, state.decision, target
                 ),
-                target=run_report("pipeline", "decision.json"),
+                target=run_report("pipeline", "decision.json").model_copy(
+                    update={"content_type": JSON}
+                ),
             )
             if args.slim_result
             else None
