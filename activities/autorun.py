@@ -1,30 +1,34 @@
 """The AutoRun's own activities: list the names it was given, open the book it manages,
-and store its run report.
+gather its decisions, and store its run report.
 
 ``list_candidates`` (tools queue) reads a named watchlist, or takes a list of symbols,
 and checks every symbol against the data before anything else starts: an unknown
 watchlist or symbol fails the run at once (non-retryable), each unknown symbol named.
 ``open_book`` (tools queue) creates the portfolio with its starting cash the first
 time a name is used, and returns the holdings, which become candidates of their
-own. ``store_run_report`` (charts queue: it draws) renders each analysed ticker's
-price chart as of the run, then the report as Markdown and as an HTML page that
-shows the charts from beside it (a page with a hundred charts inlined would weigh
-megabytes), and stores them next to each other under the run's keys; a retry
-overwrites the same objects.
+own. ``gather_decisions`` (tools queue) reads the decision each Pipeline stored beside
+its report and stores them as one list, which the Portfolio and the report read: a run
+of a hundred names does not carry a hundred decisions through its history.
+``store_run_report`` (charts queue: it draws) renders each analysed ticker's price
+chart as of the run, then the report as Markdown and as an HTML page that shows the
+charts from beside it (a page with a hundred charts inlined would weigh megabytes), and
+stores them next to each other under the run's keys; a retry overwrites the same
+objects.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
 
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field, TypeAdapter
 from temporalio import activity
 
 from activities.failures import as_temporal_failures
 from activities.group import activity_on
 from activities.heartbeat import heartbeating
-from activities.research import MARKDOWN
+from activities.research import JSON, MARKDOWN
 from activities.services import Services, StoredReport
+from shared.agents.portfolio.inputs import TickerDecision
 from shared.data.contracts import DataKind
 from shared.errors import QuantdeskError
 from shared.market.bars import Timeframe
@@ -39,6 +43,7 @@ from shared.watchlists.universe import known_symbols
 CHART_BARS = 60
 """About three months of daily candles: enough to see the trend a decision rode."""
 HTML = "text/html; charset=utf-8"
+DECISIONS = TypeAdapter(list[TickerDecision])
 
 
 class OpenBookRequest(BaseModel):
@@ -83,11 +88,31 @@ class ListedCandidates(BaseModel):
     symbols: list[str]
 
 
+class GatherDecisionsRequest(BaseModel):
+    """The decisions the Pipelines stored (``decision.json`` each), and where to keep them as
+    one list for the Portfolio and the run report."""
+
+    sources: list[ObjectRef] = Field(description="one stored TickerDecision each, in order")
+    target: ObjectRef
+
+
+class GatheredDecisions(BaseModel):
+    """Where the list is, and how many decisions it holds."""
+
+    decisions: ObjectRef
+    count: int
+
+
 class RunReportRequest(BaseModel):
     """The report to render and the folder (key prefix) of the run's objects."""
 
     report: AutoRunReport
     prefix: str = Field(min_length=1, description="e.g. autorun/<workflow id>/<run id>")
+    decisions: ObjectRef | None = Field(
+        None,
+        description="the run's decisions as a stored list (gather_decisions), read into the "
+        "report with a link to each Pipeline's report; None: the report carries them",
+    )
 
 
 class RunReportFiles(BaseModel):
@@ -134,6 +159,24 @@ class AutoRunActivities(Services):
         known = {book.name: book.broker for book in self.books.portfolios()}
         return known.get(portfolio, BrokerKind.PAPER)
 
+    @activity_on(TOOLS_QUEUE, "gather_decisions")
+    def gather_decisions(self, request: GatherDecisionsRequest) -> GatheredDecisions:
+        """Read every stored decision and store them as one JSON list (a retry overwrites it)."""
+        with as_temporal_failures():
+            decisions = [
+                TickerDecision.model_validate_json(self.store.get_bytes(source))
+                for source in request.sources
+            ]
+            target = request.target.model_copy(update={"content_type": JSON})
+            self.store.put_bytes(target, DECISIONS.dump_json(decisions))
+            return GatheredDecisions(decisions=target, count=len(decisions))
+
+    def _with_decisions(self, report: AutoRunReport, source: ObjectRef) -> AutoRunReport:
+        """``report`` with the decisions stored at ``source`` and a link to each one's report."""
+        decisions = DECISIONS.validate_json(self.store.get_bytes(source))
+        urls = {d.symbol: self.store.presigned_url(d.report) for d in decisions if d.report}
+        return report.model_copy(update={"decisions": decisions, "report_urls": urls})
+
     def _chart(self, symbol: str, as_of: AwareDatetime) -> bytes | None:
         """The ticker's recent daily candles as of the run, or None if the data has too few."""
         from shared.charts.render import render_pattern_chart
@@ -162,6 +205,8 @@ class AutoRunActivities(Services):
         """Draw the charts, render Markdown and HTML, store all three kinds side by side."""
         with as_temporal_failures():
             report = request.report
+            if request.decisions is not None:
+                report = self._with_decisions(report, request.decisions)
             pngs: dict[str, bytes] = {}
             for decision in report.decisions:
                 png = self._chart(decision.symbol, decision.as_of)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from activities.failures import as_temporal_failures
 from activities.group import activity_on
 from activities.services import Services, StoredReport
+from shared.agents.portfolio.inputs import TickerDecision
 from shared.data.analysis_time import analysis_time
 from shared.errors import InvalidInput, ObjectNotFound
 from shared.memory import MemoryRole, render_recollections
@@ -64,11 +65,23 @@ class RecalledMemories(BaseModel):
     found: dict[MemoryRole, int] = Field(description="lessons recalled per role")
 
 
+JSON = "application/json"
+
+
+class StoredDecision(BaseModel):
+    """A Pipeline's compact decision and where it is kept beside the report, for the
+    Portfolio and the run report of an AutoRun to read instead of the parent's history."""
+
+    decision: TickerDecision
+    target: ObjectRef
+
+
 class StoreReportRequest(BaseModel):
     """A Markdown report and where the workflow wants it (a retry overwrites it)."""
 
     markdown: str = Field(min_length=1)
     target: ObjectRef
+    decision: StoredDecision | None = Field(None, description="stored too, as JSON")
 
 
 class LoadTextRequest(BaseModel):
@@ -131,8 +144,13 @@ class ResearchActivities(Services):
 
     @activity_on(TOOLS_QUEUE, "store_report")
     def store_report(self, request: StoreReportRequest) -> StoredReport:
-        """Store the Markdown at the workflow's key and hand back a link."""
+        """Store the Markdown at the workflow's key (and the decision at its own, first: the
+        link comes back only once both are there) and hand back a link."""
         with as_temporal_failures():
+            if request.decision is not None:
+                stored = request.decision
+                target = stored.target.model_copy(update={"content_type": JSON})
+                self.store.put_bytes(target, stored.decision.model_dump_json().encode())
             target = request.target.model_copy(update={"content_type": MARKDOWN})
             return self.put_report(target, request.markdown.encode())
 

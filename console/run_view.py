@@ -160,7 +160,9 @@ async def _report(desk: Desk, page: RunPage) -> dict[str, str] | None:
 
 async def _pipeline(desk: Desk, page: RunPage) -> dict[str, Any]:
     """Analyst reports, both debates turn by turn (live from the debate child), plans, decision."""
-    state = page.result or await desk.query(page.handle, "state") or {}
+    # An AutoRun's Pipeline returns a digest (``slim_result``): its state query has the rest.
+    whole = page.result if page.result and "stored_decision" not in page.result else None
+    state = whole or await desk.query(page.handle, "state") or {}
     research = state.get("research_transcript") or []
     risk = state.get("risk_transcript") or []
     if not research and page.step_state("debate") in LIVE_STATES:

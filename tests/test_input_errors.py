@@ -186,3 +186,25 @@ def test_a_rule_across_fields_fails_like_a_bad_field() -> None:
 
     assert caught.value.type == "InvalidInput" and caught.value.non_retryable
     assert "`(input)` give macro_context or macro_context_key, not both" in caught.value.message
+
+
+def test_portfolio_decisions_come_inline_or_by_key_not_both() -> None:
+    payload = {
+        "portfolio": "demo",
+        "as_of": "2012-06-01T00:00:00Z",
+        "decisions": [
+            {
+                "symbol": "GOOG",
+                "rating": "Buy",
+                "signal": "BUY",
+                "executive_summary": "Buy GOOG",
+                "as_of": "2012-06-01T00:00:00Z",
+            }
+        ],
+        "decisions_key": {"bucket": "b", "key": "k"},
+    }
+
+    with pytest.raises(ApplicationError) as caught:
+        parse_input(PortfolioInput, payload)
+
+    assert "give decisions or decisions_key, not both" in caught.value.message

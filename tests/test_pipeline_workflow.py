@@ -46,6 +46,7 @@ from shared.agents.pipeline.roles import (
     TRADER,
 )
 from shared.agents.pipeline.schemas import AnalystKind, Rating, Speaker
+from shared.agents.portfolio.inputs import DecisionLine, TickerDecision
 from shared.agents.spec import register_agent, unregister_agent
 from shared.config import Settings
 from shared.data.bundled import BundledVendor
@@ -63,7 +64,13 @@ from shared.tools.registry import ToolServices
 from tests.servers import running_workers
 from workers.main import WorkerPlan
 from workflows.debates import DebateResult, DebateWorkflow, RiskResult, RiskWorkflow
-from workflows.pipeline import PipelineProgress, PipelineResult, PipelineState, PipelineWorkflow
+from workflows.pipeline import (
+    PipelineDigest,
+    PipelineProgress,
+    PipelineResult,
+    PipelineState,
+    PipelineWorkflow,
+)
 from workflows.reflect import ReflectResult, ReflectWorkflow
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -382,6 +389,35 @@ async def test_the_next_run_recalls_what_reflecting_on_the_last_one_taught(
     assert learned in later.memories[MemoryRole.TRADER]
     [trader] = [r for _, r, _ in await _chats(ts_env, handle) if r.agent == TRADER]
     assert learned in trader.messages[-1].content
+
+
+async def test_a_slim_pipeline_returns_a_line_keeps_its_decision_in_s3_and_starts_its_reflect(
+    ts_env: WorkflowEnvironment, workers: None, s3_settings: Settings
+) -> None:
+    reflect_id = f"reflect-{uuid.uuid4()}"
+    payload = {"symbol": FULL, "as_of": AS_OF, "analysts": ["market"], "slim_result": True}
+    payload["reflect"] = {"workflow_id": reflect_id, "horizon_bars": 5}
+    handle = await ts_env.client.start_workflow(
+        "Pipeline",
+        payload,
+        id=f"pipeline-{uuid.uuid4()}",
+        task_queue=QUEUE,
+        result_type=PipelineDigest,
+    )
+
+    digest: PipelineDigest = await handle.result()
+
+    state = await handle.query("state", result_type=PipelineState)
+    assert state.decision is not None and state.report is not None
+    stored = ObjectStore.from_settings(s3_settings).get_bytes(digest.stored_decision)
+    decision = TickerDecision.model_validate_json(stored)
+    assert decision.executive_summary == state.decision.executive_summary
+    assert decision.report == state.report.report
+    assert digest.decision == DecisionLine.of(decision) and digest.usage == state.usage.total
+    assert len(digest.model_dump_json()) < 1_500  # what a parent keeps of each of its hundred
+    assert digest.reflection == reflect_id
+    reflected = ts_env.client.get_workflow_handle(reflect_id, result_type=ReflectResult)
+    assert (await reflected.result()).source.workflow_id == handle.id
 
 
 async def test_the_debate_reruns_alone_from_a_finished_pipelines_state(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -73,7 +74,12 @@ from shared.storage.buckets import PAYLOADS_BUCKET
 from shared.storage.objects import ObjectRef, ObjectStore
 from tests.servers import running_workers
 from workers.main import WorkerPlan, build_worker
-from workflows.portfolio import PendingPlan, PortfolioProgress, PortfolioResult, PortfolioWorkflow
+from workflows.portfolio import (
+    PendingPlan,
+    PortfolioProgress,
+    PortfolioResult,
+    PortfolioWorkflow,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 QUEUE = "test-portfolio"
@@ -186,7 +192,9 @@ def _tools(
     book = PortfolioActivities(settings, books=store, router=ROUTER, memory=memory, store=objects)
     research = ResearchActivities(settings, router=ROUTER, store=objects)
     return WorkerPlan(
-        queue=TOOLS_QUEUE, activities=[*book.activities(), research.store_report], threads=True
+        queue=TOOLS_QUEUE,
+        activities=[*book.activities(), research.store_report, research.load_text],
+        threads=True,
     )
 
 
@@ -309,6 +317,22 @@ async def test_the_pm_sees_prices_cash_value_holdings_risk_and_limits(
     prompt = pm.messages[-1].content
     assert f"{CLOSE['LMNW']:,.2f}" in prompt and "annualised volatility" in prompt
     assert "at most 35% in one GICS sector" in prompt
+
+
+async def test_decisions_given_by_key_reach_the_agents_as_if_given_inline(
+    ts_env: WorkflowEnvironment, services: Services, held_run: tuple[Any, PortfolioResult]
+) -> None:
+    key = ObjectRef(bucket=PAYLOADS_BUCKET, key=f"tests/decisions-{uuid.uuid4().hex}.json")
+    services.objects.put_bytes(key, json.dumps(DECISIONS).encode())
+    book = services.book("held-by-key", {"QBTX": 120, "PTRQ": 25, TBILL_ETF: 100})
+
+    handle = await _start(ts_env, _input(book, decisions=[], decisions_key=key.model_dump()))
+    await handle.result()
+
+    by_key = (await _chats(ts_env, handle))[BOOK_MANAGER][0].inputs
+    inline = (await _chats(ts_env, held_run[0]))[BOOK_MANAGER][0].inputs
+    assert by_key["holdings"] == inline["holdings"]
+    assert by_key["candidates"] == inline["candidates"]
 
 
 async def test_macro_and_micro_run_side_by_side(

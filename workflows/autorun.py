@@ -5,10 +5,15 @@ open the book → ``Scan`` (by default only without names given; otherwise the a
 time is resolved on the first name) → candidates = the names given, then the shortlist
 at or above ``min_conviction``, then the holdings, each once → one ``Pipeline`` per
 candidate (at most ``concurrency`` at once,
-each reading the Scan's summary as its macro context) → ``Portfolio`` with every
-decision that came back → the run report (Markdown and HTML with charts) → one
-``Reflect`` per decision, left running after the AutoRun ends (each waits on a
-durable timer until its horizon has passed).
+each reading the Scan's summary as its macro context, each starting the ``Reflect`` on
+its decision, left running after the AutoRun ends to wait out its horizon) → the
+decisions gathered into one stored list → ``Portfolio`` with every decision that came
+back → the run report (Markdown and HTML with charts).
+
+The history stays small at many names: a Pipeline returns a ``PipelineDigest`` (its
+decision in a line, its usage, the key of the whole decision it stored), and the
+Portfolio and the report read the gathered decisions by key. Runs from before
+(patch ``slim-pipeline-results``) kept whole results and started the Reflects last.
 
 Child ids derive from the AutoRun's id and the ticker, so the Web UI lists a run's
 children by prefix and a re-run under the same id finds the same names. A ticker
@@ -27,11 +32,12 @@ from pydantic import AwareDatetime, BaseModel, Field, field_validator, model_val
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 from temporalio.types import MethodAsyncSingleParam
-from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.autorun import (
         AutoRunActivities,
+        GatherDecisionsRequest,
+        GatheredDecisions,
         ListCandidatesRequest,
         ListedCandidates,
         OpenBookRequest,
@@ -41,27 +47,34 @@ with workflow.unsafe.imports_passed_through():
     )
     from activities.research import ResearchActivities, ResolveAsOfRequest, ResolvedAsOf
     from shared.agents.pipeline.schemas import AnalystKind
-    from shared.agents.portfolio.inputs import TickerDecision
+    from shared.agents.portfolio.inputs import DecisionLine, TickerDecision
     from shared.agents.scan.schemas import Conviction
     from shared.llm.contracts import LlmChoice, Usage, UsageReport
     from shared.portfolio.limits import CASH_EQUIVALENTS
     from shared.portfolio.models import NAME_PATTERN, BrokerKind
     from shared.reports.autorun import AutoRunReport, TickerFailure
+    from shared.storage.objects import ObjectRef
     from shared.watchlists.symbols import list_problem, normalized
     from workflows.activity_calls import run_activity
     from workflows.broker_orders import ExecutionPolicy
-    from workflows.children import flow_of
+    from workflows.children import flow_of, usage_report
     from workflows.concurrency import root_message, run_bounded
     from workflows.debates import MAX_ROUNDS
     from workflows.inputs import RunInput, scheduled_time
-    from workflows.pipeline import PipelineInput, PipelineResult, PipelineWorkflow
+    from workflows.pipeline import (
+        PipelineDigest,
+        PipelineInput,
+        PipelineResult,
+        PipelineWorkflow,
+        ReflectPlan,
+        start_reflect,
+    )
     from workflows.portfolio import Approval, PortfolioInput, PortfolioResult, PortfolioWorkflow
     from workflows.progress import RunProgress, StepState, track
     from workflows.provider_check import check_provider
-    from workflows.reflect import ReflectWorkflow
     from workflows.resume import BAD_REPLY
     from workflows.retries import HEARTBEAT, durable
-    from workflows.run_keys import run_key_prefix
+    from workflows.run_keys import run_key_prefix, run_report
     from workflows.scan import MAX_TICKERS, ScanInput, ScanResult, ScanWorkflow
     from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
@@ -78,6 +91,10 @@ CONVICTION_RANK = {Conviction.LOW: 1, Conviction.MEDIUM: 2, Conviction.HIGH: 3}
 
 OPEN_BOOK, SCAN, PORTFOLIO, REPORT, REFLECT = "open_book", "scan", "portfolio", "report", "reflect"
 LIST_CANDIDATES, RESOLVE_AS_OF = "list_candidates", "resolve_as_of"
+GATHER_DECISIONS = "gather_decisions"
+SLIM_RESULTS_PATCH = "slim-pipeline-results"
+"""Pipelines return digests, their decisions travel by key and they start their own Reflect;
+AutoRun histories from before replay the whole results they recorded."""
 
 
 def pipeline_step(symbol: str) -> str:
@@ -174,7 +191,7 @@ class AutoRunResult(BaseModel):
     as_of: AwareDatetime
     shortlist: list[str]
     candidates: list[str]
-    decisions: list[TickerDecision]
+    decisions: list[DecisionLine] = Field(description="each in a line; the report has them whole")
     failures: list[TickerFailure]
     portfolio_status: str
     trades: int
@@ -196,6 +213,13 @@ def shortlist_of(scan: ScanResult, min_conviction: Conviction) -> tuple[list[str
     return shortlist, chosen
 
 
+def line_of(result: PipelineResult | PipelineDigest) -> DecisionLine:
+    """A Pipeline's decision in a line, from its digest or (before digests) its whole result."""
+    if isinstance(result, PipelineDigest):
+        return result.decision
+    return DecisionLine.of(TickerDecision.of(result))
+
+
 def candidates_of(listed: list[str], chosen: list[str], holdings: list[str]) -> list[str]:
     """The names given, then the Scan's chosen, then the holdings (the cash-equivalent ETF of
     the sweep is not analysed), each once, in that order."""
@@ -212,7 +236,7 @@ class AutoRunWorkflow(TrackedRun):
         self.by_part: dict[str, Usage] = {}
         self.tickers: list[str] = []
         self.failed: list[TickerFailure] = []
-        self.results: dict[str, PipelineResult] = {}
+        self.results: dict[str, PipelineResult | PipelineDigest] = {}
 
     @workflow.query(name="progress")
     def progress(self) -> AutoRunProgress:
@@ -234,7 +258,8 @@ class AutoRunWorkflow(TrackedRun):
         data is missing, and the desk goes on; the Scan and the Portfolio are waited for."""
         return child.startswith(f"{PIPELINE_CHILD}-") and failure == BAD_REPLY
 
-    def _count(self, part: str, usage: UsageReport) -> None:
+    def _count(self, part: str, child: UsageReport | Usage) -> None:
+        usage = usage_report(child, part)
         for agent, spent in usage.by_agent.items():
             self.usage.add(agent, spent)
         self.by_part[part] = self.by_part.get(part, Usage()) + usage.total
@@ -308,11 +333,18 @@ class AutoRunWorkflow(TrackedRun):
             f"analysing {', '.join(self.tickers) or 'nothing'}, {args.concurrency} at once",
         )
 
+        slim = workflow.patched(SLIM_RESULTS_PATCH)
+        if slim:
+            self.steps = {**self.steps, GATHER_DECISIONS: StepState.PENDING}
+
         async def analyse(symbol: str) -> None:
             position = book.holdings.get(symbol)
             child_id = f"{wf_id}-{PIPELINE_CHILD}-{symbol}"
+            reflect = ReflectPlan(
+                workflow_id=self._reflect_id(symbol), horizon_bars=args.reflect_horizon_bars
+            )
             try:
-                result: PipelineResult = await self._child(
+                result = await self._child(
                     pipeline_step(symbol),
                     PipelineWorkflow.run,
                     child_id,
@@ -325,6 +357,8 @@ class AutoRunWorkflow(TrackedRun):
                         llm=args.llm,
                         macro_context_key=scan.summary_markdown.report if scan else None,
                         position=position.model_dump() if position else None,
+                        slim_result=slim,
+                        reflect=reflect if slim and args.reflect else None,
                     ),
                 )
             except ChildWorkflowError as error:
@@ -336,9 +370,15 @@ class AutoRunWorkflow(TrackedRun):
             self._count("pipelines", result.usage)
 
         await run_bounded(self.tickers, args.concurrency, analyse)
-        decisions = [TickerDecision.of(self.results[s]) for s in self.tickers if s in self.results]
+        done = [self.results[s] for s in self.tickers if s in self.results]
+        lines = [line_of(result) for result in done]
+        stored = await self._gather(done) if slim else None
+        # Before digests, the whole decisions travelled inline to the Portfolio and the report.
+        decisions = (
+            [] if slim else [TickerDecision.of(r) for r in done if isinstance(r, PipelineResult)]
+        )
 
-        self._phase(PORTFOLIO, f"deciding on {len(decisions)} decision(s) for {args.portfolio}")
+        self._phase(PORTFOLIO, f"deciding on {len(lines)} decision(s) for {args.portfolio}")
         outcome: PortfolioResult = await self._child(
             PORTFOLIO,
             PortfolioWorkflow.run,
@@ -348,6 +388,7 @@ class AutoRunWorkflow(TrackedRun):
                 as_of=as_of,
                 scan_summary=scan.summary_json.report if scan else None,
                 decisions=decisions,
+                decisions_key=stored,
                 llm=args.llm,
                 approval=args.approval,
                 broker=args.broker,
@@ -370,13 +411,18 @@ class AutoRunWorkflow(TrackedRun):
                         scan=scan.summary if scan else None,
                         candidates=self.tickers,
                         decisions=decisions,
-                        report_urls={s: r.report.url for s, r in self.results.items()},
+                        report_urls={
+                            s: r.report.url
+                            for s, r in self.results.items()
+                            if isinstance(r, PipelineResult)
+                        },
                         failures=self.failed,
                         portfolio_outcome=outcome,
                         portfolio_report_url=outcome.report.url,
                         usage=self.by_part,
                     ),
                     prefix=run_key_prefix("autorun"),
+                    decisions=stored,
                 ),
                 **durable(STEP_START_TO_CLOSE, heartbeat=HEARTBEAT),
             ),
@@ -385,7 +431,7 @@ class AutoRunWorkflow(TrackedRun):
         reflections = await self._reflect(args) if args.reflect else []
         self._phase(
             "done",
-            f"{len(decisions)} decision(s), {len(outcome.executed)} trade(s); report: "
+            f"{len(lines)} decision(s), {len(outcome.executed)} trade(s); report: "
             f"{report.html.report.key}",
         )
         return AutoRunResult(
@@ -394,7 +440,7 @@ class AutoRunWorkflow(TrackedRun):
             as_of=as_of,
             shortlist=shortlist,
             candidates=self.tickers,
-            decisions=decisions,
+            decisions=lines,
             failures=self.failed,
             portfolio_status=outcome.status.value,
             trades=len(outcome.executed),
@@ -437,20 +483,40 @@ class AutoRunWorkflow(TrackedRun):
         )
         return resolved.as_of
 
+    async def _gather(self, done: list[PipelineResult | PipelineDigest]) -> ObjectRef:
+        """The decisions the Pipelines stored, gathered into one object beside the report."""
+        self._phase(GATHER_DECISIONS, f"gathering {len(done)} stored decision(s)")
+        gathered: GatheredDecisions = await track(
+            self.steps,
+            GATHER_DECISIONS,
+            run_activity(
+                AutoRunActivities.gather_decisions,
+                GatherDecisionsRequest(
+                    sources=[r.stored_decision for r in done if isinstance(r, PipelineDigest)],
+                    target=run_report("autorun", "decisions.json"),
+                ),
+                **durable(STEP_START_TO_CLOSE),
+            ),
+        )
+        return gathered.decisions
+
+    def _reflect_id(self, symbol: str) -> str:
+        """The id of the Reflect on ``symbol``'s decision."""
+        return f"{workflow.info().workflow_id}-reflect-{symbol}"
+
     async def _reflect(self, args: AutoRunInput) -> list[str]:
-        """One ``Reflect`` per decision, started and left to wait out its horizon."""
+        """One ``Reflect`` per decision, left to wait out its horizon: each Pipeline started
+        its own; before digests, the AutoRun starts them here from the whole results."""
         self._phase(REFLECT, f"starting {len(self.results)} Reflect run(s)")
         self.steps[REFLECT] = StepState.RUNNING
         started = []
         for symbol, result in self.results.items():
-            child_id = f"{workflow.info().workflow_id}-reflect-{symbol}"
-            await workflow.start_child_workflow(
-                ReflectWorkflow.run,
-                result.reflect_input(horizon_bars=args.reflect_horizon_bars, llm=args.llm),
-                id=child_id,
-                parent_close_policy=ParentClosePolicy.ABANDON,
-                static_summary=f"Reflect on {symbol} {result.as_of:%Y-%m-%d}",
+            if isinstance(result, PipelineDigest):
+                started += [result.reflection] if result.reflection else []
+                continue
+            plan = ReflectPlan(
+                workflow_id=self._reflect_id(symbol), horizon_bars=args.reflect_horizon_bars
             )
-            started.append(child_id)
+            started.append(await start_reflect(result, plan, args.llm))
         self.steps[REFLECT] = StepState.DONE
         return started

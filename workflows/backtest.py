@@ -52,11 +52,11 @@ with workflow.unsafe.imports_passed_through():
     from shared.memory import SourceRun
     from shared.memory.render import NOTHING
     from workflows.activity_calls import run_activity
-    from workflows.children import Counted, flow_of
+    from workflows.children import Counted, flow_of, usage_report
     from workflows.concurrency import gather_all
     from workflows.debates import MAX_ROUNDS
     from workflows.inputs import RunInput
-    from workflows.pipeline import PipelineInput, PipelineResult, PipelineWorkflow
+    from workflows.pipeline import PipelineInput, PipelineWorkflow, whole
     from workflows.progress import RunProgress, StepState, track
     from workflows.provider_check import check_provider
     from workflows.quantagent import QuantAgentInput, QuantAgentResult, QuantAgentWorkflow
@@ -331,7 +331,7 @@ class BacktestWorkflow(TrackedRun):
             summary=f"{flow_of(run)} {self.book.symbol} as of {as_of.date()} "
             f"(backtest step {k + 1})",
         )
-        self._count(result.usage)
+        self._count(usage_report(result.usage, kind))
         return result
 
     async def _pipeline_step(self, args: BacktestInput, k: int, as_of: datetime) -> StepRecord:
@@ -344,9 +344,7 @@ class BacktestWorkflow(TrackedRun):
             risk_rounds=args.risk_rounds,
             llm=args.llm,
         )
-        result: PipelineResult = await self._child(
-            k, Flow.PIPELINE.value, PipelineWorkflow.run, pipeline
-        )
+        result = whole(await self._child(k, Flow.PIPELINE.value, PipelineWorkflow.run, pipeline))
         signal = result.decision.signal.value
         record = StepRecord(
             step=k,

@@ -13,14 +13,22 @@ from typing import Any, Protocol
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from shared.llm.contracts import UsageReport
+    from shared.llm.contracts import Usage, UsageReport
 
 
 class Counted(Protocol):
     """A child's result: it says what the child spent, which its parent adds to its own."""
 
     @property
-    def usage(self) -> UsageReport: ...
+    def usage(self) -> UsageReport | Usage: ...
+
+
+def usage_report(usage: UsageReport | Usage, part: str) -> UsageReport:
+    """A child's usage per agent; a digest's bare total (each agent's share stays in the
+    child's own state) counts as ``part``'s."""
+    if isinstance(usage, UsageReport):
+        return usage
+    return UsageReport(total=usage, by_agent={part: usage})
 
 
 def flow_of(run: Callable[..., Awaitable[Any]]) -> str:

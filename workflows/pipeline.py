@@ -31,14 +31,18 @@ from pydantic import BaseModel, Field, computed_field, field_validator, model_va
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 from temporalio.types import MethodAsyncSingleParam
+from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.reflection import DEFAULT_HORIZON_BARS
     from activities.research import (
+        JSON,
+        MARKDOWN,
         LoadTextRequest,
         RecallRequest,
         ResearchActivities,
         ResolveAsOfRequest,
+        StoredDecision,
         StoredReport,
         StoreReportRequest,
     )
@@ -77,14 +81,15 @@ with workflow.unsafe.imports_passed_through():
         ResearchPlan,
         TraderProposal,
     )
+    from shared.agents.portfolio.inputs import DecisionLine, TickerDecision
     from shared.agents.reflection import stance_of
     from shared.agents.spec import AgentSpec
-    from shared.llm.contracts import LlmChoice, UsageReport
+    from shared.llm.contracts import LlmChoice, Usage, UsageReport
     from shared.memory import MemoryRole, SourceRun
     from shared.queues import TOOLS_QUEUE
     from shared.storage.objects import ObjectRef
     from workflows.activity_calls import GroupActivity, Request, Result
-    from workflows.children import Counted, flow_of
+    from workflows.children import Counted, flow_of, usage_report
     from workflows.concurrency import gather_all
     from workflows.debates import (
         MAX_ROUNDS,
@@ -103,7 +108,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.progress import RunProgress, StepState, mark_missing
     from workflows.provider_check import check_provider
-    from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, RoleDecision
+    from workflows.reflect import DECISION_MAX_CHARS, ReflectInput, ReflectWorkflow, RoleDecision
     from workflows.run_keys import run_key_prefix, run_report
     from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
@@ -121,6 +126,13 @@ RECALL_MEMORIES = "recall_memories"
 DEBATE = "debate"
 RISK = "risk"
 REPORT = "report"
+
+
+class ReflectPlan(BaseModel):
+    """A ``Reflect`` to start on the decision and leave waiting out its horizon."""
+
+    workflow_id: str = Field(min_length=1, description="the Reflect run's id")
+    horizon_bars: int = Field(DEFAULT_HORIZON_BARS, ge=1)
 
 
 class PipelineInput(RunInput):
@@ -142,6 +154,14 @@ class PipelineInput(RunInput):
         description="where a Scan stored its summary (Markdown or JSON); read once at the start",
     )
     position: dict[str, Any] | None = Field(None, description="the portfolio's current holding")
+    slim_result: bool = Field(
+        False,
+        description="return a PipelineDigest, the decision kept as JSON beside the report: a "
+        "parent of many Pipelines keeps a line of each, not their whole results",
+    )
+    reflect: ReflectPlan | None = Field(
+        None, description="start this Reflect on the decision (left running after the run)"
+    )
 
     @model_validator(mode="after")
     def _one_macro_source(self) -> PipelineInput:
@@ -269,6 +289,39 @@ class PipelineResult(PipelineState):
         )
 
 
+class PipelineDigest(BaseModel):
+    """What a slim Pipeline returns (``slim_result``): the decision in a line, the usage, and
+    where the rest is. A whole result is about 11 KB of the parent's history; this is a few
+    hundred bytes, so a parent of a hundred Pipelines stays small."""
+
+    workflow_id: str
+    run_id: str
+    decision: DecisionLine
+    stored_decision: ObjectRef = Field(description="the whole TickerDecision, as JSON")
+    usage: Usage = Field(description="the total: each agent's share is in the run's own state")
+    reflection: str | None = Field(None, description="the Reflect run started on the decision")
+
+
+def whole(result: PipelineResult | PipelineDigest) -> PipelineResult:
+    """The result of a Pipeline started without ``slim_result``, which is always whole."""
+    if isinstance(result, PipelineDigest):
+        raise TypeError(f"{result.workflow_id} was started with slim_result: it returns a digest")
+    return result
+
+
+async def start_reflect(result: PipelineResult, plan: ReflectPlan, llm: LlmChoice) -> str:
+    """Start ``plan``'s Reflect on ``result`` and leave it running (it outlives its parent,
+    waiting out the horizon); returns its id."""
+    await workflow.start_child_workflow(
+        ReflectWorkflow.run,
+        result.reflect_input(horizon_bars=plan.horizon_bars, llm=llm),
+        id=plan.workflow_id,
+        parent_close_policy=ParentClosePolicy.ABANDON,
+        static_summary=f"Reflect on {result.symbol} {result.as_of:%Y-%m-%d}",
+    )
+    return plan.workflow_id
+
+
 def situation_of(reports: AnalystReports) -> str:
     """The market as the analysts saw it: what lessons are recorded under and recalled by."""
     return "\n\n".join(report.report_markdown for report in reports.by_kind().values())
@@ -361,7 +414,7 @@ class PipelineWorkflow(TrackedRun):
         return self._activity_step(activity, request, RESEARCH_START_TO_CLOSE, step)
 
     @workflow.run
-    async def run(self, args: PipelineInput) -> PipelineResult:
+    async def run(self, args: PipelineInput) -> PipelineResult | PipelineDigest:
         """Walk the graph; a critical abort skips from the analysts to the PM."""
         self.open_gate()
         check_provider(args.llm)
@@ -422,15 +475,38 @@ class PipelineWorkflow(TrackedRun):
         )
         state.decision = await self._ask(args, portfolio_manager.SPEC, inputs)
         self._enter(REPORT)
+        # Typed here as the activity stores them, so the decision's link equals the report's.
+        target = run_report("pipeline", "report.md").model_copy(update={"content_type": MARKDOWN})
+        stored = (
+            StoredDecision(
+                decision=TickerDecision.made(
+                    state.symbol, state.as_of, info.workflow_id, state.decision, target
+                ),
+                target=run_report("pipeline", "decision.json").model_copy(
+                    update={"content_type": JSON}
+                ),
+            )
+            if args.slim_result
+            else None
+        )
         state.report = await self._research(
             ResearchActivities.store_report,
-            StoreReportRequest(
-                markdown=render_run_report(state), target=run_report("pipeline", "report.md")
-            ),
+            StoreReportRequest(markdown=render_run_report(state), target=target, decision=stored),
             REPORT,
         )
+        result = PipelineResult.model_validate({**state.model_dump(), "run_id": info.run_id})
+        reflection = await start_reflect(result, args.reflect, args.llm) if args.reflect else None
         self._enter("done")
-        return PipelineResult.model_validate({**state.model_dump(), "run_id": info.run_id})
+        if stored is None:
+            return result
+        return PipelineDigest(
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            decision=DecisionLine.of(stored.decision),
+            stored_decision=stored.target,
+            usage=state.usage.total,
+            reflection=reflection,
+        )
 
     async def _ask(
         self, args: PipelineInput, spec: AgentSpec[InputsT, OutputT], inputs: InputsT
@@ -559,7 +635,7 @@ class PipelineWorkflow(TrackedRun):
         summary = f"{flow_of(run)} {arg.symbol}, {arg.rounds} round(s)"
         self._enter(step)
         result = await self._child_step(step, run, arg, child_id=child_id, summary=summary)
-        self._count(result.usage)
+        self._count(usage_report(result.usage, step))
         return result
 
     def _count(self, child: UsageReport) -> None:

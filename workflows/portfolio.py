@@ -1,8 +1,9 @@
 """The ``Portfolio`` workflow: one decision for a whole paper book, as of one date.
 
-load the book → risk → review holdings → prioritize the candidates (the Scan's
-shortlist and every other decided name not held) → macro ∥ micro summaries over a
-bounded view of them (the top-K in full, the next in one line each: ``view``) → the book manager's decision → size to the limits →
+(the Pipelines' decisions, when given by key) → load the book → risk → review holdings →
+prioritize the candidates (the Scan's shortlist and every other decided name not held) →
+macro ∥ micro summaries over a bounded view of them (the top-K in full, the next in one
+line each: ``view``) → the book manager's decision → size to the limits →
 cash sweep → (approval) → record the decision → execute on the paper broker →
 snapshot → Markdown report in S3, with every candidate's fate (planned, or left
 out and why).
@@ -18,13 +19,15 @@ execution, or running the same workflow id again, books nothing twice.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable
 from datetime import timedelta
 from enum import StrEnum
 from typing import TypeVar
 
-from pydantic import AwareDatetime, BaseModel, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, Field, field_validator, model_validator
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.group import declared
@@ -40,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
         SnapshotRequest,
         SweepRequest,
     )
-    from activities.research import ResearchActivities, StoreReportRequest
+    from activities.research import LoadTextRequest, ResearchActivities, StoreReportRequest
     from activities.services import StoredReport
     from shared.agents.portfolio import (
         book_manager,
@@ -115,6 +118,9 @@ MAX_APPROVAL_MINUTES = 30 * 24 * 60
 MAX_DECISIONS = 100
 WATCHED_NAMES_PATCH = "watched-names-ranked"
 """Gates ranking decided names without a Scan: older histories skipped that step."""
+DECISION_CHARS = 6_000
+"""Characters of one stored TickerDecision at most: its clipped summary and thesis, and more."""
+LOAD_DECISIONS = "load_decisions"
 
 LOAD, RISK, PRIORITIZE = "load_portfolio", "compute_risk", "prioritize_candidates"
 SIZE, SWEEP, APPROVAL = "size_orders", "sweep_cash", "approval"
@@ -165,6 +171,11 @@ class PortfolioInput(RunInput):
         max_length=MAX_DECISIONS,
         description="Pipeline decisions for candidates and holdings (TickerDecision.of)",
     )
+    decisions_key: ObjectRef | None = Field(
+        None,
+        description="S3 key of the decisions as a JSON list, read at the start instead of "
+        "`decisions`: a parent of many Pipelines keeps them out of its history",
+    )
     llm: LlmChoice = LlmChoice()
     approval: Approval = Approval.AUTO
     approval_timeout_minutes: int = Field(DEFAULT_APPROVAL_MINUTES, ge=1, le=MAX_APPROVAL_MINUTES)
@@ -185,6 +196,12 @@ class PortfolioInput(RunInput):
         if repeated:
             raise ValueError(f"give one decision per symbol; repeated: {', '.join(repeated)}")
         return value
+
+    @model_validator(mode="after")
+    def _one_source_of_decisions(self) -> PortfolioInput:
+        if self.decisions and self.decisions_key is not None:
+            raise ValueError("give decisions or decisions_key, not both")
+        return self
 
 
 class ApprovalRequest(BaseModel):
@@ -304,6 +321,27 @@ class PortfolioWorkflow(TrackedRun):
         self.phase = step or declared(activity).name
         return self._activity_step(activity, request, BOOK_START_TO_CLOSE, self.phase)
 
+    async def _load_decisions(self, args: PortfolioInput, key: ObjectRef) -> PortfolioInput:
+        """``args`` with the decisions stored at ``key``, checked as if they had been given
+        inline; a list that fails the checks fails the run for good (another read would
+        read the same list)."""
+        self.steps = {LOAD_DECISIONS: StepState.PENDING, **self.steps}
+        stored = await self._book(
+            ResearchActivities.load_text,
+            LoadTextRequest(
+                source=key, field="decisions_key", max_chars=MAX_DECISIONS * DECISION_CHARS
+            ),
+            LOAD_DECISIONS,
+        )
+        try:
+            return PortfolioInput.model_validate(
+                {**args.model_dump(exclude={"decisions_key"}), "decisions": json.loads(stored.text)}
+            )
+        except ValueError as error:
+            raise ApplicationError(
+                f"decisions_key: {error}", type="InvalidInput", non_retryable=True
+            ) from None
+
     async def _ask(
         self, args: PortfolioInput, spec: AgentSpec[InputsT, OutputT], inputs: InputsT
     ) -> OutputT:
@@ -320,6 +358,8 @@ class PortfolioWorkflow(TrackedRun):
         check_provider(args.llm)
         tag_run("Portfolio", portfolio=args.portfolio, as_of=args.as_of)
         wf_id = workflow.info().workflow_id
+        if args.decisions_key is not None:
+            args = await self._load_decisions(args, args.decisions_key)
         loaded: LoadedBook = await self._book(
             PortfolioActivities.load_portfolio,
             LoadRequest(

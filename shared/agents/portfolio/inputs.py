@@ -44,6 +44,8 @@ from shared.storage.objects import ObjectRef
 SUMMARY_MAX = 1_500
 THESIS_MAX = 3_000
 """Characters kept of a Pipeline's summary and thesis: dozens of decisions stay small."""
+HEADLINE_MAX = 120
+"""Characters of the summary a ``DecisionLine`` keeps: one table row, a hundred per history."""
 
 
 class _StoredReport(Protocol):
@@ -91,17 +93,53 @@ class TickerDecision(BaseModel):
     @classmethod
     def of(cls, result: PipelineOutcome) -> TickerDecision:
         """The compact decision of a Pipeline result."""
-        decision = result.decision
+        return cls.made(
+            result.symbol, result.as_of, result.workflow_id, result.decision, result.report.report
+        )
+
+    @classmethod
+    def made(
+        cls,
+        symbol: str,
+        as_of: datetime,
+        workflow_id: str,
+        decision: PortfolioDecision,
+        report: ObjectRef,
+    ) -> TickerDecision:
+        """The compact ``decision`` of the Pipeline ``workflow_id``, whose report is ``report``
+        (a Pipeline builds its own before it has a result)."""
         return cls(
-            symbol=result.symbol,
+            symbol=symbol,
             rating=decision.rating,
             signal=decision.signal,
             price_target=decision.price_target,
             executive_summary=_clip(decision.executive_summary, SUMMARY_MAX),
             thesis=_clip(decision.investment_thesis, THESIS_MAX),
-            report=result.report.report,
-            as_of=result.as_of,
-            workflow_id=result.workflow_id,
+            report=report,
+            as_of=as_of,
+            workflow_id=workflow_id,
+        )
+
+
+class DecisionLine(BaseModel):
+    """A decision in one line: what a parent of a hundred Pipelines keeps of each (the whole
+    ``TickerDecision`` stays in S3, where the Portfolio and the run report read it)."""
+
+    symbol: str
+    rating: Rating
+    signal: TradeSignal
+    price_target: float | None = None
+    executive_summary: str = Field(description=f"its first {HEADLINE_MAX} characters")
+    as_of: AwareDatetime
+    workflow_id: str | None = None
+    report: ObjectRef | None = Field(None, description="the Pipeline's full Markdown report")
+
+    @classmethod
+    def of(cls, decision: TickerDecision) -> DecisionLine:
+        """The line of ``decision``."""
+        return cls(
+            **decision.model_dump(exclude={"executive_summary", "thesis"}),
+            executive_summary=_clip(decision.executive_summary, HEADLINE_MAX),
         )
 
 
