@@ -36,9 +36,11 @@ ROLES = (WorkerRole.WORKFLOWS, WorkerRole.TOOLS, WorkerRole.CHARTS, WorkerRole.L
 NAMES = list(SYMBOLS[:30])
 HELD_ELSEWHERE = SYMBOLS[40]
 """A holding off the watchlist: analysed after the watchlist's names."""
-PARENT_HISTORY_CEILING = 320_000
+PARENT_HISTORY_CEILING = 400_000
 """Bytes of the AutoRun's own history at 31 names: 801 KB when each Pipeline's whole result
-came back inline, 264-271 KB since Pipelines return digests and the decisions travel by key.
+came back inline, 264-271 KB since Pipelines return digests and the decisions travel by key,
+376 KB once every decided name became a Portfolio candidate (its result carries each one's
+fate, and the run report's request the Portfolio outcome).
 What is left grows about 4.5 KB a name (a child's start, started and completed events, the
 workflow tasks between them, a line in the result); issue 25's 200 KB at 100 names needs the
 children batched, not smaller payloads."""

@@ -29,7 +29,9 @@ from shared.reports.autorun import AutoRunReport, TickerFailure, render_markdown
 from shared.reports.html import markdown_to_html
 from tests.chromium import chromium_binary, chromium_page
 
-GOLDEN = Path(__file__).parent / "histories" / "AutoRun--golden-autorun.json"
+GOLDEN = Path(__file__).parent / "histories" / "AutoRun@before-slim-results--golden-autorun.json"
+"""The golden AutoRun from before decisions travelled by key: its ``store_run_report`` request
+still holds every decision inline, whole."""
 FAILED_EVERY = 25
 """One ticker in 25 failed its Pipeline."""
 
