@@ -73,7 +73,7 @@ GOAL_OF_BOUND = 1.15
 """Issue 25: the desk's wall time at most this many times the bound."""
 HISTORY_GOALS = {"Pipeline": 100_000, "AutoRun": 200_000}
 """Issue 25: bytes of history per run of these types."""
-QUICK_NAMES, QUICK_LATENCY = 5, 0.2
+QUICK_NAMES, QUICK_LATENCY = 3, 0.1
 """``--quick``: names and seconds per call, for the test."""
 LABELS = (
     "desk",

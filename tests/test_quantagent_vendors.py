@@ -56,7 +56,8 @@ from tests.fakes.llm_server import (
     _Answer,
     _render,
 )
-from workers.main import WorkerPlan, build_worker
+from tests.servers import running_workers, tools_reading
+from workers.main import WorkerPlan
 from workflows.evaluate import EvaluateResult, EvaluateWorkflow
 from workflows.quantagent import QuantAgentProgress, QuantAgentResult, QuantAgentWorkflow
 
@@ -311,12 +312,11 @@ async def workers(
             queue=QUEUE_COMPATIBLE, activities=[LlmActivities(settings, QUEUE_COMPATIBLE).chat]
         ),
     ]
-    running = [build_worker(ts_env.client, plan) for plan in plans]
-    for worker in running:
-        await worker.__aenter__()
-    yield
-    for worker in running:
-        await worker.__aexit__(None, None, None)
+    # run_tool reads through the worker's own settings; here, the test's S3 (a tool answer
+    # over the claim check's threshold is stored there).
+    with tools_reading(s3_settings):
+        async with running_workers(ts_env.client, plans):
+            yield
 
 
 @pytest.fixture

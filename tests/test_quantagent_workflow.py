@@ -21,7 +21,7 @@ from shared.config import Settings
 from shared.llm.providers import QUEUE_OFFLINE
 from shared.market.sources import BundledSource
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
-from tests.servers import running_workers
+from tests.servers import running_workers, tools_reading
 from workers.main import WorkerPlan
 from workflows.quantagent import QuantAgentProgress, QuantAgentResult, QuantAgentWorkflow
 
@@ -42,8 +42,11 @@ async def workers(ts_env: WorkflowEnvironment, s3_settings: Settings) -> AsyncIt
             queue=QUEUE_OFFLINE, activities=[LlmActivities(s3_settings, QUEUE_OFFLINE).chat]
         ),
     ]
-    async with running_workers(ts_env.client, plans):
-        yield
+    # run_tool reads through the worker's own settings; here, the test's S3 (a tool answer
+    # over the claim check's threshold is stored there).
+    with tools_reading(s3_settings):
+        async with running_workers(ts_env.client, plans):
+            yield
 
 
 async def _run(env: WorkflowEnvironment, payload: object) -> QuantAgentResult:

@@ -318,7 +318,8 @@ def _pollers(status: str) -> dict[str, set[str]]:
 
 def test_an_autorun_from_b_completes_while_bs_workers_are_killed(desk: Desk) -> None:
     out_dir = str(desk.root / "reports")
-    cli = desk.start("host-b", "run", "autorun", "--portfolio", BOOK, "--out", out_dir)
+    run = ("run", "autorun", "--portfolio", BOOK, "--max-tickers", "4", "--out", out_dir)
+    cli = desk.start("host-b", *run)
     client = asyncio.run(connect(desk.settings))
     try:
         seen = asyncio.run(_wait_for_a_step_on(client, "host-b"))
