@@ -23,6 +23,13 @@ from activities.group import activity_on
 from activities.heartbeat import heartbeating
 from activities.services import Services, StoredReport
 from shared.agents.quantagent import Direction
+from shared.evaluation.probes import (
+    ProbeCall,
+    ProbeReport,
+    Variant,
+    probe_report,
+    render_probes_markdown,
+)
 from shared.evaluation.report import render_csv, render_json, render_markdown
 from shared.evaluation.scoring import AgentCall, EvaluationSummary, score_windows
 from shared.evaluation.sources import WindowSpec, load_windows
@@ -98,6 +105,8 @@ class ScoreRequest(BaseModel):
     seed: int
     label: str
     prefix: str
+    variants: list[Variant] = Field(default_factory=list, description="changed copies analysed")
+    probe_calls: list[ProbeCall] = Field(default_factory=list, description="with variants")
 
 
 class ScoredEvaluation(BaseModel):
@@ -107,6 +116,7 @@ class ScoredEvaluation(BaseModel):
     markdown: StoredReport
     csv: StoredReport
     json_table: StoredReport = Field(description="the table and every window behind it")
+    probes: ProbeReport | None = Field(None, description="with variants: probes and the gap")
 
 
 class PlotRequest(BaseModel):
@@ -195,11 +205,21 @@ class EvaluationActivities(Services):
             windows = [w for ref in request.pages for w in self._page(ref).windows]
             calls = {call.window_id: call for call in request.calls}
             evaluation = score_windows(windows, calls, seed=request.seed, label=request.label)
+            markdown = render_markdown(evaluation)
+            probes = None
+            if request.variants:
+                probes = probe_report(
+                    windows,
+                    request.calls,
+                    request.probe_calls,
+                    variants=request.variants,
+                    seed=request.seed,
+                )
+                markdown += render_probes_markdown(probes)
             return ScoredEvaluation(
                 summary=evaluation.summary,
-                markdown=self.put_report(
-                    report_key(request.prefix, "md"), render_markdown(evaluation).encode()
-                ),
+                probes=probes,
+                markdown=self.put_report(report_key(request.prefix, "md"), markdown.encode()),
                 csv=self.put_report(
                     report_key(request.prefix, "csv"), render_csv(evaluation.summary).encode()
                 ),

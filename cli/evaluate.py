@@ -8,6 +8,7 @@ The reports are stored in S3 by the workflow; this command downloads them into
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ from cli.inputs import ProviderOption, check_input, llm_choice, new_workflow_id
 from cli.views import console
 from shared.config import Settings, load_settings
 from shared.evaluation.baselines import BASELINE_TITLES, BASELINES
-from shared.evaluation.paired import paired_cell
+from shared.evaluation.paired import format_p, paired_cell
+from shared.evaluation.probes import PROBES, ProbeReport, Rate, Variant
 from shared.evaluation.scoring import EvaluationSummary, ScoreRow
 from shared.storage.objects import ObjectStore
 from workflows.evaluate import (
@@ -39,6 +41,8 @@ REPORT_FILES = {
     "plot": "evaluation.png",
 }
 """Field of ``EvaluationReports`` -> the local file it is written to."""
+PROBES_FILE = "probes.json"
+"""With variants: the probe tables and the anonymised gap, from the result."""
 
 
 def progress_view(progress: EvaluateProgress) -> Table:
@@ -120,6 +124,59 @@ def paired_table(summary: EvaluationSummary) -> Table:
     return table
 
 
+def _rate(rate: Rate | None) -> str:
+    if rate is None or rate.value is None or rate.ci_low is None or rate.ci_high is None:
+        return "–"
+    return f"{rate.value:.0%} ({rate.hits}/{rate.n}, {rate.ci_low:.0%}–{rate.ci_high:.0%})"
+
+
+def probe_table(report: ProbeReport) -> Table:
+    """Every caller's probes, one row each (the Markdown report has a table per caller)."""
+    table = Table(title="Counterfactual probes", show_edge=False)
+    table.add_column("caller")
+    for heading in ("mirrored: flipped", "rescaled: kept", "random walk: right", "long bias"):
+        table.add_column(heading, justify="right")
+    for caller in report.callers:
+        table.add_row(
+            caller.caller,
+            *(
+                _rate(rate)
+                for rate in (
+                    caller.flip_rate,
+                    caller.consistency,
+                    caller.walk_accuracy,
+                    caller.long_bias,
+                )
+            ),
+        )
+    table.caption = "share (windows, 95% Wilson interval); a chart reader: ~100%, 100%, ~50%, ~50%"
+    return table
+
+
+def gap_table(report: ProbeReport) -> Table:
+    """The agent's accuracy on the real windows and on the same windows anonymised."""
+    table = Table(title="Raw against anonymised", show_edge=False)
+    for heading in ("asset", "n", "raw", "anonymised", "gap", "McNemar"):
+        table.add_column(heading, justify="left" if heading == "asset" else "right")
+    for row in report.gap:
+        paired = (
+            "–"
+            if row.paired is None
+            else f"{row.paired.wins}–{row.paired.losses}, {format_p(row.paired.p_value)}"
+        )
+        table.add_row(
+            row.label,
+            str(row.n),
+            _percent(row.raw),
+            _percent(row.anonymised),
+            "–" if row.gap is None else f"{row.gap:+.1%}",
+            paired,
+            style="bold" if row.asset == "overall" else "",
+        )
+    table.caption = "gap = raw − anonymised: what the ticker and the period were worth"
+    return table
+
+
 def write_reports(settings: Settings, result: EvaluateResult, folder: Path) -> list[Path]:
     """Download the stored reports into ``folder``; the paths written."""
     store = ObjectStore.from_settings(settings)
@@ -129,6 +186,10 @@ def write_reports(settings: Settings, result: EvaluateResult, folder: Path) -> l
         stored = getattr(result.reports, field)
         path = folder / name
         path.write_bytes(store.get_bytes(stored.report))
+        written.append(path)
+    if result.probes is not None:
+        path = folder / PROBES_FILE
+        path.write_text(result.probes.model_dump_json(indent=2) + "\n")
         written.append(path)
     return written
 
@@ -140,6 +201,12 @@ async def _evaluate(
         console.print(summary_table(result.summary))
         console.print()
         console.print(paired_table(result.summary))
+        if result.probes is not None and result.probes.callers:
+            console.print()
+            console.print(probe_table(result.probes))
+        if result.probes is not None and result.probes.gap:
+            console.print()
+            console.print(gap_table(result.probes))
         for path in write_reports(settings, result, out / workflow_id):
             console.print(f"wrote {path}", soft_wrap=True, highlight=False)
         stored = result.reports.markdown.report
@@ -211,8 +278,65 @@ def quantagent(
     deep_model: str | None = typer.Option(None, help="model for the decision agent"),
     concurrency: int = typer.Option(DEFAULT_CONCURRENCY, help="windows analysed at once"),
     out: Path = typer.Option(Path("evaluations"), help="reports go to OUT/<workflow id>/"),
+    anonymise: bool = typer.Option(
+        False,
+        "--anonymise",
+        help="also analyse each window with the ticker, dates and price level disguised, "
+        "and report the raw-versus-anonymised gap per asset",
+    ),
 ) -> None:
     """Run QuantAgent on every window, then print accuracy with intervals against baselines."""
+    _run_evaluation(
+        "evaluate-quantagent",
+        [Variant.ANONYMISED] if anonymise else [],
+        data=data,
+        symbol=symbol,
+        timeframe=timeframe,
+        count=count,
+        seed=seed,
+        bars=bars,
+        source=source,
+        csv=csv,
+        provider=provider,
+        model=model,
+        vision_model=vision_model,
+        deep_model=deep_model,
+        concurrency=concurrency,
+        out=out,
+    )
+
+
+@eval_app.command("probes")
+@functools.wraps(quantagent, assigned=("__module__", "__annotations__"))
+def probes(**options: Any) -> None:
+    """Run QuantAgent on every window and on changed copies of it (mirrored, rescaled, a random
+    walk), then print how each agent and baseline reacts: flip rate, consistency, long bias."""
+    anonymise = options.pop("anonymise")
+    _run_evaluation(
+        "evaluate-probes", [*PROBES, *([Variant.ANONYMISED] if anonymise else [])], **options
+    )
+
+
+def _run_evaluation(
+    kind: str,
+    variants: list[Variant],
+    *,
+    data: Path | None,
+    symbol: list[str],
+    timeframe: str,
+    count: int,
+    seed: int,
+    bars: int,
+    source: str,
+    csv: Path | None,
+    provider: str | None,
+    model: str | None,
+    vision_model: str | None,
+    deep_model: str | None,
+    concurrency: int,
+    out: Path,
+) -> None:
+    """Start the evaluation the options name, follow it, print and write its reports."""
     with fail_on_quantdesk_errors():
         settings = load_settings()
         payload: dict[str, Any] = {
@@ -231,8 +355,9 @@ def quantagent(
             ),
             "concurrency": concurrency,
             "seed": seed,
+            "variants": [variant.value for variant in variants],
         }
         check_input(EvaluateInput, payload)
-        workflow_id = new_workflow_id("evaluate-quantagent")
+        workflow_id = new_workflow_id(kind)
         status = asyncio.run(_evaluate(settings, payload, workflow_id, out))
     finish(status)

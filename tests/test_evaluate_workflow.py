@@ -36,6 +36,8 @@ from activities.llm import LlmActivities
 from activities.market import MARKET_ACTIVITIES
 from activities.tools import run_tool_activity
 from shared.config import Settings
+from shared.evaluation.anonymise import PLACEHOLDER_PREFIX
+from shared.evaluation.probes import Variant
 from shared.evaluation.windows import HELD_OUT
 from shared.llm.providers import QUEUE_OFFLINE
 from shared.market.bars import Bar
@@ -260,6 +262,88 @@ async def test_the_history_replays_deterministically(evaluated: Evaluated) -> No
     assert replayed.replay_failure is None
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def probed(
+    ts_env: WorkflowEnvironment,
+    workers: None,
+    benchmark: tuple[Path, list[BenchmarkWindow]],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Evaluated:
+    """A window of each asset, each also shown anonymised, mirrored, rescaled and as a walk."""
+    root = tmp_path_factory.mktemp("probes")
+    windows = [w for w in benchmark[1] if w.window_id.endswith("_1")]
+    for window in windows:
+        write_benchmark_file(root / window.asset / f"{window.window_id}.csv", window.bars)
+    handle = await _start(
+        ts_env,
+        {
+            "windows": {"kind": "directory", "path": str(root)},
+            "concurrency": 2,
+            "variants": [variant.value for variant in Variant],
+        },
+    )
+    return Evaluated(handle, await handle.result(), windows)
+
+
+async def test_probes_show_every_window_each_way_and_report_every_caller(
+    probed: Evaluated,
+) -> None:
+    probes = probed.result.probes
+    assert probes is not None and probes.failed == 0
+    by_caller = {caller.caller: caller for caller in probes.callers}
+    assert list(by_caller) == [
+        "QuantAgent decision",
+        "pattern agent",
+        "trend agent",
+        "random",
+        "linreg slope",
+        "always long",
+    ]
+    slope, decision = by_caller["linreg slope"], by_caller["QuantAgent decision"]
+    assert slope.flip_rate is not None and (slope.flip_rate.hits, slope.flip_rate.n) == (2, 2)
+    # The offline analyst reads momentum and the channel's slope: the mirror flips it, and a
+    # rescaled, shifted copy changes nothing it reads.
+    assert decision.flip_rate is not None and (decision.flip_rate.hits, decision.flip_rate.n) == (
+        2,
+        2,
+    )
+    assert decision.consistency is not None and decision.consistency.value == 1.0
+    assert decision.long_bias is not None and decision.long_bias.n == 2
+    assert [(row.label, row.n, row.gap) for row in probes.gap] == [
+        ("EURUSD 1h", 1, 0.0),
+        ("GOOG 1d", 1, 0.0),
+        ("overall", 2, 0.0),
+    ]
+    assert probed.result.usage.total.calls == 2 * 5 * 5
+    assert probed.result.summary.overall.n == 2
+
+
+async def test_an_anonymised_child_is_shown_no_ticker_and_no_real_date(
+    ts_env: WorkflowEnvironment, probed: Evaluated, s3_settings: Settings
+) -> None:
+    for window in probed.windows:
+        given = await _child_input(ts_env, f"{child_id_of(probed, window)}-anonymised")
+        text = json.dumps(given)
+
+        assert given["symbol"].startswith(PLACEHOLDER_PREFIX)
+        assert window.asset not in text
+        assert not [bar for bar in window.bars if _json_time(bar)[:10] in text]
+        assert given["as_of"] == given["bars"][-1]["time"]
+    markdown = ObjectStore.from_settings(s3_settings).get_bytes(
+        probed.result.reports.markdown.report
+    )
+    assert b"## Raw against anonymised" in markdown and b"### linreg slope" in markdown
+
+
+async def test_an_evaluation_with_probes_replays_deterministically(probed: Evaluated) -> None:
+    history = await probed.handle.fetch_history()
+    replayer = Replayer(workflows=[EvaluateWorkflow], data_converter=pydantic_data_converter)
+
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+
+    assert replayed.replay_failure is None
+
+
 async def test_a_long_evaluation_continues_as_new_and_scores_every_window(
     ts_env: WorkflowEnvironment, workers: None
 ) -> None:
@@ -394,7 +478,7 @@ async def test_the_cli_follows_an_evaluation_prints_the_table_and_writes_the_rep
     }
     process = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "cli.main", "eval", "quantagent", "--symbol", "GOOG,^GSPC"),
-        *("--count", "1", "--bars", "60", "--seed", "4", "--out", str(tmp_path)),
+        *("--count", "1", "--bars", "60", "--seed", "4", "--anonymise", "--out", str(tmp_path)),
         cwd=ROOT,
         env=env,
         stdout=asyncio.subprocess.PIPE,
@@ -407,8 +491,17 @@ async def test_the_cli_follows_an_evaluation_prints_the_table_and_writes_the_rep
     assert "GOOG 1d" in output and "^GSPC 1d" in output and "overall" in output
     assert "Paired tests against the baselines" in output and "McNemar's exact p" in output
     assert ", p=" in output
+    assert "Raw against anonymised" in output
     written = sorted(path.name for path in tmp_path.glob("evaluate-quantagent-*/*"))
-    assert written == ["evaluation.csv", "evaluation.json", "evaluation.md", "evaluation.png"]
+    assert written == [
+        "evaluation.csv",
+        "evaluation.json",
+        "evaluation.md",
+        "evaluation.png",
+        "probes.json",
+    ]
     assert f"wrote {tmp_path}" in output
+    probes = json.loads(next(tmp_path.glob("*/probes.json")).read_text())
+    assert [row["asset"] for row in probes["gap"]] == ["GOOG", "^GSPC", "overall"]
     table = next(tmp_path.glob("*/evaluation.csv")).read_text()
     assert table.splitlines()[-1].startswith("overall,all,2,0,")

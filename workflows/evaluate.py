@@ -21,7 +21,7 @@ never make one history too long.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
@@ -40,15 +40,17 @@ with workflow.unsafe.imports_passed_through():
     )
     from activities.services import StoredReport
     from shared.agents.quantagent import Direction
+    from shared.evaluation.probes import ProbeCall, ProbeReport, Variant, variant_window
     from shared.evaluation.scoring import AgentCall, EvaluationSummary
     from shared.evaluation.sources import WindowSpec
+    from shared.evaluation.windows import VisibleWindow
     from shared.llm.contracts import LlmChoice, UsageReport
     from workflows.activity_calls import run_activity
-    from workflows.concurrency import root_message, run_bounded
+    from workflows.concurrency import gather_all, root_message, run_bounded
     from workflows.inputs import RunInput
     from workflows.progress import RunProgress
     from workflows.provider_check import check_provider
-    from workflows.quantagent import QuantAgentInput, QuantAgentWorkflow
+    from workflows.quantagent import QuantAgentInput, QuantAgentResult, QuantAgentWorkflow
     from workflows.resume import BAD_REPLY, Resumable
     from workflows.retries import HEARTBEAT, durable
     from workflows.run_keys import run_key_prefix
@@ -78,6 +80,9 @@ class EvaluateCarry(BaseModel):
     correct: int = 0
     runs: int = 1
     usage: UsageReport = Field(default_factory=UsageReport)
+    probe_calls: list[ProbeCall] = Field(
+        default_factory=list, description="with variants: every agent's calls, each way shown"
+    )
 
 
 class EvaluateInput(RunInput):
@@ -88,6 +93,10 @@ class EvaluateInput(RunInput):
     concurrency: int = Field(DEFAULT_CONCURRENCY, ge=1, le=MAX_CONCURRENCY)
     seed: int = Field(0, description="the random baseline's seed")
     windows_per_run: int = Field(DEFAULT_WINDOWS_PER_RUN, ge=1, le=1000)
+    variants: list[Variant] = Field(
+        default_factory=list,
+        description="changed copies of each window analysed besides it (anonymised, probes)",
+    )
     carry: EvaluateCarry | None = Field(None, description="set by the workflow itself")
 
 
@@ -116,6 +125,22 @@ class EvaluateResult(BaseModel):
     reports: EvaluationReports
     usage: UsageReport
     runs: int = Field(description="runs of this workflow id (it continues as new)")
+    probes: ProbeReport | None = Field(None, description="with variants: probes and the gap")
+
+
+def _probe_call(
+    window_id: str, variant: Variant | None, result: QuantAgentResult | str
+) -> ProbeCall:
+    """What the directional agents said on one way of showing the window (or its error)."""
+    if isinstance(result, str):
+        return ProbeCall(window_id=window_id, variant=variant, error=result)
+    return ProbeCall(
+        window_id=window_id,
+        variant=variant,
+        decision=result.decision.decision,
+        pattern=result.pattern_report.bias,
+        trend=result.trend_report.prediction,
+    )
 
 
 def child_id(window_id: str) -> str:
@@ -206,30 +231,25 @@ class EvaluateWorkflow(Resumable):
         """One QuantAgent child on the window's visible bars; its call (or error) is recorded.
 
         An invalid window is recorded as failed with the loader's reason, without a child.
+        With ``variants``, one more child per variant, alongside, on the changed bars
+        (their calls are recorded for the probes, never scored as the window's call).
         """
         if info.error is not None:
             self._record(carry, AgentCall(window_id=info.window_id, error=info.error), None)
             return
         page = await self._visible_page(carry, info.page)
         window = next(w for w in page.windows if w.window_id == info.window_id)
-        self.running += 1
-        self.child_started(child_id(window.window_id))
-        try:
-            result = await workflow.execute_child_workflow(
-                QuantAgentWorkflow.run,
-                QuantAgentInput(
-                    symbol=window.asset,
-                    timeframe=window.timeframe,
-                    bars=window.bars,
-                    lookback=len(window.bars),
-                    llm=args.llm,
-                ),
-                id=child_id(window.window_id),
-                static_summary=f"QuantAgent on window {window.window_id}",
+        original = self._child(args, carry, window, window.window_id)
+        if not args.variants:
+            result = await original
+        else:
+            result, changed = await gather_all(
+                original,
+                gather_all(*(self._variant(args, carry, window, v) for v in args.variants)),
             )
-        except ChildWorkflowError as error:
-            reason = self.given_up_reason(child_id(window.window_id)) or root_message(error)
-            call = AgentCall(window_id=window.window_id, error=reason)
+            carry.probe_calls += [_probe_call(window.window_id, None, result), *changed]
+        if isinstance(result, str):
+            call = AgentCall(window_id=window.window_id, error=result)
         else:
             decision = result.decision
             call = AgentCall(
@@ -237,12 +257,53 @@ class EvaluateWorkflow(Resumable):
                 decision=decision.decision,
                 risk_reward=decision.risk_reward_ratio,
             )
+        self._record(carry, call, page.truths[window.window_id])
+
+    async def _variant(
+        self, args: EvaluateInput, carry: EvaluateCarry, window: VisibleWindow, variant: Variant
+    ) -> ProbeCall:
+        """The child on ``variant`` of ``window``, analysed as of its own (maybe shifted) last bar."""
+        shown = variant_window(window, variant, args.seed)
+        label = f"{window.window_id}-{variant.value}"
+        result = await self._child(args, carry, shown, label, as_of=shown.bars[-1].time)
+        return _probe_call(window.window_id, variant, result)
+
+    async def _child(
+        self,
+        args: EvaluateInput,
+        carry: EvaluateCarry,
+        window: VisibleWindow,
+        label: str,
+        as_of: datetime | None = None,
+    ) -> QuantAgentResult | str:
+        """The QuantAgent child ``label`` on ``window``'s bars: its result (usage counted) or
+        its error."""
+        child = child_id(label)
+        self.running += 1
+        self.child_started(child)
+        try:
+            result: QuantAgentResult = await workflow.execute_child_workflow(
+                QuantAgentWorkflow.run,
+                QuantAgentInput(
+                    symbol=window.asset,
+                    timeframe=window.timeframe,
+                    as_of=as_of,
+                    bars=window.bars,
+                    lookback=len(window.bars),
+                    llm=args.llm,
+                ),
+                id=child,
+                static_summary=f"QuantAgent on window {label}",
+            )
+        except ChildWorkflowError as error:
+            return self.given_up_reason(child) or root_message(error)
+        else:
             for agent, usage in result.usage.by_agent.items():
                 carry.usage.add(agent, usage)
+            return result
         finally:
             self.running -= 1
-            self.child_finished(child_id(window.window_id))
-        self._record(carry, call, page.truths[window.window_id])
+            self.child_finished(child)
 
     def _record(self, carry: EvaluateCarry, call: AgentCall, truth: Direction | None) -> None:
         """Count the call; stop the evaluation if every window analysed so far failed."""
@@ -277,6 +338,8 @@ class EvaluateWorkflow(Resumable):
                 seed=args.seed,
                 label=label,
                 prefix=carry.prefix,
+                variants=args.variants,
+                probe_calls=carry.probe_calls,
             ),
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
@@ -293,4 +356,5 @@ class EvaluateWorkflow(Resumable):
             ),
             usage=carry.usage,
             runs=carry.runs,
+            probes=scored.probes,
         )
