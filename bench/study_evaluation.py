@@ -47,7 +47,7 @@ from shared.llm.providers import PROVIDERS, QUEUE_OFFLINE  # noqa: E402
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE  # noqa: E402
 from shared.storage.objects import ObjectStore  # noqa: E402
 from tests.local_llm import local_llm_for_tests  # noqa: E402
-from tests.servers import running_workers, s3_for_tests  # noqa: E402
+from tests.servers import running_workers, s3_for_tests, tools_reading  # noqa: E402
 from tests.test_evaluation import write_benchmark_file  # noqa: E402
 from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan, _llm_plan  # noqa: E402
@@ -159,10 +159,12 @@ async def main(options: argparse.Namespace) -> None:
         )
         await ensure_search_attributes(env.client)
         try:
-            async with running_workers(env.client, plans(settings, local_llm is not None)):
-                await evaluate(env, settings, windows, "offline", options.seed, out)
-                if local_llm is not None:
-                    await evaluate(env, settings, local_windows, LOCAL, options.seed, out)
+            # run_tool reads through this process's S3, not the settings of a stack.
+            with tools_reading(settings):
+                async with running_workers(env.client, plans(settings, local_llm is not None)):
+                    await evaluate(env, settings, windows, "offline", options.seed, out)
+                    if local_llm is not None:
+                        await evaluate(env, settings, local_windows, LOCAL, options.seed, out)
         finally:
             await env.shutdown()
 

@@ -44,7 +44,7 @@ from shared.market.bars import Bar
 from shared.market.sources import BundledSource
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.storage.objects import ObjectStore
-from tests.servers import running_workers, start_time_skipping
+from tests.servers import running_workers, start_time_skipping, tools_reading
 from tests.test_evaluation import (
     FALL_BACK,
     write_benchmark_file,
@@ -90,8 +90,11 @@ def benchmark(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Benc
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def workers(ts_env: WorkflowEnvironment, s3_settings: Settings) -> AsyncIterator[None]:
-    async with running_workers(ts_env.client, _plans(s3_settings)):
-        yield
+    # run_tool reads through the worker's own settings; here, the test's S3, so the indicator
+    # agent gets its tools' answers rather than their errors.
+    with tools_reading(s3_settings):
+        async with running_workers(ts_env.client, _plans(s3_settings)):
+            yield
 
 
 def _plans(s3_settings: Settings) -> list[WorkerPlan]:
