@@ -8,7 +8,7 @@ table per agent and baseline, and the raw-versus-anonymised gap:
 
 - the offline analyst on ``--windows`` windows per asset;
 - the local llama.cpp model (SmolLM2-135M, ``quantdesk model install smollm2``) on the
-  first ``--local-windows`` of them, unless ``--no-local``.
+  first ``--local-windows`` of them (GOOG's first), unless ``--no-local``.
 
 Everything runs in this process against its own Temporal dev server and S3 server,
 whose data lives in ``--store``; the reply cache is on (``QUANTDESK_LLM_CACHE``), so
@@ -61,15 +61,17 @@ LOCAL = "llamacpp"
 
 
 def write_windows(roots: dict[Path, int], per_asset: int, seed: int) -> None:
-    """``per_asset`` windows of each asset cut by ``seed``; each root gets the first so many
-    (in time order), in the benchmark layout."""
+    """``per_asset`` windows of each asset cut by ``seed``, in the benchmark layout; each root
+    gets the first so many of them (GOOG's first, then EURUSD's, in time order)."""
     for root in roots:
         shutil.rmtree(root, ignore_errors=True)
+    written = 0
     for symbol, timeframe in ASSETS:
         spec = CutWindows(symbols=[symbol], timeframe=timeframe, count=per_asset, seed=seed)
         for n, window in enumerate(cut_windows(spec), 1):
-            for root in (root for root, count in roots.items() if n <= count):
+            for root in (root for root, count in roots.items() if written < count):
                 write_benchmark_file(root / symbol / f"{symbol}_{timeframe}_{n}.csv", window.bars)
+            written += 1
 
 
 def plans(settings: Settings, local: bool) -> list[WorkerPlan]:
@@ -141,7 +143,7 @@ async def main(options: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     windows, local_windows = store / "windows", store / "local-windows"
     write_windows(
-        {windows: options.windows, local_windows: options.local_windows},
+        {windows: len(ASSETS) * options.windows, local_windows: options.local_windows},
         options.windows,
         options.seed,
     )
@@ -172,7 +174,7 @@ async def main(options: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--windows", type=int, default=10, help="offline windows per asset")
-    parser.add_argument("--local-windows", type=int, default=1, help="local windows per asset")
+    parser.add_argument("--local-windows", type=int, default=1, help="windows for the local model")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-local", action="store_true", help="the offline analyst only")
     parser.add_argument("--store", type=Path, default=Path(".quantdesk/study"))

@@ -209,6 +209,9 @@ def test_agent_probes_pair_each_changed_call_with_the_original() -> None:
     calls = [AgentCall(window_id=w.window_id, decision=qa.Direction.LONG) for w in windows]
     flipped = qa.Direction.SHORT
     probe_calls = [
+        ProbeCall(window_id=c.window_id, variant=None, decision=c.decision) for c in calls
+    ]
+    probe_calls += [
         ProbeCall(window_id=w.window_id, variant=Variant.MIRRORED, decision=flipped)
         for w in windows[:3]
     ] + [ProbeCall(window_id=windows[3].window_id, variant=Variant.MIRRORED, error="timed out")]

@@ -242,23 +242,12 @@ class ProbeReport(BaseModel):
 
 
 def _agent_caller(
-    calls: dict[tuple[str, Variant | None], ProbeCall],
-    original: dict[str, AgentCall],
-    read: Callable[[ProbeCall], Lean | None],
+    calls: dict[tuple[str, Variant | None], ProbeCall], read: Callable[[ProbeCall], Lean | None]
 ) -> Caller:
-    """A QuantAgent agent's calls as recorded: the original from the evaluation's own calls
-    when the agent is the decision, else from the recorded probe call."""
+    """One of QuantAgent's agents, as the recorded probe calls show it (none when failed)."""
 
     def call(window: Window, variant: Variant | None) -> Lean | None:
         probe = calls.get((window.window_id, variant))
-        if probe is None and variant is None and window.window_id in original:
-            recorded = original[window.window_id]
-            probe = ProbeCall(
-                window_id=window.window_id,
-                variant=None,
-                decision=recorded.decision,
-                error=recorded.error,
-            )
         return None if probe is None or probe.error is not None else read(probe)
 
     return call
@@ -277,20 +266,16 @@ def _baseline_caller(name: str, seed: int) -> Caller:
     return call
 
 
-def _callers(
-    probe_calls: Sequence[ProbeCall], original: dict[str, AgentCall], seed: int
-) -> dict[str, Caller]:
+def _callers(probe_calls: Sequence[ProbeCall], seed: int) -> dict[str, Caller]:
     by_key = {(call.window_id, call.variant): call for call in probe_calls}
     return {
         "QuantAgent decision": _agent_caller(
-            by_key, original, lambda p: Lean(p.decision.value) if p.decision else None
+            by_key, lambda p: Lean(p.decision.value) if p.decision else None
         ),
         "pattern agent": _agent_caller(
-            by_key, {}, lambda p: _BIAS_LEAN[p.pattern] if p.pattern else None
+            by_key, lambda p: _BIAS_LEAN[p.pattern] if p.pattern else None
         ),
-        "trend agent": _agent_caller(
-            by_key, {}, lambda p: _TREND_LEAN[p.trend] if p.trend else None
-        ),
+        "trend agent": _agent_caller(by_key, lambda p: _TREND_LEAN[p.trend] if p.trend else None),
         **{BASELINE_TITLES[name]: _baseline_caller(name, seed) for name in BASELINES},
     }
 
@@ -389,7 +374,7 @@ def probe_report(
     callers = (
         [
             probe_caller(name, caller, valid, probes, seed)
-            for name, caller in _callers(probe_calls, original, seed).items()
+            for name, caller in _callers(probe_calls, seed).items()
         ]
         if probes
         else []
