@@ -16,6 +16,11 @@ the evaluation stops. Invalid windows do not count towards that
 stop: their cause is their own rows. Every ``windows_per_run`` windows the run
 continues as new, carrying the calls so far, so the benchmark's 1,600 windows
 never make one history too long.
+
+With ``variants`` (``--anonymise``, ``quantdesk eval probes``) each window also gets
+one child per changed copy of its visible bars (``shared.evaluation.probes``), built
+here from the seed and the window, so the history shows what each child was shown;
+their calls feed the probe tables and the anonymised gap, never the window's score.
 """
 
 from __future__ import annotations
@@ -240,6 +245,7 @@ class EvaluateWorkflow(Resumable):
         page = await self._visible_page(carry, info.page)
         window = next(w for w in page.windows if w.window_id == info.window_id)
         original = self._child(args, carry, window, window.window_id)
+        # No patch needed: a history without variants issues exactly the commands it did.
         if not args.variants:
             result = await original
         else:
