@@ -11,6 +11,7 @@ from cli.broker import broker_app
 from cli.codec import codec_app
 from cli.evaluate import eval_app
 from cli.exit import fail_on_quantdesk_errors, finish
+from cli.mcp import register as register_mcp
 from cli.model import model_app
 from cli.portfolio import portfolio_app
 from cli.portfolio import register as register_approval
@@ -45,6 +46,7 @@ register_run_commands(app)
 register_report_command(app)
 register_backtest(app)
 register_approval(app)
+register_mcp(app)
 app.add_typer(run_app, name="run")
 app.add_typer(schedule_app, name="schedule")
 app.add_typer(eval_app, name="eval")

@@ -53,7 +53,8 @@ class ScheduleRow:
     runs: int
 
 
-def _flow(name: str) -> tuple[str, type[BaseModel]]:
+def startable(name: str) -> tuple[str, type[BaseModel]]:
+    """The workflow type and input model of a startable flow; ``NotFound`` naming the others."""
     if name not in STARTABLE:
         raise NotFound(f"no flow {name!r} to start: use one of {', '.join(STARTABLE)}")
     return STARTABLE[name]
@@ -66,14 +67,14 @@ async def start(request: Request) -> HTMLResponse:
         request,
         "start.html",
         flows=STARTABLE,
-        schedules=await _schedules(desk_of(request)),
+        schedules=await schedule_rows(desk_of(request)),
     )
 
 
 @router.get("/start/{flow}", response_class=HTMLResponse)
 async def start_form(request: Request, flow: str) -> HTMLResponse:
     """One flow's form, blank (its defaults shown)."""
-    workflow_type, model = _flow(flow)
+    workflow_type, model = startable(flow)
     return page(
         request,
         "start_flow.html",
@@ -88,7 +89,7 @@ async def start_form(request: Request, flow: str) -> HTMLResponse:
 @router.post("/start/{flow}", response_model=None)
 async def start_run(request: Request, flow: str) -> HTMLResponse | RedirectResponse:
     """Check the filled form with the flow's model; start the run, or show what is wrong."""
-    workflow_type, model = _flow(flow)
+    workflow_type, model = startable(flow)
     fields = form_fields(model)
     form = await request.form()
     payload = payload_of(fields, form)
@@ -105,7 +106,14 @@ async def start_run(request: Request, flow: str) -> HTMLResponse | RedirectRespo
             given=given,
             problems=problems,
         )
-    desk = desk_of(request)
+    workflow_id = await start_flow(desk_of(request), flow, payload, "the console")
+    return RedirectResponse(f"/runs/{quote(workflow_id)}", 303)
+
+
+async def start_flow(desk: Desk, flow: str, payload: dict[str, Any], source: str) -> str:
+    """Start ``flow`` (a ``STARTABLE`` name) with ``payload``, already checked by its model,
+    under an id like the CLI's; its workflow id. ``source`` says who started it."""
+    workflow_type, _ = startable(flow)
     workflow_id = new_workflow_id(flow, *(str(payload[p]) for p in ID_PARTS if p in payload))
     try:
         await (await desk.client()).start_workflow(
@@ -113,14 +121,15 @@ async def start_run(request: Request, flow: str) -> HTMLResponse | RedirectRespo
             payload,
             id=workflow_id,
             task_queue=desk.settings.queues.workflows,
-            static_summary=f"{workflow_type} from the console",
+            static_summary=f"{workflow_type} from {source}",
         )
     except RPCError as error:
         raise rpc_problem(error, f"cannot start {workflow_type}") from None
-    return RedirectResponse(f"/runs/{quote(workflow_id)}", 303)
+    return workflow_id
 
 
-async def _schedules(desk: Desk) -> list[ScheduleRow]:
+async def schedule_rows(desk: Desk) -> list[ScheduleRow]:
+    """Every schedule, as the Start page lists it."""
     client = await desk.client()
     rows = []
     try:
@@ -149,12 +158,17 @@ async def _schedules(desk: Desk) -> list[ScheduleRow]:
 @router.post("/schedules/{name}/{verb}")
 async def schedule_action(request: Request, name: str, verb: str) -> RedirectResponse:
     """Pause, unpause or trigger a schedule."""
+    await act_on_schedule(desk_of(request), name, verb)
+    return RedirectResponse(f"/start?said={quote(f'{verb}: {name}')}", 303)
+
+
+async def act_on_schedule(desk: Desk, name: str, verb: str) -> None:
+    """Pause, unpause or trigger schedule ``name``; ``NotFound`` for another verb or name."""
     if verb not in SCHEDULE_VERBS:
         raise NotFound(f"no schedule action {verb!r}: use {', '.join(SCHEDULE_VERBS)}")
-    handle = (await desk_of(request).client()).get_schedule_handle(name)
+    handle = (await desk.client()).get_schedule_handle(name)
     try:
         act: Any = getattr(handle, verb)
         await act()
     except RPCError as error:
         raise rpc_problem(error, f"no schedule called {name!r}") from None
-    return RedirectResponse(f"/start?said={quote(f'{verb}: {name}')}", 303)

@@ -263,6 +263,27 @@ class ConsoleSettings(BaseModel):
     )
 
 
+MCP_APPROVE_SETTING = f"{ENV_PREFIX}MCP__ALLOW_APPROVE"
+MCP_TOKEN_SETTING = f"{ENV_PREFIX}MCP__TOKEN"
+
+
+class McpSettings(BaseModel):
+    """The MCP server (`quantdesk mcp`): an AI assistant's door to the runs."""
+
+    allow_approve: bool = Field(
+        False,
+        description="offer approve_plan at all; even then a person confirms each approval "
+        "where the host can ask",
+    )
+    host: str = Field(
+        "127.0.0.1", description="`--http`: address to bind; beyond loopback a token is required"
+    )
+    port: int = Field(8410, ge=1, le=65535)
+    token: SecretStr | None = Field(
+        None, description="`--http`: asked of every request as `Authorization: Bearer` when set"
+    )
+
+
 CODEC_KEYS_SETTING = f"{ENV_PREFIX}CODEC__KEYS"
 CODEC_KEY_FILE_SETTING = f"{ENV_PREFIX}CODEC__KEY_FILE"
 CODEC_ENABLED_SETTING = f"{ENV_PREFIX}CODEC__ENABLED"
@@ -485,6 +506,7 @@ class Settings(_ProviderBlocks):
     database_url: str | None = Field(None, description="SQLAlchemy URL; default SQLite in data_dir")
     temporal: TemporalSettings = TemporalSettings()
     console: ConsoleSettings = ConsoleSettings()
+    mcp: McpSettings = McpSettings()
     codec: CodecSettings = CodecSettings()
     s3: S3Settings = S3Settings()
     queues: TaskQueues = TaskQueues()
