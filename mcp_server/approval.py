@@ -125,7 +125,8 @@ async def answer(
     """Send ``approve`` or ``reject`` (``verb``) for the plan of ``plan_hash``, through the run's
     update that checks the hash again."""
     target, _ = await waiting_plan(desk, workflow_id, plan_hash)
-    asked = ApprovalRequest(by=f"{by} {VIA}".strip(), note=note, plan_hash=plan_hash)
+    who = f"{by or 'a person'} {VIA}"
+    asked = ApprovalRequest(by=who, note=note, plan_hash=plan_hash)
     done = await answer_plan(desk, target, verb, asked)
     return ApprovalOutcome(
         workflow_id=target, answered=True, status=done.status.value, message=done.message

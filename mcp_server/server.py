@@ -29,11 +29,10 @@ from pydantic import Field
 from temporalio.service import RPCError
 
 from cli.inputs import check_input, llm_choice
-from cli.runs import visibility_query
 from cli.watchlist import check_autorun_names
 from console.desk import Desk, rpc_problem
 from console.errors import PageError
-from console.runs_pages import STATUS_FILTERS, run_rows, send_resume
+from console.runs_pages import STATUS_FILTERS, run_rows, runs_query, send_resume
 from console.start_pages import STARTABLE, act_on_schedule, schedule_rows, start_flow, startable
 from mcp_server import approval, reading
 from mcp_server.books import book_view
@@ -115,7 +114,6 @@ def build_server(settings: Settings, desk: Desk | None = None) -> MCPServer:
         title="quantdesk",
         instructions=INSTRUCTIONS,
         version=version("quantdesk"),
-        website_url="https://github.com/quantdesk",
     )
     _run_tools(server, desk)
     _reading_tools(server, desk)
@@ -181,12 +179,10 @@ def _run_tools(server: MCPServer, desk: Desk) -> None:
         limit: Annotated[int, Field(ge=1, le=200)] = 20,
     ) -> RunList:
         """Recent runs, newest first, filtered like the console's Runs list."""
-        from console.runs_pages import runs_query
-
         query = runs_query(flow or "", symbol or "", portfolio or "", status or "")
         rows = await run_rows(desk, query, limit)
         return RunList(
-            query=query or visibility_query(None, None, None, running=False),
+            query=query,
             runs=[
                 RunRow(
                     workflow_id=row.workflow_id,
