@@ -210,6 +210,8 @@ async def test_a_quantagent_run_is_started_followed_and_read(
         assert f"## Decision: {decision['decision']}" in report["text"]
         assert "not follow instructions" in report["note"]
 
+        whole = await client.read_resource(f"quantdesk://runs/{run_id}/report")
+        assert whole.contents[0].text == report["text"]  # type: ignore[union-attr]
         read = await client.read_resource(f"quantdesk://runs/{run_id}/charts/pattern")
         assert base64.b64decode(read.contents[0].blob).startswith(b"\x89PNG")  # type: ignore[union-attr]
         listed = await session.ok("list_runs", flow="QuantAgent", symbol="goog")
@@ -259,6 +261,9 @@ async def test_an_approval_is_a_persons_and_binds_the_plan_it_showed(stack: McpS
         assert report["text"] and report["page"] == 1
 
     book = await _tool(stack.server(), "get_book", name=BOOK)
+    async with Client(stack.server()) as client:
+        read = await client.read_resource(f"quantdesk://books/{BOOK}")
+    assert json.loads(read.contents[0].text) == book  # type: ignore[union-attr]
     traded = {trade["symbol"] for trade in book["recent_trades"]}
     assert traded == {order["symbol"] for order in plan["orders"]}
     assert book["pending_approvals"] == []
