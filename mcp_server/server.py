@@ -114,6 +114,8 @@ def build_server(settings: Settings, desk: Desk | None = None) -> MCPServer:
         title="quantdesk",
         instructions=INSTRUCTIONS,
         version=version("quantdesk"),
+        # The SDK's own lines (a session opened) go to stderr; keep a host's log to problems.
+        log_level="WARNING",
     )
     _run_tools(server, desk)
     _reading_tools(server, desk)

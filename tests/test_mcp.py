@@ -41,6 +41,7 @@ from console.desk import Desk
 from mcp_server.http import MCP_PATH, http_app
 from mcp_server.server import build_server
 from shared.config import Settings
+from shared.errors import ConfigError
 from tests.servers import free_port_base, isolated_settings, running_workers, tools_reading
 from workers.main import plan_for
 from workers.roles import WorkerRole
@@ -339,6 +340,8 @@ async def test_what_a_finished_run_does_not_have_is_named(
         assert "plans wait in Portfolio and AutoRun runs" in plan
         resume = await session.refused("resume_run", run_id=run_id)
         assert "is completed: nothing to resume" in resume
+        cancel = await session.refused("cancel_run", run_id=run_id)
+        assert "is completed: nothing to cancel" in cancel
 
 
 async def test_the_tool_list_is_frozen(stack: McpStack) -> None:
@@ -397,6 +400,9 @@ async def test_quantdesk_mcp_over_stdio_serves_a_host(
 async def test_over_http_a_token_is_asked_and_a_foreign_page_refused(stack: McpStack) -> None:
     import httpx2
 
+    open_wide = stack.settings.mcp.model_copy(update={"host": "0.0.0.0"})
+    with pytest.raises(ConfigError, match="QUANTDESK_MCP__TOKEN"):
+        http_app(stack.server(), stack.settings.model_copy(update={"mcp": open_wide}))
     port = free_port_base(lambda base: [base])
     settings = stack.settings.model_copy(
         update={
