@@ -6,8 +6,8 @@ driven in-process by the SDK's ``Client``, whose elicitation callback plays the 
 a QuantAgent run is started, waited for and read (decision, chart, report); an AutoRun
 with approval waits on its plan, which a declined question, a stale hash, a host that
 cannot ask and a server that does not allow approving each leave waiting, until a
-confirmed approval trades it. Every bad input comes back as a tool error in words. The
-tool list is frozen in ``tests/data/mcp_tools.json``. One test spawns `quantdesk mcp` over
+confirmed approval trades it. A schedule is listed and triggered. Every bad input comes
+back as a tool error in words. The tool list is frozen in ``tests/data/mcp_tools.json``. One test spawns `quantdesk mcp` over
 stdio as a host does; one serves it over HTTP behind a token and the Origin check.
 
 ``QUANTDESK_UPDATE_DOCS=1`` writes the AutoRun session (each call and its result) to
@@ -21,6 +21,7 @@ import base64
 import json
 import os
 import sys
+import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ from mcp.types import CallToolResult, ElicitRequestParams, ElicitResult, ImageCo
 from pydantic import SecretStr
 from temporalio.testing import WorkflowEnvironment
 
+from cli.schedule import ScheduleRequest, create_schedule
 from console.desk import Desk
 from mcp_server.http import MCP_PATH, http_app
 from mcp_server.server import build_server
@@ -342,6 +344,33 @@ async def test_what_a_finished_run_does_not_have_is_named(
         assert "is completed: nothing to resume" in resume
         cancel = await session.refused("cancel_run", run_id=run_id)
         assert "is completed: nothing to cancel" in cancel
+
+
+async def test_a_schedule_is_listed_and_triggered(stack: McpStack) -> None:
+    name = f"mcp-morning-{uuid.uuid4().hex[:6]}"
+    request = ScheduleRequest(
+        name=name, flow="quantagent", cron="0 6 * * 1-5", tz="UTC", workflow_input=QUANTAGENT
+    )
+    client = await stack.desk.client()
+    await create_schedule(client, stack.settings, request)
+    try:
+        async with Client(stack.server()) as mcp:
+            session = Session(mcp)
+            listed = (await session.ok("list_schedules"))["schedules"]
+            mine = next(row for row in listed if row["name"] == name)
+            assert mine["flow"] == "QuantAgent" and mine["cron"] == "0 6 * * 1-5"
+            triggered = await session.ok("trigger_schedule", name=name)
+            assert triggered["target"] == name
+        for _ in range(100):
+            if (await client.get_schedule_handle(name).describe()).info.num_actions == 1:
+                break
+            await asyncio.sleep(0.1)
+        info = (await client.get_schedule_handle(name).describe()).info
+        assert info.num_actions == 1
+        # Its run is not this test's subject: end it rather than let the workers finish it.
+        await client.get_workflow_handle(info.recent_actions[-1].action.workflow_id).terminate()
+    finally:
+        await client.get_schedule_handle(name).delete()
 
 
 async def test_the_tool_list_is_frozen(stack: McpStack) -> None:
