@@ -27,6 +27,7 @@ from cli.views import innermost_cause, web_ui_url
 from console.desk import Desk
 from console.errors import NotFound
 from console.paging import Paging, paged
+from console.steps_view import StepRow, step_rows
 from shared.reports.autorun import chart_name
 from shared.storage.buckets import CHARTS_BUCKET, REPORTS_BUCKET
 from workflows.progress import RunProgress, StepState
@@ -79,6 +80,13 @@ class RunPage:
         if self.workflow_id in self.stuck:
             return "stuck"
         return self.status.name.lower() if self.status else "unknown"
+
+    @property
+    def step_rows(self) -> list[StepRow]:
+        """The Steps table, large groups of steps folded (``console.steps_view``)."""
+        if self.progress is None:
+            return []
+        return step_rows(self.progress.steps, self.progress.waiting, self.stuck_steps)
 
     def step_state(self, step: str) -> StepState | None:
         """A step's state in the progress, None when not (yet) known."""

@@ -15,6 +15,7 @@ import html
 import re
 import uuid
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -23,11 +24,14 @@ from temporalio.testing import WorkflowEnvironment
 
 import cli.runs as cli_runs
 from cli.runs import list_runs, runs_filter
+from cli.stuck_runs import StuckRun
 from console.app import create_app
+from console.steps_view import step_rows
 from shared.config import load_settings
 from shared.errors import InvalidInput
 from tests.run_family import FamilyInput, FamilyWorkflow, family_worker, ticker
 from tests.screens import recording_console
+from workflows.progress import StepState
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 QUEUE = f"console-scale-{uuid.uuid4().hex[:6]}"
@@ -141,6 +145,10 @@ async def test_the_run_page_shows_its_tickers_25_at_a_time(
         table = page.split('id="tickers"')[1].split("</table>")[0]
         return re.findall(r'href="/runs/[^"]+-pipeline-(T\d+)"', table)
 
+    steps = first.split('id="steps"')[1].split("</table>")[0]
+    assert steps.count("<tr") == 2  # the header and the folded pipelines
+    assert f'<b>pipeline</b> <span class="muted">× {TICKERS}</span>' in steps
+    assert f"{NAPPING} running" in steps and f"{TICKERS - NAPPING} done" in steps
     assert tickers(first) == [ticker(n) for n in range(25)]
     assert "1–25 of 60" in first and 'href="?page=2" rel="next"' in first
     assert tickers(last) == [ticker(n) for n in range(50, TICKERS)]
@@ -177,6 +185,35 @@ async def test_quantdesk_runs_lists_roots_with_their_children_counted_and_childr
     }
     with pytest.raises(InvalidInput, match="`parent`: --parent and --all"):
         runs_filter(None, None, None, False, big, True)
+
+
+async def test_a_folded_step_that_needs_a_person_is_still_listed() -> None:
+    steps = {f"pipeline T{n:03d}": StepState.DONE for n in range(20)}
+    steps |= {"pipeline T005": StepState.FAILED, "pipeline T007": StepState.RUNNING}
+    steps |= {"portfolio": StepState.PENDING}
+    held = StuckRun(
+        workflow_id="x-pipeline-T009",
+        run_id="r",
+        workflow_type="Pipeline",
+        message="poisoned",
+        cause="workflow worker unhandled failure",
+        since=datetime.now(UTC),
+        attempts=3,
+        ancestors=["x"],
+        step="pipeline T009",
+    )
+
+    rows = step_rows(steps, {"pipeline T007": "a key was refused"}, {"pipeline T009": held})
+
+    assert [(r.name, r.state, r.message) for r in rows] == [
+        ("pipeline", "done", ""),
+        ("pipeline T005", "failed", ""),
+        ("pipeline T007", "waiting", "a key was refused"),
+        ("pipeline T009", "stuck", "poisoned"),
+        ("portfolio", "pending", ""),
+    ]
+    assert rows[0].count == 20 and rows[0].states == "17 done, 1 failed, 1 waiting, 1 stuck"
+    assert rows[0].detail == "tickers"
 
 
 @pytest.mark.parametrize(
