@@ -32,9 +32,9 @@ from rich.console import Console
 from temporalio.client import Client
 
 from cli.exit import fail_on_quantdesk_errors, finish
+from cli.history_payloads import payloads_in
 from shared.config import CODEC_ENABLED_SETTING, CODEC_KEYS_SETTING, Settings, load_settings
 from shared.errors import ConfigError
-from shared.history_payloads import payloads_in
 from shared.storage.buckets import PAYLOADS_BUCKET
 from shared.storage.claim_check import CLAIMS_PREFIX
 from shared.storage.objects import ObjectStore, StoredObject

@@ -12,7 +12,7 @@ from temporalio.api.common.v1 import Payloads
 from temporalio.api.history.v1 import History
 from temporalio.client import WorkflowHistory
 
-from shared.history_payloads import payloads_in
+from cli.history_payloads import payloads_in
 
 __all__ = ["event_payloads", "json_values", "payloads_in", "without_search_attributes"]
 
