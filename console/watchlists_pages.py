@@ -30,6 +30,8 @@ from shared.watchlists.symbols import split_symbols
 router = APIRouter()
 
 SYMBOLS_FIELD, CSV_FIELD = "symbols", "csv"
+MAX_CSV_BYTES = 1_000_000
+"""An uploaded CSV's limit: a list of 500 symbols is about 5 KB."""
 REMOVE_FORM = "remove"
 """Where a problem of the symbols ticked for removal is shown (above the table)."""
 
@@ -40,7 +42,14 @@ async def given_symbols(form: FormData) -> list[str]:
     upload = form.get(CSV_FIELD)
     chosen = upload if isinstance(upload, UploadFile) and upload.filename else None
     if chosen is not None:
-        listed += uploaded_symbols(await chosen.read(), chosen.filename or CSV_FIELD)
+        data = await chosen.read(MAX_CSV_BYTES + 1)
+        if len(data) > MAX_CSV_BYTES:
+            raise InvalidInput(
+                CSV_FIELD,
+                f"{chosen.filename} is larger than {MAX_CSV_BYTES:,} bytes",
+                fix="Upload a CSV of symbols only (a `symbol` column, or one per line).",
+            )
+        listed += uploaded_symbols(data, chosen.filename or CSV_FIELD)
     if not listed and chosen is None:
         raise InvalidInput(
             SYMBOLS_FIELD, "none given", fix="Type symbols, or choose a CSV file to upload."

@@ -98,6 +98,8 @@ async def test_each_bad_input_gets_its_message_next_to_its_field(
     assert "`symbols`: listed more than once: QBTX" in twice
     assert "names.csv holds no symbols" in problem(await create("", csv=b"\n\n"), "csv")
     assert "names.csv is not UTF-8" in problem(await create("", csv=b"\xff\xfe\x00Q"), "csv")
+    huge = await create("", csv=b"QBTX\n" * 250_000)
+    assert "names.csv is larger than 1,000,000 bytes" in problem(huge, "csv")
     assert "is not a watchlist name" in problem(await create("QBTX", name="tech desk"), "name")
     await create("QBTX LMNW")
     assert "a watchlist called 'tech' exists" in problem(await create("CRSX"), "name")
