@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import html
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -524,6 +525,8 @@ async def test_a_finished_approval_is_refused_with_409(stack: ConsoleStack, desk
     assert again.status_code == 409 and "no approval waits" in shown(again)
     assert resume.status_code == 409 and "nothing to resume" in shown(resume)
     assert 'id="report"' in shown(report)
+    tally = shown(report).split('<p id="tally"><b>')[1].split("</b>")[0]
+    assert re.fullmatch(r"\d+ of \d+ decided: \d+ \w+.*", tally), tally
 
 
 async def test_quantdesk_run_links_a_run_to_its_console_page_while_the_console_answers(
