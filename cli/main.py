@@ -21,6 +21,7 @@ from cli.run import run_app
 from cli.runs import register as register_run_commands
 from cli.schedule import schedule_app
 from cli.stack.commands import register as register_stack_commands
+from cli.storage import storage_app
 from cli.watchlist import watchlist_app
 from shared.config import load_settings
 from workers.roles import ROLE_NAMES, WorkerRole
@@ -52,6 +53,7 @@ app.add_typer(schedule_app, name="schedule")
 app.add_typer(eval_app, name="eval")
 app.add_typer(portfolio_app, name="portfolio")
 app.add_typer(watchlist_app, name="watchlist")
+app.add_typer(storage_app, name="storage")
 app.add_typer(broker_app, name="broker")
 app.add_typer(model_app, name="model")
 app.add_typer(prompt_app, name="prompt")

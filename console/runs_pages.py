@@ -1,7 +1,7 @@
 """The Runs list, the Run page (and its live part), and the ``resume`` button.
 
 The list shows root runs, newest started first, each with its children counted by status
-and a link to them (``?parent=<id>``); ``children=on`` lists every run (``console.run_tree``).
+and a link to them (``?parent=<id>``); ``children=on`` lists every run (``cli.run_tree``).
 A run whose workflow task keeps failing is listed as ``stuck``, its failure on hover.
 """
 
@@ -15,13 +15,13 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from temporalio.service import RPCError
 
+from cli.run_tree import Children, children_of, narrowed, tree_clause
 from cli.runs import visibility_query
 from cli.stuck_runs import is_marked, listed_status
 from cli.views import web_ui_url
 from console.desk import Desk, rpc_problem
 from console.errors import PageError
 from console.paging import page_number
-from console.run_tree import Children, children_of, tree_clause
 from console.run_view import load_run
 from console.web import desk_of, page
 from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
@@ -75,12 +75,9 @@ def runs_query(flow: str, symbol: str, portfolio: str, status: str, tree: str = 
     if status and status not in STATUS_FILTERS:
         raise PageError(f"status {status!r} is not one of: {', '.join(STATUS_FILTERS)}")
     query = visibility_query(flow or None, symbol or None, portfolio or None, running=False)
-    clauses = [query] if query else []
     if status:
-        clauses.append(f"ExecutionStatus = '{STATUS_FILTERS[status]}'")
-    if tree:
-        clauses.append(tree)
-    return " AND ".join(clauses)
+        query = narrowed(query, f"ExecutionStatus = '{STATUS_FILTERS[status]}'")
+    return narrowed(query, tree)
 
 
 @router.get("/", include_in_schema=False)

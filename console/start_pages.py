@@ -2,13 +2,16 @@
 
 A form is built from the flow's input model (``console.forms``); a filled one is checked
 by that model before anything starts, and a problem is shown next to its field with a
-422. The run starts on the configured workflow queue under an id like the CLI's, and the
+422. An AutoRun's ``watchlist`` is a menu of the watchlists there are (a watchlist's page
+links here with it chosen: ``/start/autorun?watchlist=NAME``), and its names are checked
+against the data before it starts, as `quantdesk run autorun` does. The run starts on the configured workflow queue under an id like the CLI's, and the
 page moves to the new run's page. Schedules are Temporal's own (``quantdesk schedule``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -22,8 +25,9 @@ from cli.inputs import new_workflow_id
 from cli.schedule import SCHEDULABLE
 from console.desk import Desk, rpc_problem
 from console.errors import NotFound
-from console.forms import form_fields, payload_of, problems_of
+from console.forms import FormField, form_fields, payload_of, problems_of
 from console.web import desk_of, page
+from shared.errors import InvalidInput
 from workflows.backtest import BacktestInput
 from workflows.portfolio import PortfolioInput
 
@@ -39,6 +43,7 @@ backtest. An evaluation names its windows as structured data: `quantdesk eval` s
 SCHEDULE_VERBS = ("pause", "unpause", "trigger")
 ID_PARTS = ("symbol", "portfolio")
 """Input fields that also name the run (``pipeline-GOOG-<stamp>``, ``autorun-desk-...``)."""
+WATCHLIST_FIELD = "watchlist"
 
 
 @dataclass(frozen=True)
@@ -71,29 +76,51 @@ async def start(request: Request) -> HTMLResponse:
     )
 
 
+async def _fields(desk: Desk, model: type[BaseModel]) -> list[FormField]:
+    """The form of ``model``, a ``watchlist`` field as a menu of the watchlists there are."""
+    fields = form_fields(model)
+    if not any(spec.name == WATCHLIST_FIELD for spec in fields):
+        return fields
+    found = await asyncio.to_thread(desk.watchlists.store.watchlists)
+    menu = [w.name for w in found]
+    return [
+        replace(spec, kind="choice", options=menu) if spec.name == WATCHLIST_FIELD else spec
+        for spec in fields
+    ]
+
+
 @router.get("/start/{flow}", response_class=HTMLResponse)
 async def start_form(request: Request, flow: str) -> HTMLResponse:
-    """One flow's form, blank (its defaults shown)."""
+    """One flow's form, blank (its defaults shown) but for fields the address fills in
+    (``?watchlist=tech``)."""
     workflow_type, model = startable(flow)
+    fields = await _fields(desk_of(request), model)
+    given = {
+        spec.name: request.query_params.getlist(spec.name)
+        for spec in fields
+        if spec.name in request.query_params
+    }
     return page(
         request,
         "start_flow.html",
         flow=flow,
         workflow_type=workflow_type,
-        fields=form_fields(model),
-        given={},
+        fields=fields,
+        given=given,
         problems={},
     )
 
 
 @router.post("/start/{flow}", response_model=None)
 async def start_run(request: Request, flow: str) -> HTMLResponse | RedirectResponse:
-    """Check the filled form with the flow's model; start the run, or show what is wrong."""
+    """Check the filled form with the flow's model (and an AutoRun's names against the
+    data); start the run, or show what is wrong."""
     workflow_type, model = startable(flow)
-    fields = form_fields(model)
+    desk = desk_of(request)
+    fields = await _fields(desk, model)
     form = await request.form()
     payload = payload_of(fields, form)
-    problems = problems_of(model, payload)
+    problems = problems_of(model, payload) or await _names_problems(desk, payload)
     if problems:
         given = {spec.name: form.getlist(spec.name) for spec in fields}
         return page(
@@ -106,7 +133,7 @@ async def start_run(request: Request, flow: str) -> HTMLResponse | RedirectRespo
             given=given,
             problems=problems,
         )
-    workflow_id = await start_flow(desk_of(request), flow, payload, "the console")
+    workflow_id = await start_flow(desk, flow, payload, "the console")
     return RedirectResponse(f"/runs/{quote(workflow_id)}", 303)
 
 
@@ -126,6 +153,15 @@ async def start_flow(desk: Desk, flow: str, payload: dict[str, Any], source: str
     except RPCError as error:
         raise rpc_problem(error, f"cannot start {workflow_type}") from None
     return workflow_id
+
+
+async def _names_problems(desk: Desk, payload: dict[str, object]) -> dict[str, str]:
+    """An unknown watchlist, or unknown symbols (each named), as the problem of its field."""
+    try:
+        await asyncio.to_thread(desk.watchlists.check_autorun_names, payload)
+    except InvalidInput as error:
+        return {error.field: str(error)}
+    return {}
 
 
 async def schedule_rows(desk: Desk) -> list[ScheduleRow]:

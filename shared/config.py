@@ -558,6 +558,12 @@ class Settings(_ProviderBlocks):
         description="larger tool answers travel through Temporal as claims on objects in the "
         "payloads bucket, which the chat activity reads (shared/storage/claim_check.py)",
     )
+    claims_retention_days: int = Field(
+        30,
+        ge=1,
+        description="`quantdesk storage prune` deletes claimed objects last written longer ago "
+        "than this that no run still running, or closed since, holds (cli/storage.py)",
+    )
     prices: dict[str, ModelPrice] = Field(
         default_factory=list_prices,
         description='USD per million tokens per model, JSON like {"gpt-4.1": {"input": 2, '
