@@ -277,6 +277,9 @@ class EvaluateWorkflow(Resumable):
                 seed=args.seed,
                 label=label,
                 prefix=carry.prefix,
+                llm=args.llm,
+                windows=args.windows,
+                cost_usd=carry.usage.total.cost_usd,
             ),
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
