@@ -63,7 +63,9 @@ def rising_window(window_id: str, first: datetime, bars: int = 60) -> Window:
 
 def evaluation(*firsts: tuple[str, datetime]) -> Evaluation:
     windows = [rising_window(window_id, first) for window_id, first in firsts]
-    calls = {w.window_id: AgentCall(window_id=w.window_id, decision=Direction.LONG) for w in windows}
+    calls = {
+        w.window_id: AgentCall(window_id=w.window_id, decision=Direction.LONG) for w in windows
+    }
     scored = score_windows(windows, calls, seed=0, label="QuantAgent, openai", cutoff=CUTOFF)
     return measure(scored, trials=3, cost_usd=0.02)
 
@@ -143,8 +145,10 @@ def test_a_window_before_the_cutoff_is_tagged_in_every_report_format(split: Eval
 def test_a_run_entirely_before_the_cutoff_says_so_first() -> None:
     early = evaluation((BEFORE_ID, datetime(2023, 1, 2, tzinfo=UTC)))
     assert early.summary.all_before_cutoff
-    assert render_markdown(early).split("\n\n")[1].startswith(
-        "**All 1 scored windows fall before the models' training cutoff (2024-04-30)"
+    assert (
+        render_markdown(early)
+        .split("\n\n")[1]
+        .startswith("**All 1 scored windows fall before the models' training cutoff (2024-04-30)")
     )
 
 
