@@ -241,6 +241,9 @@ def quantagent(
     vision_model: str | None = typer.Option(None, help="model for the chart agents"),
     deep_model: str | None = typer.Option(None, help="model for the decision agent"),
     concurrency: int = typer.Option(DEFAULT_CONCURRENCY, help="windows analysed at once"),
+    repeats: int = typer.Option(
+        1, help="analyse each window N times (non-deterministic models); it counts once"
+    ),
     out: Path = typer.Option(Path("evaluations"), help="reports go to OUT/<workflow id>/"),
 ) -> None:
     """Run QuantAgent on every window, then print accuracy with intervals against baselines."""
@@ -262,6 +265,7 @@ def quantagent(
             ),
             "concurrency": concurrency,
             "seed": seed,
+            "repeats": repeats,
         }
         check_input(EvaluateInput, payload)
         workflow_id = new_workflow_id("evaluate-quantagent")

@@ -12,6 +12,8 @@ import pytest
 import statsmodels.api as sm
 from arch.bootstrap import SPA
 
+from shared.agents.quantagent import Direction
+from shared.evaluation.scoring import AgentCall, majority_call
 from shared.stats.direction import effective_windows, pesaran_timmermann, windows_needed
 from shared.stats.ledger import TrialsLedger
 from shared.stats.returns import (
@@ -143,3 +145,18 @@ def test_the_ledger_counts_a_rerun_of_the_same_configuration_once() -> None:
     ledger.record("evaluation", config, label="an evaluation")
     assert (ledger.count("backtest"), ledger.count("evaluation")) == (2, 1)
     assert ledger.returns_on("backtest", "d") == [[0.3, 0.1]]
+
+
+def test_repeats_count_once_by_their_majority_and_a_tie_goes_to_the_first() -> None:
+    long, short = Direction.LONG, Direction.SHORT
+    calls = [
+        AgentCall(window_id="w", decision=short, risk_reward=1.0),
+        AgentCall(window_id="w", error="timed out"),
+        AgentCall(window_id="w", decision=long, risk_reward=3.0),
+        AgentCall(window_id="w", decision=long),
+    ]
+    call = majority_call("w", calls)
+    assert (call.decision, call.risk_reward, call.repeats) == (long, 2.0, [short, None, long, long])
+    assert majority_call("w", calls[:3]).decision is short  # 1–1: the first answer wins
+    failed = majority_call("w", [calls[1], calls[1]])
+    assert (failed.decision, failed.error, failed.repeats) == (None, "timed out", [None, None])

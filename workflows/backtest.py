@@ -175,7 +175,7 @@ def lesson_source(args: BacktestInput, as_of: datetime) -> SourceRun:
     question = args.model_dump(
         mode="json",
         include={"flow", "symbol", "start", "every", "analysts", "debate_rounds", "risk_rounds"},
-    ) | {"llm": args.llm.model_dump(mode="json")}
+    ) | {"llm": args.llm.model_dump(mode="json", exclude={"sample"})}
     digest = hashlib.sha256(json.dumps(question, sort_keys=True).encode()).hexdigest()[:16]
     return SourceRun(
         workflow_id=f"backtest/{args.symbol}/{digest}/{as_of.date().isoformat()}",

@@ -12,6 +12,7 @@ inside [0, 1] where the normal approximation does not.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
@@ -63,6 +64,28 @@ class AgentCall(BaseModel):
         default_factory=list,
         description="with --repeats: every repeat's call in order (None: that repeat failed); "
         "``decision`` is their majority",
+    )
+
+
+def majority_call(window_id: str, calls: Sequence[AgentCall]) -> AgentCall:
+    """One call for a window analysed several times: the majority of the repeats that
+    answered (a tie goes to the earliest of the tied calls), their mean risk/reward, and
+    every repeat's call; failed, with the first repeat's error, when none answered."""
+    repeats = [c.decision if c.error is None else None for c in calls]
+    answered = [c for c in calls if c.error is None and c.decision is not None]
+    if not answered:
+        return AgentCall(
+            window_id=window_id, error=calls[0].error or "no decision", repeats=repeats
+        )
+    votes = Counter(c.decision for c in answered)
+    top = max(votes.values())
+    decision = next(c.decision for c in answered if votes[c.decision] == top)
+    ratios = [c.risk_reward for c in answered if c.risk_reward is not None]
+    return AgentCall(
+        window_id=window_id,
+        decision=decision,
+        risk_reward=sum(ratios) / len(ratios) if ratios else None,
+        repeats=repeats,
     )
 
 
