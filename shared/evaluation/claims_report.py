@@ -38,7 +38,8 @@ def _interval(row: ScoreRow) -> str:
 
 
 def _figure(row: ScoreRow) -> str:
-    return f"{_pct(row.accuracy)} (95% CI {_interval(row)}) on {row.n} windows"
+    windows = "window" if row.n == 1 else "windows"
+    return f"{_pct(row.accuracy)} (95% CI {_interval(row)}) on {row.n} {windows}"
 
 
 def cutoff_lead(summary: EvaluationSummary) -> list[str]:

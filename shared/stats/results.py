@@ -7,7 +7,7 @@ as a dash or ``n/a``, never as a zero.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 TARGET_ACCURACY = 0.55
 """The edge every report says whether it could have detected: 55% right."""
@@ -55,6 +55,7 @@ class DirectionTests(BaseModel):
         "that rate is 55% or more (55% would not beat it)",
     )
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def enough(self) -> bool | None:
         """Whether the effective sample reached the windows needed against 50%."""

@@ -46,6 +46,16 @@ def _sharpes(sample: np.ndarray) -> np.ndarray:
     return np.array([sample.mean() / spread if spread > 0 else 0.0])
 
 
+def block_length(series: np.ndarray) -> int:
+    """The stationary bootstrap's mean block length by arch's ``optimal_block_length``; √n
+    where it is undefined (a series mostly flat, whose autocorrelations divide by zero)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        optimal = float(optimal_block_length(series)["stationary"].iloc[0])
+    if not math.isfinite(optimal):
+        optimal = math.sqrt(len(series))
+    return max(1, round(optimal))
+
+
 def sharpe_interval(
     returns: Sequence[float], periods_per_year: float, *, seed: int = 0
 ) -> tuple[float, float] | None:
@@ -53,8 +63,7 @@ def sharpe_interval(
     if len(returns) < MIN_BOOTSTRAP or sharpe(returns) is None:
         return None
     series = np.asarray(returns, dtype=float)
-    block = max(1, round(float(optimal_block_length(series)["stationary"].iloc[0])))
-    bootstrap = StationaryBootstrap(block, series, seed=seed)
+    bootstrap = StationaryBootstrap(block_length(series), series, seed=seed)
     low, high = bootstrap.conf_int(_sharpes, reps=BOOTSTRAP_REPS, method="percentile")[:, 0]
     scale = math.sqrt(periods_per_year)
     return float(low) * scale, float(high) * scale
