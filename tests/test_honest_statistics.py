@@ -133,8 +133,8 @@ def test_the_sharpe_interval_is_seeded_and_brackets_the_sharpe() -> None:
     assert board.win_rate == 0.75 and board.cost_per_decision == 0.01
 
 
-def test_the_ledger_counts_a_rerun_of_the_same_configuration_once() -> None:
-    ledger = TrialsLedger("sqlite://")
+def test_the_ledger_counts_a_rerun_of_the_same_configuration_once(database_url: str) -> None:
+    ledger = TrialsLedger(database_url)
     config = {"flow": "quantagent", "symbol": "GOOG", "llm": {"provider": "offline"}}
     ledger.record("backtest", config, label="first", sharpe=0.1, dates="d", returns=[0.1, 0.2])
     ledger.record("backtest", dict(reversed(config.items())), label="again", sharpe=0.2)
@@ -145,6 +145,8 @@ def test_the_ledger_counts_a_rerun_of_the_same_configuration_once() -> None:
     ledger.record("evaluation", config, label="an evaluation")
     assert (ledger.count("backtest"), ledger.count("evaluation")) == (2, 1)
     assert ledger.returns_on("backtest", "d") == [[0.3, 0.1]]
+    ledger.close()
+    assert TrialsLedger(database_url).count("backtest") == 2  # the version is kept, not redone
 
 
 def test_repeats_count_once_by_their_majority_and_a_tie_goes_to_the_first() -> None:
