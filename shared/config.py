@@ -78,6 +78,12 @@ class ProviderSettings(Serving):
         description="the sampling seed sent with every call (OpenAI-style servers; llama.cpp "
         "answers the same way each time with a seed and temperature 0)",
     )
+    knowledge_cutoff: str | None = Field(
+        None,
+        pattern=r"^(\d{4}-\d{2}(-\d{2})?|never)$",
+        description="the training cutoff of this provider's models (YYYY-MM or YYYY-MM-DD; "
+        "never: a rule that learned from no period), over models.dev's and the registry row's",
+    )
 
     @classmethod
     def of(cls, spec: ProviderSpec) -> ProviderSettings:

@@ -592,6 +592,7 @@ async def test_evaluations_and_backtests_show_their_tables_and_plots(
         plot = await http.get(listed.split('<img class="chart thumb" src="')[1].split('"')[0])
     assert evaluation in listed and backtest in listed
     assert "QuantAgent, offline" in listed  # the evaluation's label
+    assert "after cutoff: " in listed  # the offline analyst was trained on no period
     assert 'id="plot"' in run and 'id="report"' in run
     assert plot.status_code == 200 and plot.headers["content-type"] == "image/png"
 

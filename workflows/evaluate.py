@@ -40,8 +40,9 @@ with workflow.unsafe.imports_passed_through():
     )
     from activities.services import StoredReport
     from shared.agents.quantagent import Direction
-    from shared.evaluation.scoring import AgentCall, EvaluationSummary
+    from shared.evaluation.scoring import AgentCall, EvaluationSummary, majority_call
     from shared.evaluation.sources import WindowSpec
+    from shared.evaluation.windows import VisibleWindow
     from shared.llm.contracts import LlmChoice, UsageReport
     from workflows.activity_calls import run_activity
     from workflows.concurrency import root_message, run_bounded
@@ -63,6 +64,7 @@ FAIL_FAST_AFTER = 3
 """This many failures before any success stop the evaluation: the cause is not the windows."""
 MAX_CONCURRENCY = 64
 DEFAULT_CONCURRENCY = 4
+MAX_REPEATS = 10
 DEFAULT_WINDOWS_PER_RUN = 200
 """~30 KB of history a window (its bars, the child's input and result): ~6 MB a run."""
 
@@ -88,6 +90,13 @@ class EvaluateInput(RunInput):
     concurrency: int = Field(DEFAULT_CONCURRENCY, ge=1, le=MAX_CONCURRENCY)
     seed: int = Field(0, description="the random baseline's seed")
     windows_per_run: int = Field(DEFAULT_WINDOWS_PER_RUN, ge=1, le=1000)
+    repeats: int = Field(
+        1,
+        ge=1,
+        le=MAX_REPEATS,
+        description="analyses of each window, for models that answer differently each time; "
+        "the window counts once, by the majority call, and the report shows the spread",
+    )
     carry: EvaluateCarry | None = Field(None, description="set by the workflow itself")
 
 
@@ -118,9 +127,11 @@ class EvaluateResult(BaseModel):
     runs: int = Field(description="runs of this workflow id (it continues as new)")
 
 
-def child_id(window_id: str) -> str:
-    """The child's workflow id: the Evaluate id and the window, stable across runs."""
-    return f"{workflow.info().workflow_id}-{window_id}"
+def child_id(window_id: str, sample: int = 0) -> str:
+    """The child's workflow id: the Evaluate id and the window (and the repeat after the
+    first), stable across runs."""
+    repeat = f"-r{sample + 1}" if sample else ""
+    return f"{workflow.info().workflow_id}-{window_id}{repeat}"
 
 
 @workflow.defn(name="Evaluate")
@@ -203,7 +214,8 @@ class EvaluateWorkflow(Resumable):
         return failure == BAD_REPLY
 
     async def _analyse(self, args: EvaluateInput, carry: EvaluateCarry, info: WindowInfo) -> None:
-        """One QuantAgent child on the window's visible bars; its call (or error) is recorded.
+        """QuantAgent on the window's visible bars, ``repeats`` times one after the other; the
+        window's call (or error) is recorded once, the repeats' majority.
 
         An invalid window is recorded as failed with the loader's reason, without a child.
         """
@@ -212,8 +224,17 @@ class EvaluateWorkflow(Resumable):
             return
         page = await self._visible_page(carry, info.page)
         window = next(w for w in page.windows if w.window_id == info.window_id)
+        calls = [await self._run_child(args, carry, window, k) for k in range(args.repeats)]
+        call = calls[0] if args.repeats == 1 else majority_call(window.window_id, calls)
+        self._record(carry, call, page.truths[window.window_id])
+
+    async def _run_child(
+        self, args: EvaluateInput, carry: EvaluateCarry, window: VisibleWindow, sample: int
+    ) -> AgentCall:
+        """One QuantAgent child; repeat ``sample`` (from 0) asks again under an id of its own."""
+        name = child_id(window.window_id, sample)
         self.running += 1
-        self.child_started(child_id(window.window_id))
+        self.child_started(name)
         try:
             result = await workflow.execute_child_workflow(
                 QuantAgentWorkflow.run,
@@ -222,27 +243,26 @@ class EvaluateWorkflow(Resumable):
                     timeframe=window.timeframe,
                     bars=window.bars,
                     lookback=len(window.bars),
-                    llm=args.llm,
+                    llm=args.llm.model_copy(update={"sample": sample}) if sample else args.llm,
                 ),
-                id=child_id(window.window_id),
-                static_summary=f"QuantAgent on window {window.window_id}",
+                id=name,
+                static_summary=f"QuantAgent on window {window.window_id}"
+                + (f", repeat {sample + 1}" if sample else ""),
             )
         except ChildWorkflowError as error:
-            reason = self.given_up_reason(child_id(window.window_id)) or root_message(error)
-            call = AgentCall(window_id=window.window_id, error=reason)
-        else:
-            decision = result.decision
-            call = AgentCall(
-                window_id=window.window_id,
-                decision=decision.decision,
-                risk_reward=decision.risk_reward_ratio,
-            )
-            for agent, usage in result.usage.by_agent.items():
-                carry.usage.add(agent, usage)
+            reason = self.given_up_reason(name) or root_message(error)
+            return AgentCall(window_id=window.window_id, error=reason)
         finally:
             self.running -= 1
-            self.child_finished(child_id(window.window_id))
-        self._record(carry, call, page.truths[window.window_id])
+            self.child_finished(name)
+        for agent, usage in result.usage.by_agent.items():
+            carry.usage.add(agent, usage)
+        decision = result.decision
+        return AgentCall(
+            window_id=window.window_id,
+            decision=decision.decision,
+            risk_reward=decision.risk_reward_ratio,
+        )
 
     def _record(self, carry: EvaluateCarry, call: AgentCall, truth: Direction | None) -> None:
         """Count the call; stop the evaluation if every window analysed so far failed."""
@@ -277,6 +297,9 @@ class EvaluateWorkflow(Resumable):
                 seed=args.seed,
                 label=label,
                 prefix=carry.prefix,
+                llm=args.llm,
+                windows=args.windows,
+                cost_usd=carry.usage.total.cost_usd,
             ),
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
