@@ -29,6 +29,8 @@ from workers.main import plan_for
 from workers.roles import WorkerRole
 from workflows.autorun import AutoRunProgress, AutoRunResult, AutoRunWorkflow, candidates_of
 
+pytestmark = pytest.mark.slow
+
 on_the_session_loop = pytest.mark.asyncio(loop_scope="session")
 QUEUE = "test-autorun-watchlist"
 AS_OF = "2012-06-01T00:00:00Z"

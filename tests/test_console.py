@@ -54,7 +54,7 @@ from tests.test_imperfect_replies import ROLES as PIPELINE_ROLES
 from workers.main import plan_for
 from workers.roles import WorkerRole
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.slow]
 QUEUE = "console-test"
 BOOK = "consoledesk"
 KEY = "sk-console-test-0123456789abcdef"
