@@ -77,6 +77,11 @@ class LlmActivities:
         return ObjectStore.from_settings(self.settings)
 
     @cached_property
+    def clients(self) -> clients.ClientPool:
+        """This worker's open vendor clients, built on first use and kept for its life."""
+        return clients.ClientPool()
+
+    @cached_property
     def claims(self) -> ClaimCheck:
         """Where the large tool answers of a request are stored."""
         return ClaimCheck.from_settings(self.settings, self.store)
@@ -150,6 +155,7 @@ class LlmActivities:
                 images=images,
                 json_schema=schema.model_json_schema() if schema else None,
                 sampling=sampling,
+                pool=self.clients,
             )
 
         window = self.settings.context_window(spec)
