@@ -42,7 +42,12 @@ from shared.llm.providers import (
     vision_providers,
 )
 from shared.llm.reply_cache import ReplyCache, cache_key
-from shared.llm.structured import repair_messages, validate_reply, with_schema_instruction
+from shared.llm.structured import (
+    json_schema,
+    repair_messages,
+    validate_reply,
+    with_schema_instruction,
+)
 from shared.storage.buckets import PAYLOADS_BUCKET
 from shared.storage.claim_check import ClaimCheck
 from shared.storage.objects import ObjectRef, ObjectStore
@@ -153,7 +158,7 @@ class LlmActivities:
                 base_url=self.settings.base_url(spec),
                 timeout=block.timeout_seconds,
                 images=images,
-                json_schema=schema.model_json_schema() if schema else None,
+                json_schema=json_schema(schema) if schema else None,
                 sampling=sampling,
                 pool=self.clients,
             )
@@ -270,7 +275,7 @@ class LlmActivities:
         """The call's reply-cache key; None when the cache is off or the provider is offline."""
         if not self.settings.llm_cache or spec.client is ClientKind.OFFLINE:
             return None
-        return cache_key(request, model, images, schema.model_json_schema() if schema else None)
+        return cache_key(request, model, images, json_schema(schema) if schema else None)
 
     async def _remember(self, key: str, response: ChatResponse) -> None:
         """Cache a paid-for reply. A failed write only loses the saving, so it never fails the
