@@ -61,7 +61,7 @@ from tests.servers import (  # noqa: E402
     tools_reading,
 )
 from workers.converter import data_converter  # noqa: E402
-from workers.main import WorkerPlan, plan_for  # noqa: E402
+from workers.main import WorkerPlan, freeze_startup_heap, plan_for  # noqa: E402
 from workers.namespace_setup import ensure_search_attributes  # noqa: E402
 from workers.roles import WorkerRole  # noqa: E402
 from workflows.autorun import MAX_CONCURRENCY, AutoRunInput, AutoRunResult  # noqa: E402
@@ -253,6 +253,7 @@ async def run_desk(config: DeskConfig, root: Path) -> DeskOutcome:
             # The sim's world is generated on a process's first read (2-3 s here); a desk's
             # workers have theirs long before the close, so it is not the run's time.
             latest_time(build_router(settings), SYMBOLS[0])
+            freeze_startup_heap()  # as each worker process does once it is built
             async with running_workers(client, plans):
                 started = time.perf_counter()
                 result: AutoRunResult = await client.execute_workflow(

@@ -56,7 +56,7 @@ from shared.tools.registry import ToolServices  # noqa: E402
 from tests.fakes.replay import ReplayVendor, recording_chat  # noqa: E402
 from tests.servers import running_workers, s3_for_tests  # noqa: E402
 from workers.converter import data_converter  # noqa: E402
-from workers.main import WorkerPlan  # noqa: E402
+from workers.main import WorkerPlan, freeze_startup_heap  # noqa: E402
 from workers.namespace_setup import ensure_search_attributes  # noqa: E402
 from workflows.debates import DebateWorkflow, RiskWorkflow  # noqa: E402
 from workflows.pipeline import PipelineResult, PipelineWorkflow  # noqa: E402
@@ -134,6 +134,7 @@ async def main(latency: float, rounds: int, symbol: str, as_of: str) -> None:
                     await _pipeline(env.client, measured)
                     cold = time.perf_counter() - started
                     warm_up = len(vendor.requests)
+                    freeze_startup_heap()  # as a worker process does once it is built
                     started = time.perf_counter()
                     result = await _pipeline(env.client, measured)
                     wall = time.perf_counter() - started
