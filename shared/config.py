@@ -284,7 +284,9 @@ class McpSettings(BaseModel):
     host: str = Field(
         "127.0.0.1", description="`--http`: address to bind; beyond loopback a token is required"
     )
-    port: int = Field(8410, ge=1, le=65535)
+    port: int = Field(
+        8420, ge=1, le=65535, description="`--http`: the port (8410 is the local model's)"
+    )
     token: SecretStr | None = Field(
         None, description="`--http`: asked of every request as `Authorization: Bearer` when set"
     )
