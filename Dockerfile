@@ -11,9 +11,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /src
 COPY . .
 # The postgres extra is the driver of the compose stack's PostgreSQL app database; the
-# console extra serves `quantdesk console` (the compose profile "console").
+# console extra serves `quantdesk console` (the compose profile "console"); the mcp extra
+# serves `quantdesk mcp` from the same image (`docker run -i <image> mcp`).
 RUN --mount=type=cache,target=/root/.cache/pip \
-    pip install ".[postgres,console]"
+    pip install ".[postgres,console,mcp]"
 
 RUN useradd --create-home --uid 10001 quantdesk && install -d -o quantdesk /data
 USER quantdesk

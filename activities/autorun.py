@@ -13,7 +13,10 @@ of a hundred names does not carry a hundred decisions through its history.
 chart as of the run, then the report as Markdown and as an HTML page that shows the
 charts from beside it (a page with a hundred charts inlined would weigh megabytes), and
 stores them next to each other under the run's keys; a retry overwrites the same
-objects.
+objects. ``store_ticker_chart`` (charts queue) draws one ticker's chart at its place
+beside the report ahead of time: each Pipeline of an AutoRun runs it beside its
+analysts, so the report, written after the last Pipeline, finds the charts drawn
+instead of drawing a hundred of them one after another at the end of the run.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from shared.watchlists.universe import known_symbols
 CHART_BARS = 60
 """About three months of daily candles: enough to see the trend a decision rode."""
 HTML = "text/html; charset=utf-8"
+PNG = "image/png"
 DECISIONS = TypeAdapter(list[TickerDecision])
 
 
@@ -113,6 +117,20 @@ class RunReportRequest(BaseModel):
         description="the run's decisions as a stored list (gather_decisions), read into the "
         "report with a link to each Pipeline's report; None: the report carries them",
     )
+
+
+class TickerChartRequest(BaseModel):
+    """One ticker's chart as of the analysis time, and where it goes beside a run report."""
+
+    symbol: str = Field(min_length=1)
+    as_of: AwareDatetime
+    target: ObjectRef
+
+
+class TickerChart(BaseModel):
+    """Where the chart was stored; None when the data has too few bars for one."""
+
+    chart: ObjectRef | None
 
 
 class RunReportFiles(BaseModel):
@@ -199,6 +217,21 @@ class AutoRunActivities(Services):
             ObjectRef(bucket=REPORTS_BUCKET, key=key, content_type=content_type), data
         )
 
+    def _store_chart(self, symbol: str, as_of: AwareDatetime, target: ObjectRef) -> bool:
+        """Draw ``symbol``'s chart and store it at ``target``; False when there is none."""
+        png = self._chart(symbol, as_of)
+        if png is not None:
+            self.store.put_bytes(target.model_copy(update={"content_type": PNG}), png)
+        return png is not None
+
+    @activity_on(CHARTS_QUEUE, "store_ticker_chart")
+    @heartbeating
+    def store_ticker_chart(self, request: TickerChartRequest) -> TickerChart:
+        """Draw and store one ticker's chart ahead of the run report (a retry overwrites it)."""
+        with as_temporal_failures():
+            drawn = self._store_chart(request.symbol, request.as_of, request.target)
+            return TickerChart(chart=request.target if drawn else None)
+
     @activity_on(CHARTS_QUEUE, "store_run_report")
     @heartbeating
     def store_run_report(self, request: RunReportRequest) -> RunReportFiles:
@@ -207,19 +240,21 @@ class AutoRunActivities(Services):
             report = request.report
             if request.decisions is not None:
                 report = self._with_decisions(report, request.decisions)
-            pngs: dict[str, bytes] = {}
+            charts: dict[str, ObjectRef] = {}
             for decision in report.decisions:
-                png = self._chart(decision.symbol, decision.as_of)
-                if png is not None:
-                    pngs[chart_name(decision.symbol)] = png
+                name = chart_name(decision.symbol)
+                target = ObjectRef(
+                    bucket=REPORTS_BUCKET, key=f"{request.prefix}/{name}", content_type=PNG
+                )
+                # Drawn ahead by the ticker's Pipeline (store_ticker_chart), or drawn now.
+                if self.store.exists(target) or self._store_chart(
+                    decision.symbol, decision.as_of, target
+                ):
+                    charts[name] = target
             names = {d.symbol: chart_name(d.symbol) for d in report.decisions}
             report = report.model_copy(
-                update={"charts": {s: n for s, n in names.items() if n in pngs}}
+                update={"charts": {s: n for s, n in names.items() if n in charts}}
             )
-            charts = {
-                name: self._put(f"{request.prefix}/{name}", png, "image/png").report
-                for name, png in pngs.items()
-            }
             markdown = render_markdown(report)
             title = f"AutoRun {report.portfolio} as of {report.as_of:%Y-%m-%d}"
             page = markdown_to_html(markdown, title=title)

@@ -12,6 +12,7 @@ object key, so a retry overwrites its own file. All three are synchronous
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -20,9 +21,13 @@ from activities.group import activity_on
 from activities.heartbeat import heartbeating
 from activities.services import Services, StoredReport
 from shared.backtest import Book, Performance, PricePoint, WalkForward, walk_forward
+from shared.backtest.book import FLOW_ROLES
+from shared.backtest.claims import BacktestClaims
 from shared.backtest.report import equity_csv, render_report
 from shared.data.contracts import DataKind
 from shared.errors import InvalidInput, NoData
+from shared.llm.contracts import LlmChoice
+from shared.llm.knowledge import RunCutoff, run_cutoff
 from shared.market.bars import Timeframe
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.storage.objects import ObjectRef
@@ -57,6 +62,13 @@ class ScoreRequest(BaseModel):
     book: Book
     report: ObjectRef
     csv: ObjectRef
+    llm: LlmChoice | None = Field(
+        None, description="the models that decided: their training cutoffs tag the steps"
+    )
+    config: dict[str, Any] | None = Field(
+        None, description="the walk's configuration, as the trials ledger records it"
+    )
+    cost_usd: float | None = Field(None, ge=0, description="what the walk's LLM calls cost")
 
 
 class BacktestScore(BaseModel):
@@ -66,6 +78,9 @@ class BacktestScore(BaseModel):
     buy_and_hold: Performance
     report: StoredReport
     csv: StoredReport
+    claims: BacktestClaims | None = Field(
+        None, description="cutoff periods, leaderboard and Sharpe tests (with llm)"
+    )
 
 
 class EquityChartRequest(BaseModel):
@@ -73,6 +88,7 @@ class EquityChartRequest(BaseModel):
 
     book: Book
     target: ObjectRef
+    llm: LlmChoice | None = Field(None, description="marks the models' training cutoff")
 
 
 def _midnight(day: date) -> datetime:
@@ -144,14 +160,52 @@ class BacktestActivities(Services):
     def score_backtest(self, request: ScoreRequest) -> BacktestScore:
         """Metrics of the strategy and buy-and-hold; the Markdown report and the CSV, stored."""
         with as_temporal_failures():
-            strategy, benchmark = request.book.scores()
-            markdown = render_report(request.book, strategy, benchmark)
+            book = request.book
+            strategy, benchmark = book.scores()
+            claims = self._claims(request, request.llm) if request.llm else None
+            markdown = render_report(book, strategy, benchmark, claims)
+            tags = claims.tags if claims else None
             return BacktestScore(
                 strategy=strategy,
                 buy_and_hold=benchmark,
                 report=self._put(request.report, markdown.encode(), MARKDOWN),
-                csv=self._put(request.csv, equity_csv(request.book).encode(), CSV),
+                csv=self._put(request.csv, equity_csv(book, tags).encode(), CSV),
+                claims=claims,
             )
+
+    def _cutoff(self, book: Book, llm: LlmChoice) -> RunCutoff:
+        return run_cutoff(self.settings, llm, FLOW_ROLES[book.flow])
+
+    def _claims(self, request: ScoreRequest, llm: LlmChoice) -> BacktestClaims:
+        """Record the walk in the trials ledger, then measure it against every trial."""
+        # The statistics load scipy and arch: only the scoring worker does.
+        from shared.backtest.measure import daily_returns, measure_backtest
+        from shared.stats.ledger import dates_key
+        from shared.stats.returns import sharpe
+
+        book = request.book
+        cutoff = self._cutoff(book, llm)
+        returns = daily_returns(book.equity())
+        dates = dates_key(book.symbol, [p.time.date() for p in book.schedule.prices])
+        if request.config is not None:
+            config = request.config | {"models": [m.model for m in cutoff.models]}
+            label = f"{book.flow.value} {book.symbol} {llm.provider}"
+            self.trials.record(
+                "backtest",
+                config,
+                label=label,
+                sharpe=sharpe(returns),
+                dates=dates,
+                returns=returns,
+            )
+        return measure_backtest(
+            book,
+            cutoff,
+            trials=max(1, self.trials.count("backtest")),
+            trial_sharpes=self.trials.sharpes("backtest"),
+            rivals=self.trials.returns_on("backtest", dates),
+            cost_usd=request.cost_usd,
+        )
 
     @activity_on(CHARTS_QUEUE, "render_equity_chart")
     @heartbeating
@@ -160,4 +214,6 @@ class BacktestActivities(Services):
         from shared.backtest.chart import render_equity_chart
 
         with as_temporal_failures():
-            return self._put(request.target, render_equity_chart(request.book), PNG)
+            cutoff = self._cutoff(request.book, request.llm) if request.llm else None
+            last_day = cutoff.last_day if cutoff else None
+            return self._put(request.target, render_equity_chart(request.book, last_day), PNG)

@@ -40,11 +40,16 @@ from shared.evaluation.windows import (
     Window,
     bar_count,
 )
+from shared.llm.contracts import LlmChoice
+from shared.llm.knowledge import RunCutoff, run_cutoff
+from shared.llm.providers import LlmRole
 from shared.market.bars import Timeframe
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.storage.buckets import PAYLOADS_BUCKET, REPORTS_BUCKET
 from shared.storage.objects import ObjectRef
 
+QUANTAGENT_ROLES = tuple(LlmRole)
+"""QuantAgent's agents use every role: quick (indicators), vision (charts), deep (decision)."""
 PAGE_BARS = 2500
 """Bars per stored page: a page of visible bars is ~330 KB, under the SDK's 512 KiB warning."""
 
@@ -105,6 +110,13 @@ class ScoreRequest(BaseModel):
     seed: int
     label: str
     prefix: str
+    llm: LlmChoice | None = Field(
+        None, description="the models that made the calls: their training cutoffs tag windows"
+    )
+    windows: WindowSpec | None = Field(
+        None, description="which windows: with llm, the configuration the trials ledger records"
+    )
+    cost_usd: float | None = Field(None, ge=0, description="what the analyses cost, in USD")
     variants: list[Variant] = Field(default_factory=list, description="changed copies analysed")
     probe_calls: list[ProbeCall] = Field(default_factory=list, description="with variants")
 
@@ -204,7 +216,21 @@ class EvaluationActivities(Services):
         with as_temporal_failures():
             windows = [w for ref in request.pages for w in self._page(ref).windows]
             calls = {call.window_id: call for call in request.calls}
-            evaluation = score_windows(windows, calls, seed=request.seed, label=request.label)
+            cutoff = (
+                run_cutoff(self.settings, request.llm, QUANTAGENT_ROLES) if request.llm else None
+            )
+            evaluation = score_windows(
+                windows, calls, seed=request.seed, label=request.label, cutoff=cutoff
+            )
+            # The statistics load scipy, statsmodels and arch: only the scoring worker does.
+            from shared.evaluation.measure import measure
+
+            evaluation = measure(
+                evaluation,
+                trials=self._record_trial(request, cutoff),
+                cost_usd=request.cost_usd,
+                seed=request.seed,
+            )
             markdown = render_markdown(evaluation)
             probes = None
             if request.variants:
@@ -227,6 +253,22 @@ class EvaluationActivities(Services):
                     report_key(request.prefix, "json"), render_json(evaluation).encode()
                 ),
             )
+
+    def _record_trial(self, request: ScoreRequest, cutoff: RunCutoff | None) -> int:
+        """Record the evaluation's configuration in the trials ledger; how many it holds.
+
+        Without the configuration (a request from before the ledger) nothing is recorded."""
+        if request.llm is None or request.windows is None or cutoff is None:
+            return max(1, self.trials.count("evaluation"))
+        config = {
+            "flow": "quantagent",
+            "windows": request.windows.model_dump(mode="json"),
+            "provider": request.llm.provider,
+            "models": [model.model for model in cutoff.models],
+            "seed": request.seed,
+        }
+        self.trials.record("evaluation", config, label=request.label)
+        return self.trials.count("evaluation")
 
     @activity_on(CHARTS_QUEUE, "render_evaluation_plot")
     @heartbeating

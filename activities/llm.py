@@ -42,7 +42,12 @@ from shared.llm.providers import (
     vision_providers,
 )
 from shared.llm.reply_cache import ReplyCache, cache_key
-from shared.llm.structured import repair_messages, validate_reply, with_schema_instruction
+from shared.llm.structured import (
+    json_schema,
+    repair_messages,
+    validate_reply,
+    with_schema_instruction,
+)
 from shared.storage.buckets import PAYLOADS_BUCKET
 from shared.storage.claim_check import ClaimCheck
 from shared.storage.objects import ObjectRef, ObjectStore
@@ -75,6 +80,11 @@ class LlmActivities:
     def store(self) -> ObjectStore:
         """The object store, connected on first use (images, claims and bad replies need it)."""
         return ObjectStore.from_settings(self.settings)
+
+    @cached_property
+    def clients(self) -> clients.ClientPool:
+        """This worker's open vendor clients, built on first use and kept for its life."""
+        return clients.ClientPool()
 
     @cached_property
     def claims(self) -> ClaimCheck:
@@ -148,8 +158,9 @@ class LlmActivities:
                 base_url=self.settings.base_url(spec),
                 timeout=block.timeout_seconds,
                 images=images,
-                json_schema=schema.model_json_schema() if schema else None,
+                json_schema=json_schema(schema) if schema else None,
                 sampling=sampling,
+                pool=self.clients,
             )
 
         window = self.settings.context_window(spec)
@@ -264,7 +275,7 @@ class LlmActivities:
         """The call's reply-cache key; None when the cache is off or the provider is offline."""
         if not self.settings.llm_cache or spec.client is ClientKind.OFFLINE:
             return None
-        return cache_key(request, model, images, schema.model_json_schema() if schema else None)
+        return cache_key(request, model, images, json_schema(schema) if schema else None)
 
     async def _remember(self, key: str, response: ChatResponse) -> None:
         """Cache a paid-for reply. A failed write only loses the saving, so it never fails the

@@ -21,6 +21,7 @@ from shared.storage.objects import ObjectRef, ObjectStore
 if TYPE_CHECKING:
     from shared.memory import MemoryStore
     from shared.portfolio.store import PortfolioStore
+    from shared.stats.ledger import TrialsLedger
     from shared.watchlists.store import WatchlistStore
 
 
@@ -93,6 +94,13 @@ class Services(ActivityGroup):
         from shared.watchlists.store import WatchlistStore
 
         return WatchlistStore.from_settings(self.settings)
+
+    @cached_property
+    def trials(self) -> TrialsLedger:
+        """The trials ledger: every evaluation and backtest configuration run (same database)."""
+        from shared.stats.ledger import TrialsLedger
+
+        return TrialsLedger.from_settings(self.settings)
 
     def put_report(self, ref: ObjectRef, data: bytes) -> StoredReport:
         """Store ``data`` at ``ref`` (a retry overwrites it) and hand back a link."""

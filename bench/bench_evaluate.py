@@ -46,7 +46,7 @@ from shared.evaluation.sources import CutWindows, cut_windows  # noqa: E402
 from shared.evaluation.windows import Window  # noqa: E402
 from shared.llm.providers import QUEUE_OFFLINE  # noqa: E402
 from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE  # noqa: E402
-from tests.servers import running_workers, s3_for_tests  # noqa: E402
+from tests.servers import running_workers, s3_for_tests, tools_reading  # noqa: E402
 from tests.test_evaluation import write_benchmark_file  # noqa: E402
 from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan  # noqa: E402
@@ -155,7 +155,11 @@ def _timeline(history: WorkflowHistory) -> dict[str, float]:
 
 async def main(windows: int, concurrency: int, bare_runs: int) -> None:
     temporal = str(Path(sys.executable).parent / "temporal")
-    with tempfile.TemporaryDirectory() as tmp, s3_for_tests(Path(tmp) / "s3") as settings:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        s3_for_tests(Path(tmp) / "s3") as settings,
+        tools_reading(settings),  # the bench's S3, not the credentials `quantdesk up` wrote
+    ):
         root = Path(tmp) / "benchmark"
         cut = _benchmark_dir(root, windows)
         env = await WorkflowEnvironment.start_local(

@@ -56,7 +56,7 @@ from shared.tools.registry import ToolServices  # noqa: E402
 from tests.fakes.replay import ReplayVendor, recording_chat  # noqa: E402
 from tests.servers import running_workers, s3_for_tests  # noqa: E402
 from workers.converter import data_converter  # noqa: E402
-from workers.main import WorkerPlan  # noqa: E402
+from workers.main import WorkerPlan, freeze_startup_heap  # noqa: E402
 from workers.namespace_setup import ensure_search_attributes  # noqa: E402
 from workflows.debates import DebateWorkflow, RiskWorkflow  # noqa: E402
 from workflows.pipeline import PipelineResult, PipelineWorkflow  # noqa: E402
@@ -125,11 +125,20 @@ async def main(latency: float, rounds: int, symbol: str, as_of: str) -> None:
                 chat = WorkerPlan(
                     queue=QUEUE_OPENAI, activities=[LlmActivities(settings, QUEUE_OPENAI).chat]
                 )
+                measured = {**payload, "llm": {"provider": "openai"}}
                 async with _workers(env.client, settings, chat):
+                    # A warm-up run first: a desk's chat worker has long paid its one-time
+                    # costs (the SDK's first imports and client, about 0.2 s here) by the
+                    # time a Pipeline runs; the measured run is the second.
                     started = time.perf_counter()
-                    result = await _pipeline(env.client, {**payload, "llm": {"provider": "openai"}})
+                    await _pipeline(env.client, measured)
+                    cold = time.perf_counter() - started
+                    warm_up = len(vendor.requests)
+                    freeze_startup_heap()  # as a worker process does once it is built
+                    started = time.perf_counter()
+                    result = await _pipeline(env.client, measured)
                     wall = time.perf_counter() - started
-                http_requests = len(vendor.requests)
+                http_requests = len(vendor.requests) - warm_up
                 most_in_flight = vendor.most_in_flight
         finally:
             await env.shutdown()
@@ -145,7 +154,7 @@ async def main(latency: float, rounds: int, symbol: str, as_of: str) -> None:
         f"once); critical path {critical} (longest analyst {longest} + {sequential} in sequence)"
     )
     print(f"decision {result.decision.rating.value}, identical to the offline run's: {same}")
-    print(f"wall time      {wall:6.2f} s")
+    print(f"wall time      {wall:6.2f} s  (the warm-up run, on a fresh worker: {cold:.2f} s)")
     print(
         f"critical path  {critical * latency:6.2f} s  (wall/critical {wall / (critical * latency):.2f})"
     )

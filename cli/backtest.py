@@ -19,9 +19,10 @@ from rich.table import Table
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import Links, run_and_show
 from cli.inputs import ProviderOption, check_input, llm_choice, new_workflow_id
-from cli.views import console
+from cli.views import console, leaderboard_table, plain
 from shared.agents.pipeline.roles import all_analysts
 from shared.backtest import Flow
+from shared.backtest.claims_report import cutoff_lead
 from shared.backtest.report import POSITION_NAMES, metrics_rows
 from shared.config import Settings, load_settings
 from shared.storage.objects import ObjectStore
@@ -36,6 +37,10 @@ def _duration(seconds: float | None) -> str:
         return "?"
     minutes, secs = divmod(int(seconds), 60)
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def progress_table(progress: BacktestProgress) -> Table:
@@ -98,7 +103,24 @@ def save_files(settings: Settings, result: BacktestResult, folder: Path) -> list
 
 async def _run(settings: Settings, payload: dict[str, Any], workflow_id: str, out: Path) -> int:
     async def show(result: BacktestResult) -> Links:
+        if result.claims is not None:
+            console.print(plain(cutoff_lead(result.claims)), soft_wrap=True, highlight=False)
         console.print(metrics_table(result))
+        if result.claims is not None:
+            claims = result.claims
+            console.print(
+                leaderboard_table(
+                    "Leaderboard",
+                    [("strategy", claims.strategy), ("buy-and-hold", claims.buy_and_hold)],
+                )
+            )
+            tests = claims.tests
+            console.print(
+                f"PSR {_p(tests.psr)}; deflated over {tests.trials} configuration(s) "
+                f"{_p(tests.dsr)}; SPA across {tests.spa_configurations} on these dates "
+                f"p={_p(tests.spa_p)}",
+                highlight=False,
+            )
         paths = await asyncio.to_thread(save_files, settings, result, out)
         for path in paths:
             console.print(f"wrote {path}", soft_wrap=True, highlight=False)

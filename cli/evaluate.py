@@ -19,9 +19,10 @@ from rich.table import Table
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import Links, run_and_show
 from cli.inputs import ProviderOption, check_input, llm_choice, new_workflow_id
-from cli.views import console
+from cli.views import console, leaderboard_table, plain
 from shared.config import Settings, load_settings
 from shared.evaluation.baselines import BASELINE_TITLES, BASELINES
+from shared.evaluation.claims_report import cutoff_lead
 from shared.evaluation.paired import format_p, paired_cell
 from shared.evaluation.probes import PROBES, ProbeReport, Rate, Variant
 from shared.evaluation.scoring import EvaluationSummary, ScoreRow
@@ -94,6 +95,8 @@ def summary_table(summary: EvaluationSummary) -> Table:
     for row in summary.rows:
         add(row)
     add(summary.overall, "bold")
+    for row in summary.cutoff_rows:
+        add(row, "italic")
     irregular = (
         f"; {summary.irregular} with irregular spacing (see the report)"
         if summary.irregular
@@ -177,6 +180,22 @@ def gap_table(report: ProbeReport) -> Table:
     return table
 
 
+def tests_line(summary: EvaluationSummary) -> str:
+    """The headline windows' tests in one sentence: effective n, PT and the power it had."""
+    claims = summary.claims
+    if claims is None:
+        return ""
+    name = str(summary.headline.asset)
+    tests = claims.tests.get(name) or claims.tests["overall"]
+    n_eff = "–" if tests.n_effective is None else f"{tests.n_effective:.1f}"
+    pt = "undefined" if tests.pt_p is None else f"p={tests.pt_p:.3g}"
+    had = {None: "", True: " (had them)", False: " (did not have them)"}[tests.enough]
+    return (
+        f"{name}: {tests.n} windows, {n_eff} effective; Pesaran–Timmermann {pt}; "
+        f"{tests.needed_vs_half} windows needed to detect 55% against 50% at 80% power{had}."
+    )
+
+
 def write_reports(settings: Settings, result: EvaluateResult, folder: Path) -> list[Path]:
     """Download the stored reports into ``folder``; the paths written."""
     store = ObjectStore.from_settings(settings)
@@ -198,9 +217,21 @@ async def _evaluate(
     settings: Settings, payload: dict[str, Any], workflow_id: str, out: Path
 ) -> int:
     def show(result: EvaluateResult) -> Links:
+        for line in cutoff_lead(result.summary):
+            console.print(plain(line), soft_wrap=True, highlight=False)
         console.print(summary_table(result.summary))
         console.print()
         console.print(paired_table(result.summary))
+        claims = result.summary.claims
+        if claims is not None:
+            console.print()
+            console.print(
+                leaderboard_table(
+                    "Trading the calls",
+                    [("agent", claims.agent), ("always long", claims.buy_and_hold)],
+                )
+            )
+            console.print(plain(tests_line(result.summary)), soft_wrap=True, highlight=False)
         if result.probes is not None and result.probes.callers:
             console.print()
             console.print(probe_table(result.probes))
@@ -277,6 +308,9 @@ def quantagent(
     vision_model: str | None = typer.Option(None, help="model for the chart agents"),
     deep_model: str | None = typer.Option(None, help="model for the decision agent"),
     concurrency: int = typer.Option(DEFAULT_CONCURRENCY, help="windows analysed at once"),
+    repeats: int = typer.Option(
+        1, help="analyse each window N times (non-deterministic models); it counts once"
+    ),
     out: Path = typer.Option(Path("evaluations"), help="reports go to OUT/<workflow id>/"),
     anonymise: bool = typer.Option(
         False,
@@ -302,6 +336,7 @@ def quantagent(
         vision_model=vision_model,
         deep_model=deep_model,
         concurrency=concurrency,
+        repeats=repeats,
         out=out,
     )
 
@@ -334,6 +369,7 @@ def _run_evaluation(
     vision_model: str | None,
     deep_model: str | None,
     concurrency: int,
+    repeats: int,
     out: Path,
 ) -> None:
     """Start the evaluation the options name, follow it, print and write its reports."""
@@ -355,6 +391,7 @@ def _run_evaluation(
             ),
             "concurrency": concurrency,
             "seed": seed,
+            "repeats": repeats,
             "variants": [variant.value for variant in variants],
         }
         check_input(EvaluateInput, payload)

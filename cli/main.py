@@ -11,6 +11,7 @@ from cli.broker import broker_app
 from cli.codec import codec_app
 from cli.evaluate import eval_app
 from cli.exit import fail_on_quantdesk_errors, finish
+from cli.mcp import register as register_mcp
 from cli.model import model_app
 from cli.portfolio import portfolio_app
 from cli.portfolio import register as register_approval
@@ -20,6 +21,7 @@ from cli.run import run_app
 from cli.runs import register as register_run_commands
 from cli.schedule import schedule_app
 from cli.stack.commands import register as register_stack_commands
+from cli.storage import storage_app
 from cli.watchlist import watchlist_app
 from shared.config import load_settings
 from workers.roles import ROLE_NAMES, WorkerRole
@@ -45,11 +47,13 @@ register_run_commands(app)
 register_report_command(app)
 register_backtest(app)
 register_approval(app)
+register_mcp(app)
 app.add_typer(run_app, name="run")
 app.add_typer(schedule_app, name="schedule")
 app.add_typer(eval_app, name="eval")
 app.add_typer(portfolio_app, name="portfolio")
 app.add_typer(watchlist_app, name="watchlist")
+app.add_typer(storage_app, name="storage")
 app.add_typer(broker_app, name="broker")
 app.add_typer(model_app, name="model")
 app.add_typer(prompt_app, name="prompt")

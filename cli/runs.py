@@ -4,6 +4,9 @@ These read what every quantdesk workflow offers: the search attributes it tags
 itself with (flow, symbol, portfolio, as_of), the common ``progress`` query, and
 the ``resume`` signal; and the server's mark on a run whose workflow task keeps
 failing (``cli.stuck_runs``), listed as "stuck" and explained by ``watch``.
+`runs` lists root runs, newest first, each with its children counted by status
+(``cli.run_tree``, as the console's Runs page does); ``--parent ID`` lists a run's
+children, ``--all`` every run.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from temporalio.service import RPCError
 
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import ServerLost, follow
+from cli.run_tree import children_of, narrowed, tree_clause
 from cli.stuck_runs import listed_status
 from cli.views import STATE_STYLE, console, print_failure, titled, web_ui_url
 from shared import search_attributes as names
 from shared.config import Settings, load_settings
+from shared.errors import InvalidInput
 from workflows.progress import RunProgress
 from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
 
@@ -62,18 +67,23 @@ async def _client(settings: Settings) -> Client:
 
 
 async def list_runs(settings: Settings, query: str, limit: int) -> Table:
-    """The most recent runs matching ``query``, newest first."""
+    """The most recent runs matching ``query``, newest started first, each with its children
+    counted by status."""
     client = await _client(settings)
     table = Table(title="quantdesk runs", show_edge=False)
     table.add_column("workflow id", overflow="fold")
-    for column in ("flow", "symbol", "portfolio", "as of", "status", "started"):
+    for column in ("flow", "symbol", "portfolio", "as of", "status", "started", "children"):
         table.add_column(column, overflow="fold")
-    listed = 0
-    async for run in client.list_workflows(query or None, limit=limit):
+    listed = [run async for run in client.list_workflows(query or None, limit=limit)]
+    # Visibility lists running runs first, then by close time: newest started first here.
+    listed.sort(key=lambda run: run.start_time, reverse=True)
+    families = await children_of(client, [run.id for run in listed])
+    for run in listed:
         attributes = run.typed_search_attributes
         as_of = attributes.get(AS_OF)
         shown = listed_status(run)
         style = STATUS_STYLE.get(shown, "")
+        children = families.get(run.id)
         table.add_row(
             run.id,
             attributes.get(FLOW) or run.workflow_type,
@@ -82,10 +92,31 @@ async def list_runs(settings: Settings, query: str, limit: int) -> Table:
             as_of.date().isoformat() if as_of else "",
             f"[{style}]{shown}[/]",
             run.start_time.strftime("%Y-%m-%d %H:%M:%S"),
+            f"{children.total}: {children.statuses}" if children else "",
         )
-        listed += 1
-    table.caption = f"{listed} run(s)" + (f" where {query}" if query else "")
+    table.caption = f"{len(listed)} run(s)" + (f" where {query}" if query else "")
+    if families:
+        table.caption += " · a run's children: quantdesk runs --parent ID"
     return table
+
+
+def runs_filter(
+    flow: str | None,
+    symbol: str | None,
+    portfolio: str | None,
+    running: bool,
+    parent: str | None,
+    every: bool,
+) -> str:
+    """The query of `quantdesk runs`' options: root runs unless ``parent`` (its children) or
+    ``every`` (every run, children too) is given; both at once is refused."""
+    if parent and every:
+        raise InvalidInput(
+            "parent", "--parent and --all ask for different lists", fix="Give one of them."
+        )
+    return narrowed(
+        visibility_query(flow, symbol, portfolio, running), tree_clause(parent or "", every)
+    )
 
 
 async def watch_run(settings: Settings, workflow_id: str) -> int:
@@ -142,11 +173,14 @@ def register(app: typer.Typer) -> None:
         symbol: str | None = typer.Option(None, help="only runs about this ticker"),
         portfolio: str | None = typer.Option(None, help="only runs about this portfolio"),
         running: bool = typer.Option(False, help="only runs still going"),
+        parent: str | None = typer.Option(None, help="list this run's children"),
+        every: bool = typer.Option(False, "--all", help="list every run, children too"),
         limit: int = typer.Option(20, min=1, max=1000),
     ) -> None:
-        """List recent runs, newest first (the Web UI's list, filtered the same way)."""
+        """List recent root runs, newest first, each with its children counted (the Web UI's
+        filters; --parent ID lists a run's children, --all every run)."""
         with fail_on_quantdesk_errors():
-            query = visibility_query(flow, symbol, portfolio, running)
+            query = runs_filter(flow, symbol, portfolio, running, parent, every)
             console.print(asyncio.run(list_runs(load_settings(), query, limit)))
         finish(0)
 

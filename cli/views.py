@@ -21,6 +21,8 @@ from temporalio.exceptions import FailureError
 
 from cli.stuck_runs import StuckRun
 from shared.config import Settings
+from shared.stats.results import Leaderboard
+from shared.stats.tables import LEADERBOARD_HEADINGS, leaderboard_cells
 from workflows.progress import RunProgress
 
 console = Console()
@@ -151,3 +153,19 @@ def print_links(*links: tuple[str, str | None]) -> None:
     for label, url in links:
         if url is not None:
             console.print(f"{label}: {url}", soft_wrap=True, highlight=False)
+
+
+def leaderboard_table(title: str, rows: list[tuple[str, Leaderboard]]) -> Table:
+    """The leaderboard columns of each ``(name, leaderboard)`` row, as the reports give them."""
+    table = Table(title=title, show_edge=False)
+    table.add_column("")
+    for heading in LEADERBOARD_HEADINGS:
+        table.add_column(heading, justify="right")
+    for name, board in rows:
+        table.add_row(name, *leaderboard_cells(board))
+    return table
+
+
+def plain(markdown: str) -> str:
+    """A report's Markdown sentence for the terminal: bold markers dropped."""
+    return markdown.replace("**", "")

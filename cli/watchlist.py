@@ -19,9 +19,9 @@ from cli.exit import fail_on_quantdesk_errors, finish
 from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
 from shared.watchlists.csv_file import read_symbols
-from shared.watchlists.store import Watchlist, WatchlistStore
-from shared.watchlists.symbols import symbol_list
-from shared.watchlists.universe import known_symbols
+from shared.watchlists.edits import WatchlistEdits
+from shared.watchlists.store import Watchlist
+from shared.watchlists.symbols import split_symbols
 
 watchlist_app = typer.Typer(help="Watchlists: the names an AutoRun follows (--watchlist NAME).")
 console = Console()
@@ -32,7 +32,7 @@ CsvOption = typer.Option(None, "--csv", help="a CSV with a `symbol` column, or o
 
 def given_symbols(symbols: list[str] | None, csv: Path | None) -> list[str]:
     """The symbols of the arguments, then of the CSV file; neither given is refused."""
-    listed = [part for arg in symbols or [] for part in arg.split(",") if part.strip()]
+    listed = split_symbols(symbols or [])
     if csv is not None:
         listed += read_symbols(csv)
     if not listed and csv is None:
@@ -40,33 +40,18 @@ def given_symbols(symbols: list[str] | None, csv: Path | None) -> list[str]:
     return listed
 
 
-def _store(settings: Settings) -> WatchlistStore:
-    return WatchlistStore.from_settings(settings)
-
-
-def _checked(settings: Settings, symbols: list[str]) -> list[str]:
-    """The symbols, each known to the data (the router is built only when needed)."""
-    from shared.data.factory import build_router
-
-    return known_symbols(build_router(settings), symbols)
-
-
 def autorun_names(watchlist: str | None, symbols: str | None, scan: bool | None) -> dict[str, Any]:
     """The AutoRun input keys of `run autorun --watchlist/--symbols/--scan`, only those given
     (a run started without them is the run it always was)."""
     given: dict[str, Any] = {"watchlist": watchlist, "scan": scan}
     if symbols is not None:
-        given["symbols"] = [part for part in symbols.split(",") if part.strip()]
+        given["symbols"] = split_symbols([symbols])
     return {key: value for key, value in given.items() if value is not None}
 
 
 def check_autorun_names(settings: Settings, payload: dict[str, Any]) -> None:
-    """Refuse an unknown watchlist, or an unknown symbol (each named), before a run starts;
-    the run checks again (the data or the list may change before a schedule fires)."""
-    if payload.get("watchlist") is not None:
-        _checked(settings, _store(settings).get(payload["watchlist"]).symbols)
-    elif payload.get("symbols") is not None:
-        _checked(settings, payload["symbols"])
+    """Refuse an unknown watchlist, or an unknown symbol (each named), before a run starts."""
+    WatchlistEdits(settings).check_autorun_names(payload)
 
 
 def watchlist_table(watchlist: Watchlist) -> Table:
@@ -84,7 +69,7 @@ def watchlist_table(watchlist: Watchlist) -> Table:
 
 def create_watchlist(settings: Settings, name: str, symbols: list[str]) -> Watchlist:
     """Create the watchlist from known symbols, and say so."""
-    created = _store(settings).create(name, _checked(settings, symbols))
+    created = WatchlistEdits(settings).create(name, symbols)
     console.print(
         f"created watchlist [bold]{created.name}[/] with {len(created.symbols)} symbol(s)"
     )
@@ -93,36 +78,34 @@ def create_watchlist(settings: Settings, name: str, symbols: list[str]) -> Watch
 
 def add_to_watchlist(settings: Settings, name: str, symbols: list[str]) -> Watchlist:
     """Append known symbols to the watchlist, and say so."""
-    store = _store(settings)
-    store.get(name)  # an unknown watchlist is named before the data are read
-    changed = store.add(name, _checked(settings, symbols))
+    changed = WatchlistEdits(settings).add(name, symbols)
     console.print(f"{changed.name} now follows {len(changed.symbols)} symbol(s)")
     return changed
 
 
 def remove_from_watchlist(settings: Settings, name: str, symbols: list[str]) -> Watchlist:
     """Remove symbols from the watchlist (known to the data or not: a delisted name goes)."""
-    changed = _store(settings).remove(name, symbol_list(symbols))
+    changed = WatchlistEdits(settings).remove(name, symbols)
     console.print(f"{changed.name} now follows {len(changed.symbols)} symbol(s)")
     return changed
 
 
 def show_watchlist(settings: Settings, name: str) -> Watchlist:
     """Print the watchlist's symbols."""
-    watchlist = _store(settings).get(name)
+    watchlist = WatchlistEdits(settings).store.get(name)
     console.print(watchlist_table(watchlist))
     return watchlist
 
 
 def delete_watchlist(settings: Settings, name: str) -> None:
     """Delete the watchlist, and say so."""
-    _store(settings).delete(name)
+    WatchlistEdits(settings).store.delete(name)
     console.print(f"deleted watchlist [bold]{name}[/]")
 
 
 def list_watchlists(settings: Settings) -> list[Watchlist]:
     """Print every watchlist with its size and first symbols."""
-    found = _store(settings).watchlists()
+    found = WatchlistEdits(settings).store.watchlists()
     if not found:
         console.print("no watchlists yet")
         return found

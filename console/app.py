@@ -17,7 +17,14 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
-from console import books_pages, objects_pages, runs_pages, start_pages, studies_pages
+from console import (
+    books_pages,
+    objects_pages,
+    runs_pages,
+    start_pages,
+    studies_pages,
+    watchlists_pages,
+)
 from console.codec_endpoint import router as codec_endpoint
 from console.desk import Desk
 from console.errors import PageError
@@ -46,7 +53,14 @@ def create_app(settings: Settings) -> FastAPI:
     # Added last, so outermost: a browser's preflight carries no token to show the gate.
     app.middleware("http")(codec_cors(settings.web_ui_origins))
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    for pages in (runs_pages, books_pages, start_pages, studies_pages, objects_pages):
+    for pages in (
+        runs_pages,
+        books_pages,
+        watchlists_pages,
+        start_pages,
+        studies_pages,
+        objects_pages,
+    ):
         app.include_router(pages.router)
     app.include_router(codec_endpoint)
 

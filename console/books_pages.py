@@ -76,15 +76,15 @@ async def _book_view(desk: Desk, name: str) -> dict[str, Any]:
         "trades": list(reversed(trades))[:TRADES_SHOWN],
         "snapshots": snapshots,
         "curve": curve,
-        "valued": await _valued_at(desk, name, clock),
-        "pending": await _pending(desk, name),
+        "valued": await valued_at(desk, name, clock),
+        "pending": await pending_plans(desk, name),
         "broker": (
             None if portfolio.broker is BrokerKind.PAPER else await load_broker_view(desk, name)
         ),
     }
 
 
-async def _valued_at(desk: Desk, name: str, clock: datetime) -> dict[str, Any]:
+async def valued_at(desk: Desk, name: str, clock: datetime) -> dict[str, Any]:
     """The book valued at its paper clock's closes, and its risk (or why they are not known).
     Kept by (book, clock): a new trade or snapshot moves the clock."""
 
@@ -103,7 +103,7 @@ async def _valued_at(desk: Desk, name: str, clock: datetime) -> dict[str, Any]:
         return {"problem": error.message}
 
 
-async def _pending(desk: Desk, name: str) -> list[dict[str, Any]]:
+async def pending_plans(desk: Desk, name: str) -> list[dict[str, Any]]:
     """The book's Portfolio runs that wait for an approval, with their plans."""
     client = await desk.client()
     query = visibility_query("Portfolio", None, name, running=True)
@@ -134,15 +134,24 @@ async def answer_approval(
         asked = ApprovalRequest(by=by, note=note)
     except ValidationError as error:
         raise PageError(f"{answer}: {describe_validation_error(error)}", status=422) from None
-    handle = await desk_of(request).running(workflow_id, "no approval waits there any more")
+    done = await answer_plan(desk_of(request), workflow_id, answer, asked)
+    # Only a path of this console: never a redirect elsewhere.
+    target = back if back.startswith("/") and not back.startswith("//") else "/portfolios"
+    said = quote(f"{workflow_id}: {done.message}")
+    return RedirectResponse(f"{target}?said={said}", 303)
+
+
+async def answer_plan(
+    desk: Desk, workflow_id: str, answer: str, asked: ApprovalRequest
+) -> ApprovalAnswer:
+    """Send the Portfolio run's ``approve`` or ``reject`` update (the only way a plan is
+    answered); ``Conflict`` with the run's reason when it refuses (answered already, another
+    plan's hash), or once it has closed."""
+    handle = await desk.running(workflow_id, "no approval waits there any more")
     try:
-        done = await handle.execute_update(answer, asked, result_type=ApprovalAnswer)
+        return await handle.execute_update(answer, asked, result_type=ApprovalAnswer)
     except WorkflowUpdateFailedError as error:
         cause = getattr(error.cause, "message", None) or str(error)
         raise Conflict(f"{answer} refused by {workflow_id}: {cause}") from None
     except RPCError as error:
         raise rpc_problem(error, f"no run with id {workflow_id!r}") from None
-    # Only a path of this console: never a redirect elsewhere.
-    target = back if back.startswith("/") and not back.startswith("//") else "/portfolios"
-    said = quote(f"{workflow_id}: {done.message}")
-    return RedirectResponse(f"{target}?said={said}", 303)

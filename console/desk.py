@@ -30,6 +30,7 @@ from console.errors import Conflict, NotFound, PageError, Unavailable
 from shared.broker.book import BrokerBook
 from shared.config import Settings
 from shared.errors import ConfigError
+from shared.watchlists.edits import WatchlistEdits
 from workers.converter import data_converter
 
 T = TypeVar("T")
@@ -54,6 +55,11 @@ class Desk:
     def broker_book(self) -> BrokerBook:
         """The books' intents, fills and halts (the same database as ``book_io``'s)."""
         return BrokerBook.from_settings(self.settings)
+
+    @cached_property
+    def watchlists(self) -> WatchlistEdits:
+        """The watchlists, edited by the rules `quantdesk watchlist` applies (same database)."""
+        return WatchlistEdits(self.settings)
 
     @cached_property
     def codec(self) -> PayloadCodec | None:

@@ -1,7 +1,8 @@
 """A start form per flow, built from the flow's own input model, and its answers checked by it.
 
 The fields come from the model's JSON schema: a choice becomes a menu, a list of
-choices a set of boxes, a number a number field, a yes/no a menu, a nested model (the
+choices a set of boxes, a list of words (an AutoRun's ``symbols``) one text box of words
+separated by spaces or commas, a number a number field, a yes/no a menu, a nested model (the
 ``llm`` choice, say) its own fields named ``llm.provider`` and so on. Fields that take
 structured data (a bar list, decisions) are left to the CLI and ``temporal workflow
 start``. What a person typed is checked by the same model the workflow validates with,
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.datastructures import FormData
 
 from shared.validation_errors import WHOLE_INPUT, field_name, problem
+from shared.watchlists.symbols import split_symbols
 
 NESTING = 1
 """How deep nested models are opened up into fields (``llm.provider``, not deeper)."""
@@ -28,7 +30,7 @@ class FormField:
     """One input of a start form."""
 
     name: str
-    kind: str  # text | number | choice | choices | yesno | datetime
+    kind: str  # text | number | choice | choices | words | yesno | datetime
     label: str
     help: str = ""
     required: bool = False
@@ -66,6 +68,8 @@ def _kind(schema: dict[str, Any], defs: dict[str, Any]) -> tuple[str, list[str]]
         items = _resolved(schema.get("items", {}), defs)
         if "enum" in items:
             return "choices", [str(v) for v in items["enum"]]
+        if items.get("type") == "string":
+            return "words", []
     return None
 
 
@@ -123,7 +127,9 @@ def payload_of(fields: list[FormField], form: FormData) -> dict[str, Any]:
             value = str(form.get(spec.name) or "").strip()
             if not value:
                 continue
-            if spec.kind == "yesno":
+            if spec.kind == "words":
+                value = split_symbols([value])
+            elif spec.kind == "yesno":
                 value = value == "yes"
             elif spec.kind == "datetime":
                 value = _utc(value)

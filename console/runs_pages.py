@@ -1,7 +1,7 @@
 """The Runs list, the Run page (and its live part), and the ``resume`` button.
 
 The list shows root runs, newest started first, each with its children counted by status
-and a link to them (``?parent=<id>``); ``children=on`` lists every run (``console.run_tree``).
+and a link to them (``?parent=<id>``); ``children=on`` lists every run (``cli.run_tree``).
 A run whose workflow task keeps failing is listed as ``stuck``, its failure on hover.
 """
 
@@ -15,13 +15,13 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from temporalio.service import RPCError
 
+from cli.run_tree import Children, children_of, narrowed, tree_clause
 from cli.runs import visibility_query
 from cli.stuck_runs import is_marked, listed_status
 from cli.views import web_ui_url
-from console.desk import rpc_problem
+from console.desk import Desk, rpc_problem
 from console.errors import PageError
 from console.paging import page_number
-from console.run_tree import Children, children_of, tree_clause
 from console.run_view import load_run
 from console.web import desk_of, page
 from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
@@ -75,12 +75,9 @@ def runs_query(flow: str, symbol: str, portfolio: str, status: str, tree: str = 
     if status and status not in STATUS_FILTERS:
         raise PageError(f"status {status!r} is not one of: {', '.join(STATUS_FILTERS)}")
     query = visibility_query(flow or None, symbol or None, portfolio or None, running=False)
-    clauses = [query] if query else []
     if status:
-        clauses.append(f"ExecutionStatus = '{STATUS_FILTERS[status]}'")
-    if tree:
-        clauses.append(tree)
-    return " AND ".join(clauses)
+        query = narrowed(query, f"ExecutionStatus = '{STATUS_FILTERS[status]}'")
+    return narrowed(query, tree)
 
 
 @router.get("/", include_in_schema=False)
@@ -104,6 +101,23 @@ async def runs(
     ``children``), newest first, filtered through the search attributes."""
     desk = desk_of(request)
     query = runs_query(flow, symbol, portfolio, status, tree_clause(parent, children))
+    rows = await run_rows(desk, query, limit)
+    return page(
+        request,
+        "runs.html",
+        rows=rows,
+        query=query,
+        flows=FLOWS,
+        statuses=STATUS_FILTERS,
+        chosen={"flow": flow, "symbol": symbol, "portfolio": portfolio, "status": status},
+        parent=parent,
+        include_children=children,
+    )
+
+
+async def run_rows(desk: Desk, query: str, limit: int) -> list[RunRow]:
+    """Up to ``limit`` runs matching the visibility ``query``, newest started first, each
+    with its stuck problem and its children by status."""
     client = await desk.client()
     rows = []
     marked: list[tuple[str, str]] = []
@@ -128,7 +142,7 @@ async def runs(
         raise rpc_problem(error, "no such runs") from None
     problems = await desk.stuck_messages(marked)
     families = await children_of(client, [row.workflow_id for row in rows])
-    rows = sorted(
+    return sorted(
         (
             replace(
                 row,
@@ -139,17 +153,6 @@ async def runs(
         ),
         key=lambda row: row.started,
         reverse=True,
-    )
-    return page(
-        request,
-        "runs.html",
-        rows=rows,
-        query=query,
-        flows=FLOWS,
-        statuses=STATUS_FILTERS,
-        chosen={"flow": flow, "symbol": symbol, "portfolio": portfolio, "status": status},
-        parent=parent,
-        include_children=children,
     )
 
 
@@ -174,10 +177,15 @@ async def run_live(
 @router.post("/runs/{workflow_id}/resume")
 async def resume(request: Request, workflow_id: str) -> RedirectResponse:
     """Send ``resume``: the run (and its children) try again the calls that wait for a fix."""
-    handle = await desk_of(request).running(workflow_id, "nothing to resume")
+    await send_resume(desk_of(request), workflow_id)
+    said = quote(f"resume sent to {workflow_id}")
+    return RedirectResponse(f"/runs/{quote(workflow_id)}?said={said}", 303)
+
+
+async def send_resume(desk: Desk, workflow_id: str) -> None:
+    """Signal ``resume`` to a running run; ``Conflict`` once it has closed."""
+    handle = await desk.running(workflow_id, "nothing to resume")
     try:
         await handle.signal("resume")
     except RPCError as error:
         raise rpc_problem(error, f"no run with id {workflow_id!r}") from None
-    said = quote(f"resume sent to {workflow_id}")
-    return RedirectResponse(f"/runs/{quote(workflow_id)}?said={said}", 303)

@@ -64,14 +64,20 @@ def _is_codec(request: Request) -> bool:
     return request.url.path.startswith(f"{CODEC_PREFIX}/")
 
 
+def is_foreign(request: Request) -> bool:
+    """Whether a browser sent ``request`` from a page of another site than the one it is
+    addressed to (its ``Origin`` is not its ``Host``); "null" (a sandboxed or file page) is
+    foreign too. Requests without an ``Origin`` are not a browser page's."""
+    origin = request.headers.get("origin")
+    return origin is not None and urlsplit(origin).netloc != request.headers.get("host")
+
+
 async def same_origin(request: Request, call_next: Handler) -> Response:
     """Refuse a POST sent by a page of another site (a form on any web page can post to
     127.0.0.1): browsers name the page's origin, which must be the console's own. The codec
     endpoint is for other sites' pages: ``codec_cors`` has let through only the allowed ones."""
     origin = request.headers.get("origin")
-    foreign = origin is not None and urlsplit(origin).netloc != request.headers.get("host")
-    if request.method not in SAFE_METHODS and foreign and not _is_codec(request):
-        # "null" (a sandboxed or file page) is foreign too.
+    if request.method not in SAFE_METHODS and is_foreign(request) and not _is_codec(request):
         return Response(
             f"refused: a page of {origin} may not act on this console",
             status_code=403,

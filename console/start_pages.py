@@ -2,13 +2,16 @@
 
 A form is built from the flow's input model (``console.forms``); a filled one is checked
 by that model before anything starts, and a problem is shown next to its field with a
-422. The run starts on the configured workflow queue under an id like the CLI's, and the
+422. An AutoRun's ``watchlist`` is a menu of the watchlists there are (a watchlist's page
+links here with it chosen: ``/start/autorun?watchlist=NAME``), and its names are checked
+against the data before it starts, as `quantdesk run autorun` does. The run starts on the configured workflow queue under an id like the CLI's, and the
 page moves to the new run's page. Schedules are Temporal's own (``quantdesk schedule``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -22,8 +25,9 @@ from cli.inputs import new_workflow_id
 from cli.schedule import SCHEDULABLE
 from console.desk import Desk, rpc_problem
 from console.errors import NotFound
-from console.forms import form_fields, payload_of, problems_of
+from console.forms import FormField, form_fields, payload_of, problems_of
 from console.web import desk_of, page
+from shared.errors import InvalidInput
 from workflows.backtest import BacktestInput
 from workflows.portfolio import PortfolioInput
 
@@ -39,6 +43,7 @@ backtest. An evaluation names its windows as structured data: `quantdesk eval` s
 SCHEDULE_VERBS = ("pause", "unpause", "trigger")
 ID_PARTS = ("symbol", "portfolio")
 """Input fields that also name the run (``pipeline-GOOG-<stamp>``, ``autorun-desk-...``)."""
+WATCHLIST_FIELD = "watchlist"
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,8 @@ class ScheduleRow:
     runs: int
 
 
-def _flow(name: str) -> tuple[str, type[BaseModel]]:
+def startable(name: str) -> tuple[str, type[BaseModel]]:
+    """The workflow type and input model of a startable flow; ``NotFound`` naming the others."""
     if name not in STARTABLE:
         raise NotFound(f"no flow {name!r} to start: use one of {', '.join(STARTABLE)}")
     return STARTABLE[name]
@@ -66,33 +72,55 @@ async def start(request: Request) -> HTMLResponse:
         request,
         "start.html",
         flows=STARTABLE,
-        schedules=await _schedules(desk_of(request)),
+        schedules=await schedule_rows(desk_of(request)),
     )
+
+
+async def _fields(desk: Desk, model: type[BaseModel]) -> list[FormField]:
+    """The form of ``model``, a ``watchlist`` field as a menu of the watchlists there are."""
+    fields = form_fields(model)
+    if not any(spec.name == WATCHLIST_FIELD for spec in fields):
+        return fields
+    found = await asyncio.to_thread(desk.watchlists.store.watchlists)
+    menu = [w.name for w in found]
+    return [
+        replace(spec, kind="choice", options=menu) if spec.name == WATCHLIST_FIELD else spec
+        for spec in fields
+    ]
 
 
 @router.get("/start/{flow}", response_class=HTMLResponse)
 async def start_form(request: Request, flow: str) -> HTMLResponse:
-    """One flow's form, blank (its defaults shown)."""
-    workflow_type, model = _flow(flow)
+    """One flow's form, blank (its defaults shown) but for fields the address fills in
+    (``?watchlist=tech``)."""
+    workflow_type, model = startable(flow)
+    fields = await _fields(desk_of(request), model)
+    given = {
+        spec.name: request.query_params.getlist(spec.name)
+        for spec in fields
+        if spec.name in request.query_params
+    }
     return page(
         request,
         "start_flow.html",
         flow=flow,
         workflow_type=workflow_type,
-        fields=form_fields(model),
-        given={},
+        fields=fields,
+        given=given,
         problems={},
     )
 
 
 @router.post("/start/{flow}", response_model=None)
 async def start_run(request: Request, flow: str) -> HTMLResponse | RedirectResponse:
-    """Check the filled form with the flow's model; start the run, or show what is wrong."""
-    workflow_type, model = _flow(flow)
-    fields = form_fields(model)
+    """Check the filled form with the flow's model (and an AutoRun's names against the
+    data); start the run, or show what is wrong."""
+    workflow_type, model = startable(flow)
+    desk = desk_of(request)
+    fields = await _fields(desk, model)
     form = await request.form()
     payload = payload_of(fields, form)
-    problems = problems_of(model, payload)
+    problems = problems_of(model, payload) or await _names_problems(desk, payload)
     if problems:
         given = {spec.name: form.getlist(spec.name) for spec in fields}
         return page(
@@ -105,7 +133,14 @@ async def start_run(request: Request, flow: str) -> HTMLResponse | RedirectRespo
             given=given,
             problems=problems,
         )
-    desk = desk_of(request)
+    workflow_id = await start_flow(desk, flow, payload, "the console")
+    return RedirectResponse(f"/runs/{quote(workflow_id)}", 303)
+
+
+async def start_flow(desk: Desk, flow: str, payload: dict[str, Any], source: str) -> str:
+    """Start ``flow`` (a ``STARTABLE`` name) with ``payload``, already checked by its model,
+    under an id like the CLI's; its workflow id. ``source`` says who started it."""
+    workflow_type, _ = startable(flow)
     workflow_id = new_workflow_id(flow, *(str(payload[p]) for p in ID_PARTS if p in payload))
     try:
         await (await desk.client()).start_workflow(
@@ -113,14 +148,24 @@ async def start_run(request: Request, flow: str) -> HTMLResponse | RedirectRespo
             payload,
             id=workflow_id,
             task_queue=desk.settings.queues.workflows,
-            static_summary=f"{workflow_type} from the console",
+            static_summary=f"{workflow_type} from {source}",
         )
     except RPCError as error:
         raise rpc_problem(error, f"cannot start {workflow_type}") from None
-    return RedirectResponse(f"/runs/{quote(workflow_id)}", 303)
+    return workflow_id
 
 
-async def _schedules(desk: Desk) -> list[ScheduleRow]:
+async def _names_problems(desk: Desk, payload: dict[str, object]) -> dict[str, str]:
+    """An unknown watchlist, or unknown symbols (each named), as the problem of its field."""
+    try:
+        await asyncio.to_thread(desk.watchlists.check_autorun_names, payload)
+    except InvalidInput as error:
+        return {error.field: str(error)}
+    return {}
+
+
+async def schedule_rows(desk: Desk) -> list[ScheduleRow]:
+    """Every schedule, as the Start page lists it."""
     client = await desk.client()
     rows = []
     try:
@@ -149,12 +194,17 @@ async def _schedules(desk: Desk) -> list[ScheduleRow]:
 @router.post("/schedules/{name}/{verb}")
 async def schedule_action(request: Request, name: str, verb: str) -> RedirectResponse:
     """Pause, unpause or trigger a schedule."""
+    await act_on_schedule(desk_of(request), name, verb)
+    return RedirectResponse(f"/start?said={quote(f'{verb}: {name}')}", 303)
+
+
+async def act_on_schedule(desk: Desk, name: str, verb: str) -> None:
+    """Pause, unpause or trigger schedule ``name``; ``NotFound`` for another verb or name."""
     if verb not in SCHEDULE_VERBS:
         raise NotFound(f"no schedule action {verb!r}: use {', '.join(SCHEDULE_VERBS)}")
-    handle = (await desk_of(request).client()).get_schedule_handle(name)
+    handle = (await desk.client()).get_schedule_handle(name)
     try:
         act: Any = getattr(handle, verb)
         await act()
     except RPCError as error:
         raise rpc_problem(error, f"no schedule called {name!r}") from None
-    return RedirectResponse(f"/start?said={quote(f'{verb}: {name}')}", 303)

@@ -78,6 +78,12 @@ class ProviderSettings(Serving):
         description="the sampling seed sent with every call (OpenAI-style servers; llama.cpp "
         "answers the same way each time with a seed and temperature 0)",
     )
+    knowledge_cutoff: str | None = Field(
+        None,
+        pattern=r"^(\d{4}-\d{2}(-\d{2})?|never)$",
+        description="the training cutoff of this provider's models (YYYY-MM or YYYY-MM-DD; "
+        "never: a rule that learned from no period), over models.dev's and the registry row's",
+    )
 
     @classmethod
     def of(cls, spec: ProviderSpec) -> ProviderSettings:
@@ -260,6 +266,29 @@ class ConsoleSettings(BaseModel):
     port: int = Field(8400, ge=1, le=65535)
     token: SecretStr | None = Field(
         None, description="asked of every request (header, cookie or ?token=) when set"
+    )
+
+
+MCP_APPROVE_SETTING = f"{ENV_PREFIX}MCP__ALLOW_APPROVE"
+MCP_TOKEN_SETTING = f"{ENV_PREFIX}MCP__TOKEN"
+
+
+class McpSettings(BaseModel):
+    """The MCP server (`quantdesk mcp`): an AI assistant's door to the runs."""
+
+    allow_approve: bool = Field(
+        False,
+        description="offer approve_plan at all; even then a person confirms each approval "
+        "where the host can ask",
+    )
+    host: str = Field(
+        "127.0.0.1", description="`--http`: address to bind; beyond loopback a token is required"
+    )
+    port: int = Field(
+        8420, ge=1, le=65535, description="`--http`: the port (8410 is the local model's)"
+    )
+    token: SecretStr | None = Field(
+        None, description="`--http`: asked of every request as `Authorization: Bearer` when set"
     )
 
 
@@ -485,6 +514,7 @@ class Settings(_ProviderBlocks):
     database_url: str | None = Field(None, description="SQLAlchemy URL; default SQLite in data_dir")
     temporal: TemporalSettings = TemporalSettings()
     console: ConsoleSettings = ConsoleSettings()
+    mcp: McpSettings = McpSettings()
     codec: CodecSettings = CodecSettings()
     s3: S3Settings = S3Settings()
     queues: TaskQueues = TaskQueues()
@@ -535,6 +565,12 @@ class Settings(_ProviderBlocks):
         ge=0,
         description="larger tool answers travel through Temporal as claims on objects in the "
         "payloads bucket, which the chat activity reads (shared/storage/claim_check.py)",
+    )
+    claims_retention_days: int = Field(
+        30,
+        ge=1,
+        description="`quantdesk storage prune` deletes claimed objects last written longer ago "
+        "than this that no run still running, or closed since, holds (cli/storage.py)",
     )
     prices: dict[str, ModelPrice] = Field(
         default_factory=list_prices,

@@ -3,7 +3,7 @@
 Debian's ``chromium`` (``.ci/run`` installs it when missing) is started with a remote
 debugging port of its own choosing on loopback; one page is opened and driven through
 a small CDP client over ``websockets``: navigate, evaluate JavaScript (to read the DOM,
-fill a form, click), wait until an expression holds, and capture a full-page
+fill a form, click), choose a file to upload, wait until an expression holds, and capture a full-page
 screenshot. No browser is downloaded by a tool at run time.
 """
 
@@ -84,6 +84,14 @@ class Page:
                 text = await self.evaluate("document.body ? document.body.innerText : ''")
                 raise AssertionError(f"never true: {expression}\npage text:\n{text[:3000]}")
             await asyncio.sleep(0.25)
+
+    async def choose_file(self, selector: str, path: Path) -> None:
+        """Choose ``path`` in the file input ``selector``, as a person picking it would."""
+        document = await self.send("DOM.getDocument")
+        found = await self.send(
+            "DOM.querySelector", nodeId=document["root"]["nodeId"], selector=selector
+        )
+        await self.send("DOM.setFileInputFiles", files=[str(path)], nodeId=found["nodeId"])
 
     async def screenshot(self, path: Path) -> Path:
         """The whole page as a PNG at ``path``."""

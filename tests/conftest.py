@@ -1,4 +1,4 @@
-"""Session fixtures: the real servers, started once, on free loopback ports.
+"""Session fixtures: the real servers, started once per xdist worker, on free loopback ports.
 
 - ``s3_settings``: SeaweedFS S3 (`weed mini`) with generated credentials and buckets.
 - ``ts_env``: Temporal's time-skipping test server (timers jump, so no test sleeps).
@@ -99,6 +99,17 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
         yield env
     finally:
         await env.shutdown()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules holding a ``slow`` test first, each module's tests kept together and in order.
+
+    The suite runs on two xdist workers with ``--dist loadfile``: a module goes whole to one
+    worker, in collection order. Started last, the stack and multi-host modules (minutes
+    each) would leave one worker busy long after the other ran dry; started first, the many
+    short modules fill in beside them."""
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_modules)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

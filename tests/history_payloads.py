@@ -5,32 +5,16 @@ show what an operator of the cluster can and cannot read (``tests/test_encrypted
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 from google.protobuf import json_format
-from google.protobuf.message import Message
-from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.api.common.v1 import Payloads
 from temporalio.api.history.v1 import History
 from temporalio.client import WorkflowHistory
 
+from cli.history_payloads import payloads_in
 
-def payloads_in(message: Message) -> Iterator[Payload]:
-    """Every payload anywhere in ``message`` but its search attributes."""
-    if isinstance(message, Payload):
-        yield message
-        return
-    for field, value in message.ListFields():
-        if field.message_type is None or field.name == "search_attributes":
-            continue
-        if field.message_type.GetOptions().map_entry:
-            if field.message_type.fields_by_name["value"].message_type is None:
-                continue
-            children = list(value.values())
-        else:
-            children = list(value) if field.is_repeated else [value]
-        for child in children:
-            yield from payloads_in(child)
+__all__ = ["event_payloads", "json_values", "payloads_in", "without_search_attributes"]
 
 
 def without_search_attributes(history: WorkflowHistory) -> bytes:

@@ -312,18 +312,18 @@ def server_binary(name: str) -> str:
 
 async def start_dev_server() -> WorkflowEnvironment:
     """A Temporal dev server (real persistence, real timers) with quantdesk's search
-    attributes registered, marking runs whose workflow task keeps failing as `quantdesk up`'s
-    does."""
+    attributes registered and `quantdesk up`'s settings (runs whose workflow task keeps
+    failing marked, one partition per queue)."""
     from temporalio.contrib.pydantic import pydantic_data_converter
 
-    from shared.search_attributes import TASK_PROBLEMS_DYNAMIC_CONFIG
+    from shared.server_settings import dev_server_arguments
     from workers.namespace_setup import ensure_search_attributes
 
     env = await WorkflowEnvironment.start_local(
         data_converter=pydantic_data_converter,
         dev_server_existing_path=server_binary("temporal"),
         ui=False,
-        dev_server_extra_args=["--dynamic-config-value", TASK_PROBLEMS_DYNAMIC_CONFIG],
+        dev_server_extra_args=dev_server_arguments(),
     )
     await ensure_search_attributes(env.client)
     return env

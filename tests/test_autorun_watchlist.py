@@ -23,11 +23,14 @@ from shared.config import Settings
 from shared.data.sim.universe import SYMBOLS
 from shared.portfolio.models import Side, TradeRequest
 from shared.portfolio.store import PortfolioStore
+from shared.reports.autorun import chart_name
 from shared.watchlists.store import WatchlistStore
 from tests.servers import isolated_settings, running_workers, tools_reading
 from workers.main import plan_for
 from workers.roles import WorkerRole
 from workflows.autorun import AutoRunProgress, AutoRunResult, AutoRunWorkflow, candidates_of
+
+pytestmark = pytest.mark.slow
 
 on_the_session_loop = pytest.mark.asyncio(loop_scope="session")
 QUEUE = "test-autorun-watchlist"
@@ -109,6 +112,14 @@ async def test_a_watchlist_of_30_names_is_analysed_and_every_name_decided_or_exp
     failed = {f.symbol: f.reason for f in result.failures}
     assert decided | set(failed) == set(result.candidates) and all(failed.values())
     assert result.portfolio_status == "approved_auto"
+    # Each chart was drawn beside its Pipeline's analysts; the report found them all.
+    assert set(result.report.charts) == {chart_name(symbol) for symbol in decided}
+    pipeline = ts_env.client.get_workflow_handle(f"{handle.id}-pipeline-{NAMES[0]}")
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in (await pipeline.fetch_history()).events
+    ]
+    assert "store_ticker_chart" in scheduled
     history = await handle.fetch_history()
     size = len(history.to_json().encode())
     by_kind: dict[str, int] = {}

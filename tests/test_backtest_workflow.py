@@ -274,8 +274,12 @@ async def test_the_report_csv_and_chart_are_stored(walk: tuple[Any, BacktestResu
     report = fetch(result.report.url).decode()
     assert "# Backtest: pipeline on GOOG, 2010-01-04 to 2010-01-20" in report
     assert "| trades |" in report and report.count("| 2010-01-") == 3
+    # The offline analyst is a rule trained on no period: every step is after its cutoff.
+    assert "**Headline, after the training cutoff: " in report and "## Leaderboard" in report
+    assert "deflated Sharpe ratio" in report and "Hansen's SPA" in report
     rows = fetch(result.csv.url).decode().splitlines()
     assert rows[0].startswith("date,close,position") and len(rows) == 13
+    assert rows[0].endswith(",cutoff") and rows[1].endswith(",after cutoff")
     assert fetch(result.chart.url)[:8] == b"\x89PNG\r\n\x1a\n"
     assert result.chart.report.key.startswith("backtest/") and result.chart.report.key.endswith(
         ".png"
@@ -305,6 +309,10 @@ async def test_rerunning_the_same_walk_repeats_it_without_a_second_copy_of_any_l
         (s.signal, s.position, s.recalled_roles) for s in first.steps
     ]
     assert again.strategy == first.strategy
+    # The trials ledger counts the same walk once, however it was split into runs.
+    assert first.claims is not None and again.claims is not None
+    assert again.claims.tests.trials == first.claims.tests.trials
+    assert again.claims.tests.spa_configurations == 1
     assert [s.lessons_recorded for s in again.steps] == [0, 0, None]
     assert len(_lesson_rows(memory_url)) == before
 
@@ -385,4 +393,6 @@ async def test_quantdesk_backtest_follows_the_walk_prints_the_metrics_and_saves_
     saved = sorted(path.name for path in tmp_path.iterdir())
     assert len(saved) == 3 and all(f"wrote {tmp_path / name}" in text for name in saved)
     assert "report: http" in text and "Web UI: http" in text
+    assert "Headline, after the training cutoff" in text and "Sharpe [95% CI]" in text
+    assert "PSR" in text and "SPA across" in text
     assert text.index("report: http") < text.index("Web UI: http")

@@ -17,11 +17,13 @@ import yaml
 from pydantic import BaseModel
 
 from shared.config import ENV_PREFIX, Settings, load_settings
+from shared.llm.providers import PROVIDERS
 from shared.search_attributes import (
     SEARCH_ATTRIBUTES,
     TASK_PROBLEMS_BEFORE_REPORTED,
     TASK_PROBLEMS_SETTING,
 )
+from shared.server_settings import ONE_PARTITION
 from workers.roles import ROLE_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,6 +131,17 @@ def test_the_server_marks_stuck_runs_as_the_dev_server_does() -> None:
     assert dynamic[TASK_PROBLEMS_SETTING] == [
         {"value": TASK_PROBLEMS_BEFORE_REPORTED, "constraints": {}}
     ]
+
+
+def test_each_llm_queue_has_one_partition_so_its_rate_limit_holds() -> None:
+    compose = yaml.safe_load(_defaults((ROOT / "docker-compose.yml").read_text()))
+    dynamic = yaml.safe_load(compose["configs"]["temporal-dynamic-config"]["content"])
+    queues = {spec.task_queue for spec in PROVIDERS.values()}
+    for setting in (value.split("=")[0] for value in ONE_PARTITION):
+        rows = dynamic[setting]
+        assert {(row["constraints"]["taskQueueName"], row["value"]) for row in rows} == {
+            (queue, 1) for queue in queues
+        }
 
 
 def test_dockerfile_installs_the_project() -> None:

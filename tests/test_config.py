@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
-from shared.config import load_settings
+from cli.stack.console import console_server
+from cli.stack.servers import s3_server, temporal_dev_server
+from shared.config import Settings, load_settings
 from shared.errors import ConfigError
 from shared.llm.providers import PROVIDERS, LlmRole
 
@@ -146,3 +151,18 @@ def test_a_runs_web_ui_link_is_the_configured_ui_or_the_embedded_one_never_a_mis
     assert web_ui_url(cloud, "run-1") == (
         "https://cloud.temporal.io/namespaces/desk.a1b2c/workflows/run-1/history"
     )
+
+
+def test_the_default_ports_of_every_server_are_distinct(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`quantdesk up` with the MCP server and the local model beside it binds no port twice."""
+    for name in [name for name in os.environ if name.startswith("QUANTDESK_")]:
+        monkeypatch.delenv(name)
+    settings = Settings(_env_file=None, data_dir=tmp_path)
+    launches = [temporal_dev_server(settings, {}), s3_server(settings, "k", "s")]
+    ports = [
+        claim.port for launch in [*launches, console_server(settings)] for claim in launch.ports
+    ]
+    ports += [settings.local_llm.port, settings.mcp.port]
+    assert len(ports) == len(set(ports)), sorted(ports)

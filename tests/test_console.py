@@ -7,7 +7,8 @@ browser tests drive Debian's Chromium over the DevTools protocol and save a scre
 of each page under ``.artifacts/console/`` (``QUANTDESK_ARTIFACTS`` elsewhere;
 ``QUANTDESK_UPDATE_DOCS=1`` also copies the run and book pages to ``docs/`` for the README).
 
-The scenario: an AutoRun with ``approval: required`` is started from the Start form;
+The scenario: a watchlist is made on its page from a CSV file, and an AutoRun on it with
+``approval: required`` is started from there through the Start form;
 its run page updates by itself to the waiting approval; on the book's page a person
 approves it, saying who and why, and the trades appear. A QuantAgent run whose vendor
 refuses the key parks: its page shows the reason, and the Resume button makes the run
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import html
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -52,7 +54,7 @@ from tests.test_imperfect_replies import ROLES as PIPELINE_ROLES
 from workers.main import plan_for
 from workers.roles import WorkerRole
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.slow]
 QUEUE = "console-test"
 BOOK = "consoledesk"
 KEY = "sk-console-test-0123456789abcdef"
@@ -77,6 +79,10 @@ DESK_FORM = {
     "approval": "required",
     "reflect": "no",
 }
+WATCHLIST = "consolenames"
+WATCHLIST_CSV = "symbol,name\nQBTX,Quantum\nLMNW,Lumen\n"
+"""Two sim names, uploaded as a person's CSV would be."""
+SCAN_FIELDS = ("max_tickers", "min_conviction")
 EARLIER_DESK = {
     "as_of": "2012-03-01T00:00:00Z",
     "max_tickers": 3,
@@ -244,16 +250,32 @@ def shots() -> Path:
 async def test_an_approval_round_trip_in_chromium(
     stack: ConsoleStack, opened_book: None, studies: tuple[str, str], tmp_path: Path, shots: Path
 ) -> None:
+    names = tmp_path / "names.csv"
+    names.write_text(WATCHLIST_CSV)
     async with chromium_page(tmp_path / "profile") as page:
-        await page.goto(f"{stack.url}/start/autorun")
-        await _fill_and_submit(page, DESK_FORM)
+        await page.goto(f"{stack.url}/watchlists")
+        await page.evaluate(f"document.getElementById('f-name').value = {WATCHLIST!r}")
+        await page.choose_file("#f-csv", names)
+        await page.evaluate("document.getElementById('create').click()")
+        await page.wait_for("document.getElementById('start-autorun')")
+        assert await page.evaluate("document.getElementById('said').innerText") == (
+            f"created watchlist {WATCHLIST} with 2 symbol(s)"
+        )
+        await page.screenshot(shots / "watchlist.png")
+        await page.evaluate("document.getElementById('start-autorun').click()")
+        await page.wait_for("document.getElementById('start-form')")
+        assert await page.evaluate("document.getElementById('f-watchlist').value") == WATCHLIST
+        given = {k: v for k, v in DESK_FORM.items() if k not in SCAN_FIELDS}
+        await _fill_and_submit(page, given)
         await page.wait_for("location.pathname.startsWith('/runs/autorun-')")
         workflow_id = (await page.evaluate("location.pathname")).removeprefix("/runs/")
         # The page is not reloaded: its live part fetches the run again until the plan waits.
         await page.evaluate("window.notReloaded = true")
         await page.wait_for("document.getElementById('awaiting-approval')", timeout=180)
         assert await page.evaluate("window.notReloaded === true")
-        assert await page.evaluate("document.querySelectorAll('#tickers tr').length") >= 2
+        tickers = "[...document.querySelectorAll('#tickers tr td:first-child')]"
+        shown_first = (await page.evaluate(f"{tickers}.map(td => td.innerText)"))[:2]
+        assert shown_first == ["QBTX", "LMNW"]  # the watchlist's names, then the holdings
         await page.screenshot(shots / "run-waiting-approval.png")
 
         await page.goto(f"{stack.url}/portfolios/{BOOK}")
@@ -285,6 +307,7 @@ async def test_an_approval_round_trip_in_chromium(
         for name, path in (
             ("runs", "/runs"),
             ("start", "/start"),
+            ("watchlists", "/watchlists"),
             ("studies", "/studies"),
             ("pipeline", f"/runs/{workflow_id}-pipeline-" + await _first_ticker(page)),
             ("not-found", "/runs/no-such-run"),
@@ -502,6 +525,8 @@ async def test_a_finished_approval_is_refused_with_409(stack: ConsoleStack, desk
     assert again.status_code == 409 and "no approval waits" in shown(again)
     assert resume.status_code == 409 and "nothing to resume" in shown(resume)
     assert 'id="report"' in shown(report)
+    tally = shown(report).split('<p id="tally"><b>')[1].split("</b>")[0]
+    assert re.fullmatch(r"\d+ of \d+ decided: \d+ \w+.*", tally), tally
 
 
 async def test_quantdesk_run_links_a_run_to_its_console_page_while_the_console_answers(
@@ -567,6 +592,7 @@ async def test_evaluations_and_backtests_show_their_tables_and_plots(
         plot = await http.get(listed.split('<img class="chart thumb" src="')[1].split('"')[0])
     assert evaluation in listed and backtest in listed
     assert "QuantAgent, offline" in listed  # the evaluation's label
+    assert "after cutoff: " in listed  # the offline analyst was trained on no period
     assert 'id="plot"' in run and 'id="report"' in run
     assert plot.status_code == 200 and plot.headers["content-type"] == "image/png"
 

@@ -3,8 +3,9 @@
 Two AutoRun-shaped trees (``tests/run_family.py``) finish while children of theirs still
 wait on their timers, as Reflect runs do. The Runs list shows the roots, newest first, each
 with its children counted by status, where a flat list would be all waiting children; a
-run's children are one click away; the Run page shows the sixty tickers 25 at a time and
-a page that is not there gets a message.
+run's children are one click away (and `quantdesk runs` lists the same way); the Run page
+shows the sixty tickers 25 at a time, its steps folded, and a page that is not there gets
+a message.
 """
 
 from __future__ import annotations
@@ -14,15 +15,23 @@ import html
 import re
 import uuid
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 
 import httpx
 import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
+import cli.runs as cli_runs
+from cli.runs import list_runs, runs_filter
+from cli.stuck_runs import StuckRun
 from console.app import create_app
+from console.steps_view import step_rows
 from shared.config import load_settings
+from shared.errors import InvalidInput
 from tests.run_family import FamilyInput, FamilyWorkflow, family_worker, ticker
+from tests.screens import recording_console
+from workflows.progress import StepState
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 QUEUE = f"console-scale-{uuid.uuid4().hex[:6]}"
@@ -136,10 +145,75 @@ async def test_the_run_page_shows_its_tickers_25_at_a_time(
         table = page.split('id="tickers"')[1].split("</table>")[0]
         return re.findall(r'href="/runs/[^"]+-pipeline-(T\d+)"', table)
 
+    steps = first.split('id="steps"')[1].split("</table>")[0]
+    assert steps.count("<tr") == 2  # the header and the folded pipelines
+    assert f'<b>pipeline</b> <span class="muted">× {TICKERS}</span>' in steps
+    assert f"{NAPPING} running" in steps and f"{TICKERS - NAPPING} done" in steps
     assert tickers(first) == [ticker(n) for n in range(25)]
     assert "1–25 of 60" in first and 'href="?page=2" rel="next"' in first
     assert tickers(last) == [ticker(n) for n in range(50, TICKERS)]
     assert "51–60 of 60" in last and 'rel="next"' not in last
+
+
+async def test_quantdesk_runs_lists_roots_with_their_children_counted_and_children_by_filter(
+    family: tuple[httpx.AsyncClient, str, str],
+    dev_env: WorkflowEnvironment,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    http, big, small = family
+    await shown_when(http, "/runs?limit=20", lambda text: "30 running" in text)  # listed by now
+    settings = load_settings(temporal={"address": dev_env.client.service_client.config.target_host})
+    screen = recording_console(monkeypatch, cli_runs)
+
+    def rows(text: str) -> list[str]:
+        return [line.strip() for line in text.splitlines() if line.strip().startswith("family-")]
+
+    screen.print(await list_runs(settings, runs_filter(None, None, None, False, None, False), 20))
+    roots = rows(screen.export_text(clear=True))
+    screen.print(await list_runs(settings, runs_filter(None, None, None, False, big, False), 100))
+    children = rows(screen.export_text(clear=True))
+
+    ids = [row.split()[0] for row in roots]
+    assert ids.index(small) < ids.index(big) and not any("-pipeline-" in i for i in ids)
+    assert roots[ids.index(small)].endswith("4: 3 completed, 1 running")
+    assert roots[ids.index(big)].endswith(
+        f"{TICKERS + 1}: {TICKERS + 1 - NAPPING} completed, {NAPPING} running"
+    )
+    assert {row.split()[0] for row in children} == {
+        *(f"{big}-pipeline-{ticker(n)}" for n in range(TICKERS)),
+        f"{big}-portfolio",
+    }
+    with pytest.raises(InvalidInput, match="`parent`: --parent and --all"):
+        runs_filter(None, None, None, False, big, True)
+
+
+async def test_a_folded_step_that_needs_a_person_is_still_listed() -> None:
+    steps = {f"pipeline T{n:03d}": StepState.DONE for n in range(20)}
+    steps |= {"pipeline T005": StepState.FAILED, "pipeline T007": StepState.RUNNING}
+    steps |= {"portfolio": StepState.PENDING}
+    held = StuckRun(
+        workflow_id="x-pipeline-T009",
+        run_id="r",
+        workflow_type="Pipeline",
+        message="poisoned",
+        cause="workflow worker unhandled failure",
+        since=datetime.now(UTC),
+        attempts=3,
+        ancestors=["x"],
+        step="pipeline T009",
+    )
+
+    rows = step_rows(steps, {"pipeline T007": "a key was refused"}, {"pipeline T009": held})
+
+    assert [(r.name, r.state, r.message) for r in rows] == [
+        ("pipeline", "done", ""),
+        ("pipeline T005", "failed", ""),
+        ("pipeline T007", "waiting", "a key was refused"),
+        ("pipeline T009", "stuck", "poisoned"),
+        ("portfolio", "pending", ""),
+    ]
+    assert rows[0].count == 20 and rows[0].states == "17 done, 1 failed, 1 waiting, 1 stuck"
+    assert rows[0].detail == "tickers"
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,8 @@ from workers.client import connect
 from workers.converter import data_converter
 from workflows.quantagent import QuantAgentResult, QuantAgentWorkflow
 
+pytestmark = pytest.mark.slow
+
 QUEUE = "encrypted-runs"
 SYMBOL = "ZQXCODEC"
 """Found nowhere but in the run's payloads, so any plain trace of it is a leak."""

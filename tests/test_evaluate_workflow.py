@@ -248,7 +248,9 @@ async def test_the_four_reports_are_stored_and_the_progress_query_agrees(
     progress = await evaluated.handle.query("progress", result_type=EvaluateProgress)
 
     assert "| **overall** | 6 | 0 |" in markdown
-    assert [row["asset"] for row in table] == ["EURUSD", "GOOG", "overall"]
+    # The offline analyst is a rule trained on no period: every window is after its cutoff.
+    assert [row["asset"] for row in table] == ["EURUSD", "GOOG", "overall", "after cutoff"]
+    assert "**Headline, after the training cutoff: accuracy" in markdown
     assert {w["window_id"] for w in stored["windows"]} == {w.window_id for w in evaluated.windows}
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert reports.plot.report.key.startswith(f"evaluate/{evaluated.handle.id}/")
@@ -359,6 +361,26 @@ async def test_a_long_evaluation_continues_as_new_and_scores_every_window(
     assert result.runs == 2
     assert latest.run_id != handle.first_execution_run_id
     assert result.summary.overall.n == 4
+
+
+async def test_repeats_ask_each_window_again_and_count_it_once(
+    ts_env: WorkflowEnvironment, workers: None, s3_settings: Settings
+) -> None:
+    windows = {"kind": "cut", "symbols": ["GOOG"], "timeframe": "1d", "count": 1, "bars": 60}
+    handle = await _start(ts_env, {"windows": windows, "repeats": 2, "concurrency": 2})
+
+    result: EvaluateResult = await handle.result()
+
+    claims = result.summary.claims
+    assert result.summary.overall.n == 1
+    assert claims is not None and claims.spread is not None
+    # The offline analyst is deterministic: both repeats agree on every window.
+    assert (claims.spread.repeats, claims.spread.unanimous) == (2, 1.0)
+    stored = ObjectStore.from_settings(s3_settings).get_bytes(result.reports.json_table.report)
+    scored = json.loads(stored)["windows"]
+    assert [len(w["repeats"]) for w in scored] == [2]
+    again = await _child_input(ts_env, f"{handle.id}-{scored[0]['window_id']}-r2")
+    assert again["llm"]["sample"] == 1  # a repeat misses the first run's cached replies
 
 
 async def test_windows_that_all_fail_stop_the_evaluation_after_the_first_three(
@@ -507,4 +529,6 @@ async def test_the_cli_follows_an_evaluation_prints_the_table_and_writes_the_rep
     probes = json.loads(next(tmp_path.glob("*/probes.json")).read_text())
     assert [row["asset"] for row in probes["gap"]] == ["GOOG", "^GSPC", "overall"]
     table = next(tmp_path.glob("*/evaluation.csv")).read_text()
-    assert table.splitlines()[-1].startswith("overall,all,2,0,")
+    assert table.splitlines()[-2].startswith("overall,all,2,0,")
+    assert table.splitlines()[-1].startswith("after cutoff,all,2,0,")
+    assert "Headline, after the training cutoff" in output and "Trading the calls" in output

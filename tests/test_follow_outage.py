@@ -28,7 +28,7 @@ from shared.config import Settings, load_settings
 from shared.search_attributes import SEARCH_ATTRIBUTES
 from tests.servers import free_port_base, running
 
-pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.integration]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.integration, pytest.mark.slow]
 CLIENT_GIVES_UP_AFTER = 10.0
 """The SDK client's own retries of an unreachable server last about this long."""
 OUTAGE_SECONDS = CLIENT_GIVES_UP_AFTER + 5

@@ -6,6 +6,7 @@ Each behaviour runs for OpenAI, Anthropic and one OpenAI-compatible provider
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from shared.errors import ConfigError, InvalidInput, ProviderError
-from shared.llm.clients import complete
+from shared.llm.clients import ClientPool, anthropic_chat, complete, openai_chat
 from shared.llm.clients.errors import retry_after
 from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, ToolCall, ToolSpec
 from shared.llm.providers import PROVIDERS, Capabilities, ClientKind, LlmRole, StructuredOutput
@@ -63,6 +64,7 @@ async def _call(
     model: str | None = None,
     images: dict[str, bytes] | None = None,
     json_schema: dict[str, Any] | None = None,
+    pool: ClientPool | None = None,
     **request_fields: Any,
 ) -> ChatResponse:
     """One ``complete`` call at the fake server; ``request_fields`` go to ``ChatRequest``."""
@@ -82,6 +84,7 @@ async def _call(
         timeout=timeout,
         images=images or {},
         json_schema=json_schema,
+        pool=pool,
     )
 
 
@@ -597,6 +600,45 @@ async def test_unauthorized_names_key_variable_and_hides_key(server: FakeLlmServ
     assert "***" in str(error)  # the fake echoes the key; it must come back redacted
     assert KEY not in str(error) and KEY not in repr(error.args)
     assert error.__cause__ is None
+
+
+async def test_a_pooled_client_serves_its_destination_and_keeps_each_key(
+    server: FakeLlmServer, provider: str
+):
+    pool = ClientPool()
+    sdk = openai_chat.VENDOR.sdk if provider != "anthropic" else anthropic_chat.VENDOR.sdk
+    url = _base_url(server, provider)
+    server.reply_text("first")
+    server.reply_text("second")
+    server.reply_text("other key")
+
+    first = await _call(server, provider, pool=pool)
+    second = await _call(server, provider, pool=pool)
+    client = pool.client(sdk, api_key=KEY, base_url=url, timeout=5.0)
+    await _call(server, provider, pool=pool, api_key="sk-other-key")
+
+    assert (first.text, second.text) == ("first", "second")
+    assert client is pool.client(sdk, api_key=KEY, base_url=url, timeout=5.0)
+    assert client is not pool.client(sdk, api_key="sk-other-key", base_url=url, timeout=5.0)
+    assert [r.api_key for r in server.requests] == [KEY, KEY, "sk-other-key"]
+
+
+async def test_a_pooled_client_fails_as_a_fresh_one(server: FakeLlmServer, provider: str):
+    server.unauthorized()
+
+    error = await _failure(server, provider, pool=ClientPool())
+
+    assert (error.retryable, error.status) == (False, 401)
+    assert KEY not in str(error) and "***" in str(error)
+
+
+def test_a_pool_gives_each_event_loop_its_own_clients():
+    pool = ClientPool()
+
+    async def client() -> object:
+        return pool.client(openai_chat.VENDOR.sdk, api_key=KEY, base_url=None, timeout=5.0)
+
+    assert asyncio.run(client()) is not asyncio.run(client())
 
 
 async def test_timeout_is_retryable(server: FakeLlmServer, provider: str):

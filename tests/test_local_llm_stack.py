@@ -26,6 +26,8 @@ from tests.local_llm import cached_model
 from tests.servers import free_port_base
 from tests.test_stack import _alive, _claimed_ports, _settings_for
 
+pytestmark = pytest.mark.slow
+
 ROLE = "llm-openai-compatible"
 WORKER = f"worker-{ROLE}"
 COMPONENTS = ("temporal", "s3", LOCAL_LLM, WORKER)

@@ -43,8 +43,10 @@ DESIGNED_FAILURES = {"StructuredOutputError", "PromptTooLong"}
 """The failures a model's reply can meet by design (each names the setting to change)."""
 
 
-SAMPLING = {"temperature": 0, "seed": 7}
-"""Deterministic where llama.cpp allows it; nothing below depends on what the model says."""
+SAMPLING = {"temperature": 0, "seed": 7, "reply_tokens": 384}
+"""Deterministic where llama.cpp allows it; nothing below depends on what the model says.
+Replies are capped well below the default 1024 tokens: a 135M model that rambles to the cap
+costs seconds per call on a shared core, and a reply cut short is a designed outcome too."""
 
 
 def _settings(server: LocalLlmServer, **extra: object) -> Settings:

@@ -497,7 +497,7 @@ async def test_an_all_cash_book_without_a_scan_sweeps_into_t_bills(
     assert result.risk.sharpe.value is None and "all-cash" in (result.risk.sharpe.reason or "")
 
 
-async def test_an_approved_plan_trades_once_approved(
+async def test_an_approved_plan_trades_once_approved_for_the_plan_of_its_hash(
     ts_env: WorkflowEnvironment, services: Services
 ) -> None:
     book = services.book("approve")
@@ -506,10 +506,15 @@ async def test_an_approved_plan_trades_once_approved(
     pending = await handle.query("plan", result_type=PendingPlan)
     assert pending.awaiting_approval and pending.plan.orders
     assert services.store.trades(book) == []
+    with pytest.raises(WorkflowUpdateFailedError) as stale:  # another plan's hash
+        await handle.execute_update("approve", {"plan_hash": "0" * 16})
 
-    answer = await handle.execute_update("approve", {"by": "tester", "note": "ok"})
+    answer = await handle.execute_update(
+        "approve", {"by": "tester", "note": "ok", "plan_hash": pending.digest()}
+    )
     result = await handle.result()
 
+    assert "does not match the plan waiting" in str(stale.value.cause)
     assert answer["status"] == "approved"
     assert (
         result.status is DecisionStatus.APPROVED

@@ -149,6 +149,13 @@ async def test_images_count_by_their_bytes_not_their_object_keys() -> None:
     assert cache_key(other, "m", {"run-2/trend.png": b"other png"}, None) != same
 
 
+async def test_a_repeat_misses_the_first_runs_entry_and_a_first_run_keeps_its_key() -> None:
+    first = _request("GOOG")
+    assert "sample" not in key_material(first, "m", {}, None)
+    again = first.model_copy(update={"sample": 1})
+    assert cache_key(again, "m", {}, None) != cache_key(first, "m", {}, None)
+
+
 async def test_the_offline_provider_is_never_cached(s3_settings: Settings) -> None:
     settings = load_settings(
         data_dir=s3_settings.data_dir, s3=s3_settings.s3.model_dump(), llm_cache=True

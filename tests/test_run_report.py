@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 import threading
+import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,17 +22,29 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowHistory
 
+from activities.autorun import AutoRunActivities, RunReportRequest, TickerChartRequest
 from console.objects_pages import REPORT_POLICY
 from shared.agents.pipeline.schemas import SIGNAL_OF_RATING, Rating
+from shared.config import Settings
+from shared.data.sim.universe import SYMBOLS
 from shared.portfolio.models import Side
 from shared.portfolio.orders import RejectedOrder
-from shared.reports.autorun import AutoRunReport, TickerFailure, render_markdown, ticker_anchor
+from shared.reports.autorun import (
+    AutoRunReport,
+    TickerFailure,
+    chart_name,
+    render_markdown,
+    ticker_anchor,
+)
 from shared.reports.html import markdown_to_html
+from shared.storage.buckets import REPORTS_BUCKET
+from shared.storage.objects import ObjectRef
 from tests.chromium import chromium_binary, chromium_page
 
 GOLDEN = Path(__file__).parent / "histories" / "AutoRun@before-slim-results--golden-autorun.json"
 """The golden AutoRun from before decisions travelled by key: its ``store_run_report`` request
 still holds every decision inline, whole."""
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FAILED_EVERY = 25
 """One ticker in 25 failed its Pipeline."""
 
@@ -193,3 +206,32 @@ def test_the_sorter_is_allowed_by_its_hash_alone() -> None:
     script = page_of(widened(3)).split("<script>")[1].split("</script>")[0]
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     assert REPORT_POLICY.startswith(f"script-src 'sha256-{digest}';")
+
+
+def test_the_report_keeps_the_charts_drawn_ahead_and_draws_the_others(s3_settings: Settings):
+    activities = AutoRunActivities(s3_settings)
+    report = golden_report()
+    [ahead] = report.decisions
+    late = ahead.model_copy(update={"symbol": next(s for s in SYMBOLS if s != ahead.symbol)})
+    prefix = f"autorun/charts-ahead/{uuid.uuid4().hex[:8]}"
+    target = ObjectRef(bucket=REPORTS_BUCKET, key=f"{prefix}/{chart_name(ahead.symbol)}")
+
+    drawn = activities.store_ticker_chart(
+        TickerChartRequest(symbol=ahead.symbol, as_of=ahead.as_of, target=target)
+    )
+    # Marked, so a chart drawn again by the report would show.
+    activities.store.put_bytes(target, PNG_MAGIC + b"drawn ahead")
+    files = activities.store_run_report(
+        RunReportRequest(
+            report=report.model_copy(update={"decisions": [ahead, late]}), prefix=prefix
+        )
+    )
+
+    assert drawn.chart == target
+    assert set(files.charts) == {chart_name(ahead.symbol), chart_name(late.symbol)}
+    assert activities.store.get_bytes(target) == PNG_MAGIC + b"drawn ahead"
+    assert activities.store.get_bytes(files.charts[chart_name(late.symbol)]).startswith(PNG_MAGIC)
+    page = activities.store.get_bytes(files.html.report).decode()
+    assert (
+        f'src="{chart_name(ahead.symbol)}"' in page and f'src="{chart_name(late.symbol)}"' in page
+    )

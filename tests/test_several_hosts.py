@@ -74,7 +74,10 @@ PATCH_MARKER = "core_patch"
 """The SDK's own marker of a ``workflow.patched`` change: it holds the patch's name only, and
 the SDK core writes it without the data converter."""
 
-pytestmark = pytest.mark.skipif(namespace_problem() is not None, reason=str(namespace_problem()))
+pytestmark = [
+    pytest.mark.skipif(namespace_problem() is not None, reason=str(namespace_problem())),
+    pytest.mark.slow,
+]
 
 
 @dataclass

@@ -41,6 +41,8 @@ from tests.cli_process import run_quantdesk
 from tests.servers import free_port_base, weed_shell
 from workers.roles import ROLE_NAMES, WorkerRole
 
+pytestmark = pytest.mark.slow
+
 SERVERS = ("temporal", "s3", "console")
 WORKERS = tuple(f"worker-{role}" for role in ROLE_NAMES)
 COMPONENTS = (*SERVERS, *WORKERS)

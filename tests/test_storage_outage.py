@@ -36,7 +36,7 @@ from tests.servers import (
 )
 from workflows.quantagent import QuantAgentResult
 
-pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.integration]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.integration, pytest.mark.slow]
 QUEUE = "test-storage-outage"
 OLD_ATTEMPT_LIMIT = 3
 """What storage steps allowed before: the outage must outlast it by a margin."""

@@ -10,6 +10,7 @@ run. A queue shared by several providers takes the tightest of their limits.
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -150,10 +151,23 @@ def build_worker(client: Client, plan: WorkerPlan, identity: str | None = None) 
     )
 
 
+def freeze_startup_heap() -> None:
+    """Put every object alive now (modules, schemas, settings: what lives as long as the
+    process) out of the garbage collector's sight, after collecting what is already garbage.
+
+    A full collection walks every tracked object: with a worker's ~440k after its imports it
+    stopped the event loop, and every workflow task and activity on it, for 0.3-0.8 s here, a
+    few times a Pipeline (a Pipeline at 0.4 s a call took 6.1-6.7 s with them, 4.8-5.0 s
+    without). Frozen objects are never walked; what calls create still is."""
+    gc.collect()
+    gc.freeze()
+
+
 async def run_worker(client: Client, role: WorkerRole, settings: Settings) -> None:
     """Run one worker until SIGTERM or SIGINT, then drain in-flight work and return."""
     identity = worker_identity(settings.host_name, role.value)
     worker = build_worker(client, plan_for(role, settings), identity)
+    freeze_startup_heap()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

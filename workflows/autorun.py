@@ -5,8 +5,9 @@ open the book → ``Scan`` (by default only without names given; otherwise the a
 time is resolved on the first name) → candidates = the names given, then the shortlist
 at or above ``min_conviction``, then the holdings, each once → one ``Pipeline`` per
 candidate (at most ``concurrency`` at once,
-each reading the Scan's summary as its macro context, each starting the ``Reflect`` on
-its decision, left running after the AutoRun ends to wait out its horizon) → the
+each reading the Scan's summary as its macro context, each drawing its ticker's chart for
+the report beside its analysts and starting the ``Reflect`` on its decision, left running
+after the AutoRun ends to wait out its horizon) → the
 decisions gathered into one stored list → ``Portfolio`` with every decision that came
 back → the run report (Markdown and HTML with charts).
 
@@ -52,7 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.llm.contracts import LlmChoice, Usage, UsageReport
     from shared.portfolio.limits import CASH_EQUIVALENTS
     from shared.portfolio.models import NAME_PATTERN, BrokerKind
-    from shared.reports.autorun import AutoRunReport, TickerFailure
+    from shared.reports.autorun import AutoRunReport, TickerFailure, chart_name
     from shared.storage.objects import ObjectRef
     from shared.watchlists.symbols import list_problem, normalized
     from workflows.activity_calls import run_activity
@@ -359,6 +360,8 @@ class AutoRunWorkflow(TrackedRun):
                         position=position.model_dump() if position else None,
                         slim_result=slim,
                         reflect=reflect if slim and args.reflect else None,
+                        # Drawn beside its analysts, so the report finds it at the end.
+                        chart=run_report("autorun", chart_name(symbol)),
                     ),
                 )
             except ChildWorkflowError as error:

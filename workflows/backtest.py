@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.services import StoredReport
     from shared.agents.pipeline.schemas import AnalystKind
     from shared.backtest import Book, Flow, Performance, Position, StepRecord, position_for
+    from shared.backtest.claims import BacktestClaims
     from shared.llm.contracts import LlmChoice, UsageReport
     from shared.market.bars import Timeframe
     from shared.memory import SourceRun
@@ -164,6 +165,9 @@ class BacktestResult(BaseModel):
     chart: StoredReport
     runs: int = Field(description="workflow runs the walk took (it continues as new)")
     usage: UsageReport
+    claims: BacktestClaims | None = Field(
+        None, description="training-cutoff periods, leaderboard and Sharpe tests"
+    )
 
 
 def lesson_source(args: BacktestInput, as_of: datetime) -> SourceRun:
@@ -171,12 +175,18 @@ def lesson_source(args: BacktestInput, as_of: datetime) -> SourceRun:
     question = args.model_dump(
         mode="json",
         include={"flow", "symbol", "start", "every", "analysts", "debate_rounds", "risk_rounds"},
-    ) | {"llm": args.llm.model_dump(mode="json")}
+    ) | {"llm": args.llm.model_dump(mode="json", exclude={"sample"})}
     digest = hashlib.sha256(json.dumps(question, sort_keys=True).encode()).hexdigest()[:16]
     return SourceRun(
         workflow_id=f"backtest/{args.symbol}/{digest}/{as_of.date().isoformat()}",
         run_id=LESSON_RUN,
     )
+
+
+def trial_config(args: BacktestInput) -> dict[str, Any]:
+    """The walk's configuration as the trials ledger records it: everything that changes its
+    decisions, not how the run is split into runs."""
+    return args.model_dump(mode="json", exclude={"carry", "steps_per_run"})
 
 
 def step_name(k: int, as_of: datetime, what: str) -> str:
@@ -259,7 +269,8 @@ class BacktestWorkflow(TrackedRun):
         self.as_of = None
         self.phase = SCORE
         score, chart = await gather_all(
-            track(self.steps, SCORE, self._score(book)), track(self.steps, CHART, self._chart(book))
+            track(self.steps, SCORE, self._score(args, book)),
+            track(self.steps, CHART, self._chart(args, book)),
         )
         self.phase = "done"
         return BacktestResult(
@@ -279,6 +290,7 @@ class BacktestWorkflow(TrackedRun):
             chart=chart,
             runs=carry.runs,
             usage=self.usage,
+            claims=score.claims,
         )
 
     async def _plan(self, args: BacktestInput) -> BacktestPlan:
@@ -387,20 +399,25 @@ class BacktestWorkflow(TrackedRun):
         for agent, usage in child.by_agent.items():
             self.usage.add(agent, usage)
 
-    async def _score(self, book: Book) -> BacktestScore:
+    async def _score(self, args: BacktestInput, book: Book) -> BacktestScore:
         return await run_activity(
             BacktestActivities.score_backtest,
             ScoreRequest(
                 book=book,
                 report=run_report("backtest", "report.md"),
                 csv=run_report("backtest", "equity.csv"),
+                llm=args.llm,
+                config=trial_config(args),
+                cost_usd=self.usage.total.cost_usd,
             ),
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )
 
-    async def _chart(self, book: Book) -> StoredReport:
+    async def _chart(self, args: BacktestInput, book: Book) -> StoredReport:
         return await run_activity(
             BacktestActivities.render_equity_chart,
-            EquityChartRequest(book=book, target=run_report("backtest", "equity.png")),
+            EquityChartRequest(
+                book=book, target=run_report("backtest", "equity.png"), llm=args.llm
+            ),
             **durable(SCORE_START_TO_CLOSE, heartbeat=HEARTBEAT),
         )

@@ -46,7 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.services import StoredReport
     from shared.agents.quantagent import Direction
     from shared.evaluation.probes import ProbeCall, ProbeReport, Variant, variant_window
-    from shared.evaluation.scoring import AgentCall, EvaluationSummary
+    from shared.evaluation.scoring import AgentCall, EvaluationSummary, majority_call
     from shared.evaluation.sources import WindowSpec
     from shared.evaluation.windows import VisibleWindow
     from shared.llm.contracts import LlmChoice, UsageReport
@@ -70,6 +70,7 @@ FAIL_FAST_AFTER = 3
 """This many failures before any success stop the evaluation: the cause is not the windows."""
 MAX_CONCURRENCY = 64
 DEFAULT_CONCURRENCY = 4
+MAX_REPEATS = 10
 DEFAULT_WINDOWS_PER_RUN = 200
 """~30 KB of history a window (its bars, the child's input and result): ~6 MB a run."""
 
@@ -98,9 +99,17 @@ class EvaluateInput(RunInput):
     concurrency: int = Field(DEFAULT_CONCURRENCY, ge=1, le=MAX_CONCURRENCY)
     seed: int = Field(0, description="the random baseline's seed")
     windows_per_run: int = Field(DEFAULT_WINDOWS_PER_RUN, ge=1, le=1000)
+    repeats: int = Field(
+        1,
+        ge=1,
+        le=MAX_REPEATS,
+        description="analyses of each window, for models that answer differently each time; "
+        "the window counts once, by the majority call, and the report shows the spread",
+    )
     variants: list[Variant] = Field(
         default_factory=list,
-        description="changed copies of each window analysed besides it (anonymised, probes)",
+        description="changed copies of each window analysed once each besides it "
+        "(anonymised, probes)",
     )
     carry: EvaluateCarry | None = Field(None, description="set by the workflow itself")
 
@@ -148,9 +157,22 @@ def _probe_call(
     )
 
 
-def child_id(window_id: str) -> str:
-    """The child's workflow id: the Evaluate id and the window, stable across runs."""
-    return f"{workflow.info().workflow_id}-{window_id}"
+def _agent_call(window_id: str, result: QuantAgentResult | str) -> AgentCall:
+    """The window's call from one child's result, or the child's error."""
+    if isinstance(result, str):
+        return AgentCall(window_id=window_id, error=result)
+    return AgentCall(
+        window_id=window_id,
+        decision=result.decision.decision,
+        risk_reward=result.decision.risk_reward_ratio,
+    )
+
+
+def child_id(window_id: str, sample: int = 0) -> str:
+    """The child's workflow id: the Evaluate id and the window (and the repeat after the
+    first), stable across runs."""
+    repeat = f"-r{sample + 1}" if sample else ""
+    return f"{workflow.info().workflow_id}-{window_id}{repeat}"
 
 
 @workflow.defn(name="Evaluate")
@@ -233,7 +255,8 @@ class EvaluateWorkflow(Resumable):
         return failure == BAD_REPLY
 
     async def _analyse(self, args: EvaluateInput, carry: EvaluateCarry, info: WindowInfo) -> None:
-        """One QuantAgent child on the window's visible bars; its call (or error) is recorded.
+        """QuantAgent on the window's visible bars, ``repeats`` times one after the other; the
+        window's call (or error) is recorded once, the repeats' majority.
 
         An invalid window is recorded as failed with the loader's reason, without a child.
         With ``variants``, one more child per variant, alongside, on the changed bars
@@ -244,26 +267,28 @@ class EvaluateWorkflow(Resumable):
             return
         page = await self._visible_page(carry, info.page)
         window = next(w for w in page.windows if w.window_id == info.window_id)
-        original = self._child(args, carry, window, window.window_id)
+        repeats = self._repeats(args, carry, window)
         # No patch needed: a history without variants issues exactly the commands it did.
         if not args.variants:
-            result = await original
+            results = await repeats
         else:
-            result, changed = await gather_all(
-                original,
+            results, changed = await gather_all(
+                repeats,
                 gather_all(*(self._variant(args, carry, window, v) for v in args.variants)),
             )
-            carry.probe_calls += [_probe_call(window.window_id, None, result), *changed]
-        if isinstance(result, str):
-            call = AgentCall(window_id=window.window_id, error=result)
-        else:
-            decision = result.decision
-            call = AgentCall(
-                window_id=window.window_id,
-                decision=decision.decision,
-                risk_reward=decision.risk_reward_ratio,
-            )
+            carry.probe_calls += [_probe_call(window.window_id, None, results[0]), *changed]
+        calls = [_agent_call(window.window_id, result) for result in results]
+        call = calls[0] if args.repeats == 1 else majority_call(window.window_id, calls)
         self._record(carry, call, page.truths[window.window_id])
+
+    async def _repeats(
+        self, args: EvaluateInput, carry: EvaluateCarry, window: VisibleWindow
+    ) -> list[QuantAgentResult | str]:
+        """The window's ``repeats`` analyses, one after the other."""
+        return [
+            await self._run_child(args, carry, window, window.window_id, sample)
+            for sample in range(args.repeats)
+        ]
 
     async def _variant(
         self, args: EvaluateInput, carry: EvaluateCarry, window: VisibleWindow, variant: Variant
@@ -271,22 +296,23 @@ class EvaluateWorkflow(Resumable):
         """The child on ``variant`` of ``window``, analysed as of its own (maybe shifted) last bar."""
         shown = variant_window(window, variant, args.seed)
         label = f"{window.window_id}-{variant.value}"
-        result = await self._child(args, carry, shown, label, as_of=shown.bars[-1].time)
+        result = await self._run_child(args, carry, shown, label, as_of=shown.bars[-1].time)
         return _probe_call(window.window_id, variant, result)
 
-    async def _child(
+    async def _run_child(
         self,
         args: EvaluateInput,
         carry: EvaluateCarry,
         window: VisibleWindow,
         label: str,
+        sample: int = 0,
         as_of: datetime | None = None,
     ) -> QuantAgentResult | str:
-        """The QuantAgent child ``label`` on ``window``'s bars: its result (usage counted) or
-        its error."""
-        child = child_id(label)
+        """The QuantAgent child ``label`` on ``window``'s bars (repeat ``sample``, from 0, asks
+        again under an id of its own): its result (usage counted) or its error."""
+        name = child_id(label, sample)
         self.running += 1
-        self.child_started(child)
+        self.child_started(name)
         try:
             result: QuantAgentResult = await workflow.execute_child_workflow(
                 QuantAgentWorkflow.run,
@@ -296,20 +322,20 @@ class EvaluateWorkflow(Resumable):
                     as_of=as_of,
                     bars=window.bars,
                     lookback=len(window.bars),
-                    llm=args.llm,
+                    llm=args.llm.model_copy(update={"sample": sample}) if sample else args.llm,
                 ),
-                id=child,
-                static_summary=f"QuantAgent on window {label}",
+                id=name,
+                static_summary=f"QuantAgent on window {label}"
+                + (f", repeat {sample + 1}" if sample else ""),
             )
         except ChildWorkflowError as error:
-            return self.given_up_reason(child) or root_message(error)
-        else:
-            for agent, usage in result.usage.by_agent.items():
-                carry.usage.add(agent, usage)
-            return result
+            return self.given_up_reason(name) or root_message(error)
         finally:
             self.running -= 1
-            self.child_finished(child)
+            self.child_finished(name)
+        for agent, usage in result.usage.by_agent.items():
+            carry.usage.add(agent, usage)
+        return result
 
     def _record(self, carry: EvaluateCarry, call: AgentCall, truth: Direction | None) -> None:
         """Count the call; stop the evaluation if every window analysed so far failed."""
@@ -344,6 +370,9 @@ class EvaluateWorkflow(Resumable):
                 seed=args.seed,
                 label=label,
                 prefix=carry.prefix,
+                llm=args.llm,
+                windows=args.windows,
+                cost_usd=carry.usage.total.cost_usd,
                 variants=args.variants,
                 probe_calls=carry.probe_calls,
             ),

@@ -239,6 +239,7 @@ def agent_request(
         response_schema=spec.schema_name,
         inputs=inputs.model_dump(mode="json"),
         raw_reply_key=ObjectRef(bucket=PAYLOADS_BUCKET, key=raw_key),
+        sample=llm.sample,
     )
 
 

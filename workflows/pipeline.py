@@ -5,7 +5,9 @@ context) → the analysts in parallel (each its own tool loop, tools read as of 
 time) → recall every role's lessons (one activity) → a critical abort goes
 straight to the portfolio manager → else the bull/bear ``Debate`` child (with the
 research manager's plan) → the trader → the ``Risk`` child → the portfolio
-manager → a Markdown report of the whole run in S3.
+manager → a Markdown report of the whole run in S3. Given a ``chart`` target (an AutoRun
+gives each of its Pipelines one beside its run report), the ticker's chart is drawn there
+beside the analysts, off the run's critical path, and waited for before the report.
 
 Each analyst's conversation stays its own: its request carries its
 ``AnalystInputs`` and its tool results feed only its report (and, for the
@@ -22,6 +24,7 @@ stays invalid parks the call until ``resume`` (``workflows.resume``).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -29,11 +32,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, computed_field, field_validator, model_validator
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.types import MethodAsyncSingleParam
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from activities.autorun import AutoRunActivities, TickerChartRequest
     from activities.reflection import DEFAULT_HORIZON_BARS
     from activities.research import (
         JSON,
@@ -123,6 +127,7 @@ MACRO_CONTEXT_MAX = 20_000
 RESOLVE_AS_OF = "resolve_as_of"
 LOAD_MACRO_CONTEXT = "load_macro_context"
 RECALL_MEMORIES = "recall_memories"
+CHART = "chart"
 DEBATE = "debate"
 RISK = "risk"
 REPORT = "report"
@@ -161,6 +166,11 @@ class PipelineInput(RunInput):
     )
     reflect: ReflectPlan | None = Field(
         None, description="start this Reflect on the decision (left running after the run)"
+    )
+    chart: ObjectRef | None = Field(
+        None,
+        description="draw the ticker's daily chart as of the analysis time here, beside the "
+        "analysts: a parent's report then finds it drawn",
     )
 
     @model_validator(mode="after")
@@ -421,7 +431,11 @@ class PipelineWorkflow(TrackedRun):
         info = workflow.info()
         analysts = [ANALYST_AGENTS[kind] for kind in args.analysts]
         later = [RECALL_MEMORIES, DEBATE, TRADER, RISK, PORTFOLIO_MANAGER, REPORT]
-        first = [RESOLVE_AS_OF, *([LOAD_MACRO_CONTEXT] if args.macro_context_key else [])]
+        first = [
+            RESOLVE_AS_OF,
+            *([LOAD_MACRO_CONTEXT] if args.macro_context_key else []),
+            *([CHART] if args.chart else []),
+        ]
         self.steps = {name: StepState.PENDING for name in [*first, *analysts, *later]}
         state = self.saved = PipelineState(
             workflow_id=info.workflow_id,
@@ -440,6 +454,7 @@ class PipelineWorkflow(TrackedRun):
         )
         state.as_of = resolved.as_of
         tag_run("Pipeline", symbol=state.symbol, as_of=state.as_of)
+        chart = asyncio.create_task(self._chart(args.chart, state)) if args.chart else None
         if args.macro_context_key is not None:
             self._enter(LOAD_MACRO_CONTEXT)
             loaded = await self._research(
@@ -474,6 +489,8 @@ class PipelineWorkflow(TrackedRun):
             macro_context=state.macro_context,
         )
         state.decision = await self._ask(args, portfolio_manager.SPEC, inputs)
+        if chart is not None:
+            await chart
         self._enter(REPORT)
         # Typed here as the activity stores them, so the decision's link equals the report's.
         target = run_report("pipeline", "report.md").model_copy(update={"content_type": MARKDOWN})
@@ -507,6 +524,19 @@ class PipelineWorkflow(TrackedRun):
             usage=state.usage.total,
             reflection=reflection,
         )
+
+    async def _chart(self, target: ObjectRef, state: PipelineState) -> None:
+        """Draw the ticker's chart at ``target`` beside the analysis. The report that shows it
+        draws it itself if it is missing, so a failure here is logged, not the run's."""
+        assert state.as_of is not None
+        try:
+            await self._research(
+                AutoRunActivities.store_ticker_chart,
+                TickerChartRequest(symbol=state.symbol, as_of=state.as_of, target=target),
+                CHART,
+            )
+        except ActivityError as error:
+            mark_missing(self.steps, MissingStep(step=CHART, reason=f"not drawn ahead: {error}"))
 
     async def _ask(
         self, args: PipelineInput, spec: AgentSpec[InputsT, OutputT], inputs: InputsT

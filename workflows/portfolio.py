@@ -19,6 +19,7 @@ execution, or running the same workflow id again, books nothing twice.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Awaitable
 from datetime import timedelta
@@ -205,10 +206,15 @@ class PortfolioInput(RunInput):
 
 
 class ApprovalRequest(BaseModel):
-    """Who answers the approval, and why (both optional)."""
+    """Who answers the approval, and why (both optional); with ``plan_hash``, the answer holds
+    only for the plan of that hash (``PendingPlan.digest``), so what a person saw is what
+    they approved."""
 
     by: str = Field("", max_length=200)
     note: str = Field("", max_length=2000)
+    plan_hash: str | None = Field(
+        None, pattern=r"^[0-9a-f]{16}$", description="the digest of the plan being answered"
+    )
 
 
 class ApprovalAnswer(BaseModel):
@@ -232,6 +238,13 @@ class PendingPlan(BaseModel):
     decision: AllocationDecision
     plan: OrderPlan
     awaiting_approval: bool
+
+    def digest(self) -> str:
+        """16 hex digits of the SHA-256 of the decision and plan (not of whether they wait),
+        the same in the workflow and in any client that read the ``plan`` query."""
+        shown = self.model_dump(mode="json", exclude={"awaiting_approval"})
+        canonical = json.dumps(shown, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 class PortfolioResult(PortfolioOutcome):
@@ -274,11 +287,18 @@ class PortfolioWorkflow(TrackedRun):
         self.verdict = (status, f"{status.value}{who}{why}")
         return ApprovalAnswer(status=status, message=self.verdict[1])
 
-    def _check_awaiting(self) -> None:
-        """Refuse an answer when no plan waits for one (too early, or already answered)."""
+    def _check_awaiting(self, request: ApprovalRequest) -> None:
+        """Refuse an answer when no plan waits for one (too early, or already answered), or
+        when it names another plan than the one waiting."""
         if not self.awaiting or self.verdict is not None:
             state = self.verdict[1] if self.verdict else f"the run is at {self.phase}"
             raise ValueError(f"this run is not waiting for an approval ({state})")
+        assert self.pending is not None
+        if request.plan_hash is not None and request.plan_hash != self.pending.digest():
+            raise ValueError(
+                f"plan hash {request.plan_hash} does not match the plan waiting "
+                f"({self.pending.digest()}): read the plan again before answering"
+            )
 
     @workflow.update(name="approve")
     def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
@@ -287,7 +307,7 @@ class PortfolioWorkflow(TrackedRun):
 
     @approve.validator
     def _approve_validator(self, request: ApprovalRequest) -> None:
-        self._check_awaiting()
+        self._check_awaiting(request)
 
     @workflow.update(name="reject")
     def reject(self, request: ApprovalRequest) -> ApprovalAnswer:
@@ -296,7 +316,7 @@ class PortfolioWorkflow(TrackedRun):
 
     @reject.validator
     def _reject_validator(self, request: ApprovalRequest) -> None:
-        self._check_awaiting()
+        self._check_awaiting(request)
 
     @workflow.signal(name="approve")
     def approve_signal(self, request: ApprovalRequest | None = None) -> None:

@@ -25,7 +25,7 @@ from pydantic import SecretStr
 
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
-from shared.search_attributes import TASK_PROBLEMS_DYNAMIC_CONFIG
+from shared.server_settings import dev_server_arguments
 
 LOOPBACK = "127.0.0.1"
 
@@ -153,7 +153,7 @@ def temporal_dev_server(
     ]
     for name, kind in search_attributes.items():
         argv += ["--search-attribute", f"{name}={kind}"]
-    argv += ["--dynamic-config-value", TASK_PROBLEMS_DYNAMIC_CONFIG]
+    argv += dev_server_arguments()
     if codec_endpoint is not None:
         argv += ["--ui-codec-endpoint", codec_endpoint]
     ports = [

@@ -14,6 +14,7 @@ from pydantic import AwareDatetime, BaseModel, Field, model_validator
 from shared.backtest.metrics import Performance, buy_and_hold, equity_curve, performance
 from shared.backtest.positions import Position
 from shared.backtest.schedule import WalkForward
+from shared.llm.providers import LlmRole
 
 
 class Flow(StrEnum):
@@ -21,6 +22,13 @@ class Flow(StrEnum):
 
     PIPELINE = "pipeline"
     QUANTAGENT = "quantagent"
+
+
+FLOW_ROLES: dict[Flow, tuple[LlmRole, ...]] = {
+    Flow.PIPELINE: (LlmRole.QUICK, LlmRole.DEEP),
+    Flow.QUANTAGENT: (LlmRole.QUICK, LlmRole.VISION, LlmRole.DEEP),
+}
+"""The model roles each flow's agents use: whose training cutoffs tag its decisions."""
 
 
 class StepRecord(BaseModel):

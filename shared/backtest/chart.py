@@ -8,6 +8,8 @@ timestamp out (the same book gives the same bytes).
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime, time
+
 import matplotlib.pyplot as plt
 
 from shared.backtest.book import Book
@@ -20,8 +22,12 @@ POSITION_COLOURS = {1: "#1a9e3a", -1: "#d62728"}
 """Long periods green, short ones red; flat ones stay blank."""
 
 
-def render_equity_chart(book: Book) -> bytes:
-    """PNG of both equity curves over the range (from 1) and the position held each day."""
+CUTOFF_COLOUR = "#9467bd"
+
+
+def render_equity_chart(book: Book, cutoff: date | None = None) -> bytes:
+    """PNG of both equity curves over the range (from 1) and the position held each day; a
+    training ``cutoff`` inside the range is a dashed line, the steps left of it before it."""
     times = [point.time for point in book.schedule.prices]
     held = [int(position) for position in daily_positions(book)]
     first, last = times[0].date(), times[-1].date()
@@ -38,6 +44,14 @@ def render_equity_chart(book: Book) -> bytes:
             label="buy-and-hold",
         )
         equity.axhline(1.0, color="#bbbbbb", linewidth=0.8)
+        if cutoff is not None and first <= cutoff <= last:
+            equity.axvline(
+                datetime.combine(cutoff, time(), tzinfo=UTC),
+                color=CUTOFF_COLOUR,
+                linestyle="--",
+                linewidth=1.2,
+                label=f"training cutoff {cutoff}",
+            )
         equity.set_ylabel("equity (start = 1)")
         equity.set_title(
             f"{book.symbol}: {book.flow.value} walk-forward, {first} to {last}, "

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import TypeVar
 
 from shared.backtest.book import Book
+from shared.backtest.claims import BacktestClaims
+from shared.backtest.claims_report import claims_parts, cutoff_lead
 from shared.backtest.metrics import Performance
 from shared.backtest.positions import Position
+from shared.llm.knowledge import CutoffTag
 
 POSITION_NAMES = {Position.LONG: "long", Position.FLAT: "flat", Position.SHORT: "short"}
 METRIC_ROWS: tuple[tuple[str, str], ...] = (
@@ -19,6 +23,7 @@ METRIC_ROWS: tuple[tuple[str, str], ...] = (
     ("trades", "trade_count"),
 )
 """The metrics every summary shows, in order: (label, ``Performance`` field)."""
+T = TypeVar("T")
 
 
 def metric_text(field: str, value: float | int | None) -> str:
@@ -41,48 +46,63 @@ def metrics_rows(strategy: Performance, benchmark: Performance) -> list[tuple[st
     ]
 
 
-def daily_positions(book: Book) -> list[Position]:
-    """The position held after each close of the range (the last step's stays open at the end)."""
-    held = [Position.FLAT] * len(book.schedule.prices)
-    for k, record in enumerate(book.records):
+def _daily(book: Book, values: list[T], empty: T) -> list[T]:
+    """Each step's value spread over the closes it holds (the last step's to the end)."""
+    held = [empty] * len(book.schedule.prices)
+    for k, value in enumerate(values):
         start, stop = book.schedule.holding(k)
-        last = stop + 1 if k == len(book.records) - 1 else stop
-        held[start:last] = [record.position] * (last - start)
+        last = stop + 1 if k == len(values) - 1 else stop
+        held[start:last] = [value] * (last - start)
     return held
 
 
-def equity_csv(book: Book) -> str:
-    """date, close, position after the close, strategy and buy-and-hold equity (from 1)."""
+def daily_positions(book: Book) -> list[Position]:
+    """The position held after each close of the range (the last step's stays open at the end)."""
+    return _daily(book, book.positions, Position.FLAT)
+
+
+def equity_csv(book: Book, tags: list[CutoffTag] | None = None) -> str:
+    """date, close, position after the close, strategy and buy-and-hold equity (from 1), and
+    with ``tags`` the training-cutoff tag of the step whose position is held."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["date", "close", "position", "strategy_equity", "buy_and_hold_equity"])
+    header = ["date", "close", "position", "strategy_equity", "buy_and_hold_equity"]
+    writer.writerow(header + (["cutoff"] if tags else []))
+    daily_tags = _daily(book, [str(tag) for tag in tags or []], "")
     rows = zip(
         book.schedule.prices,
         daily_positions(book),
         book.equity(),
         book.buy_and_hold_equity(),
+        daily_tags,
         strict=True,
     )
-    for point, position, strategy, benchmark in rows:
-        writer.writerow(
-            [
-                point.time.date().isoformat(),
-                f"{point.close:.6g}",
-                POSITION_NAMES[position],
-                f"{strategy:.8f}",
-                f"{benchmark:.8f}",
-            ]
-        )
+    for point, position, strategy, benchmark, tag in rows:
+        row = [
+            point.time.date().isoformat(),
+            f"{point.close:.6g}",
+            POSITION_NAMES[position],
+            f"{strategy:.8f}",
+            f"{benchmark:.8f}",
+        ]
+        writer.writerow(row + ([tag] if tags else []))
     return out.getvalue()
 
 
-def render_report(book: Book, strategy: Performance, benchmark: Performance) -> str:
-    """The walk-forward in Markdown: what ran, the metrics against buy-and-hold, every step."""
+def render_report(
+    book: Book,
+    strategy: Performance,
+    benchmark: Performance,
+    claims: BacktestClaims | None = None,
+) -> str:
+    """The walk-forward in Markdown: the cutoff headline, what ran, the metrics against
+    buy-and-hold, the claims (cutoff periods, leaderboard, Sharpe tests), every step."""
     schedule = book.schedule
     first, last = schedule.prices[0].time.date(), schedule.prices[-1].time.date()
     shorts = "allowed" if book.allow_short else "off (SELL/SHORT go flat)"
     parts = [
         f"# Backtest: {book.flow.value} on {book.symbol}, {first} to {last}",
+        *([cutoff_lead(claims)] if claims else []),
         f"{len(schedule.steps)} steps, one every {schedule.every} bar(s), each strictly as of "
         f"its date; {strategy.days} daily returns. Shorts {shorts}. BUY/LONG go long, "
         "SELL/SHORT short, HOLD keeps the previous position; each position is held from its "
@@ -92,9 +112,12 @@ def render_report(book: Book, strategy: Performance, benchmark: Performance) -> 
         f"Hits {strategy.hits} of {strategy.steps_with_position} steps with a position; "
         f"the stock rose in {benchmark.hits} of {benchmark.steps_with_position} holdings.",
     ]
+    if claims:
+        parts += claims_parts(claims)
     lines = [
-        "| step | as of | signal | rating | position | stock over holding | roles with past lessons |",
-        "|---|---|---|---|---|---|---|",
+        "| step | as of | signal | rating | position | stock over holding | roles with past lessons "
+        "| cutoff |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for k, record in enumerate(book.records):
         start, stop = schedule.holding(k)
@@ -102,7 +125,8 @@ def render_report(book: Book, strategy: Performance, benchmark: Performance) -> 
         recalled = "" if record.recalled_roles is None else str(record.recalled_roles)
         lines.append(
             f"| {k + 1} | {record.as_of.date()} | {record.signal} | {record.rating or ''} | "
-            f"{POSITION_NAMES[record.position]} | {move:+.2%} | {recalled} |"
+            f"{POSITION_NAMES[record.position]} | {move:+.2%} | {recalled} | "
+            f"{claims.tags[k] if claims else ''} |"
         )
     parts.append("## Steps\n\n" + "\n".join(lines))
     return "\n\n".join(parts) + "\n"

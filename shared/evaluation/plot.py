@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from shared.charts.candles import drawing, png_bytes
 from shared.evaluation.baselines import BASELINE_TITLES, BASELINES
-from shared.evaluation.scoring import EvaluationSummary
+from shared.evaluation.scoring import EvaluationSummary, ScoreRow
 
 BASELINE_MARKERS = {"random": "x", "linreg_slope": "^", "always_long": "s"}
 BASELINE_COLOURS = {"random": "#7f7f7f", "linreg_slope": "#d62728", "always_long": "#2ca02c"}
@@ -20,9 +20,15 @@ BASELINE_OFFSETS = {"random": 0.15, "linreg_slope": 0.25, "always_long": 0.35}
 """Baselines sit side by side right of the agent's point, so no marker hides another."""
 
 
+def plotted_rows(summary: EvaluationSummary) -> list[ScoreRow]:
+    """The points of the plot, left to right: each asset, overall, then the windows before
+    and after the training cutoff."""
+    return [*summary.rows, summary.overall, *summary.cutoff_rows]
+
+
 def render_accuracy_plot(summary: EvaluationSummary) -> bytes:
     """PNG bytes of the plot of ``summary``; rows without scored windows show no point."""
-    rows = [*summary.rows, summary.overall]
+    rows = plotted_rows(summary)
     with drawing():
         figure = Figure(
             figsize=(max(6.4, 1.2 * len(rows) + 2.5), 5.2), dpi=100, layout="constrained"

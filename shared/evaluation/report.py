@@ -14,6 +14,7 @@ import io
 from collections.abc import Iterator
 
 from shared.evaluation.baselines import BASELINE_TITLES, BASELINES, SLOPE_BARS
+from shared.evaluation.claims_report import before_cutoff_lines, claims_sections, cutoff_lead
 from shared.evaluation.paired import paired_cell
 from shared.evaluation.scoring import Evaluation, EvaluationSummary, ScoreRow, WindowScore
 from shared.evaluation.windows import describe_spacing
@@ -123,9 +124,11 @@ def render_markdown(evaluation: Evaluation) -> str:
     summary = evaluation.summary
     headings = ["asset", "n", "failed", "accuracy", "95% CI"]
     headings += [BASELINE_TITLES[name] for name in BASELINES] + ["mean R/R"]
+    lead = cutoff_lead(summary)
     lines = [
         f"# Evaluation: {summary.label}",
         "",
+        *(lead + [""] if lead else []),
         f"{summary.windows} windows; the agent saw all but the last {summary.held_out} bars "
         f"of each. A LONG call is right when the close {summary.held_out} bars later is above "
         f"the last close it saw, a SHORT call when it is not. {_failed(summary.failed)}"
@@ -146,12 +149,14 @@ def render_markdown(evaluation: Evaluation) -> str:
         f"{summary.seed} and the window id; linreg slope calls LONG when the least-squares "
         f"slope of the last {SLOPE_BARS} visible closes is positive; always long calls LONG.",
         *_paired_section(summary),
+        *claims_sections(evaluation),
     ]
     windows = evaluation.windows
     lines += _listed(
         "Failed windows", [f"- `{w.window_id}`: {w.error}" for w in windows if w.error is not None]
     )
     lines += _listed("Irregular spacing", [_spacing_line(w) for w in windows if w.spacing])
+    lines += _listed("Windows before the training cutoff", before_cutoff_lines(evaluation))
     return "\n".join(lines) + "\n"
 
 
@@ -172,11 +177,12 @@ def _paired_values(row: ScoreRow) -> dict[str, object]:
 
 
 def render_csv(summary: EvaluationSummary) -> str:
-    """One line per row of the table, the overall row last."""
+    """One line per row of the table, the overall row, then one per cutoff tag (asset
+    ``before cutoff``, ``after cutoff`` or ``unknown``, timeframe ``all``)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for row in _rows(summary):
+    for row in [*_rows(summary), *summary.cutoff_rows]:
         values = row.model_dump() | row.baselines | _paired_values(row)
         writer.writerow([_csv_value(values.get(column)) for column in CSV_COLUMNS])
     return buffer.getvalue()

@@ -12,12 +12,15 @@ inside [0, 1] where the normal approximation does not.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 
 from pydantic import BaseModel, Field
 
 from shared.agents.quantagent import Direction
 from shared.evaluation.baselines import BASELINES
+from shared.evaluation.claims import EvaluationClaims
 from shared.evaluation.paired import PairedTest
 from shared.evaluation.windows import (
     HELD_OUT,
@@ -26,11 +29,14 @@ from shared.evaluation.windows import (
     Window,
     spacing_notes,
 )
+from shared.llm.knowledge import CutoffTag, RunCutoff
 
 Z_95 = 1.959963984540054
 """The two-sided 95% quantile of the standard normal distribution."""
 
 OVERALL = "overall"
+ALL = "all"
+"""The timeframe of a row over every window of a kind (overall, before or after the cutoff)."""
 
 
 def wilson_interval(correct: int, n: int, z: float = Z_95) -> tuple[float, float] | None:
@@ -54,6 +60,33 @@ class AgentCall(BaseModel):
     decision: Direction | None = None
     risk_reward: float | None = None
     error: str | None = Field(None, description="why the analysis failed; then no decision")
+    repeats: list[Direction | None] = Field(
+        default_factory=list,
+        description="with --repeats: every repeat's call in order (None: that repeat failed); "
+        "``decision`` is their majority",
+    )
+
+
+def majority_call(window_id: str, calls: Sequence[AgentCall]) -> AgentCall:
+    """One call for a window analysed several times: the majority of the repeats that
+    answered (a tie goes to the earliest of the tied calls), their mean risk/reward, and
+    every repeat's call; failed, with the first repeat's error, when none answered."""
+    repeats = [c.decision if c.error is None else None for c in calls]
+    answered = [c for c in calls if c.error is None and c.decision is not None]
+    if not answered:
+        return AgentCall(
+            window_id=window_id, error=calls[0].error or "no decision", repeats=repeats
+        )
+    votes = Counter(c.decision for c in answered)
+    top = max(votes.values())
+    decision = next(c.decision for c in answered if votes[c.decision] == top)
+    ratios = [c.risk_reward for c in answered if c.risk_reward is not None]
+    return AgentCall(
+        window_id=window_id,
+        decision=decision,
+        risk_reward=sum(ratios) / len(ratios) if ratios else None,
+        repeats=repeats,
+    )
 
 
 class WindowScore(BaseModel):
@@ -78,6 +111,16 @@ class WindowScore(BaseModel):
         "the bars were analysed as they are",
     )
     error: str | None
+    decided_at: datetime | None = Field(
+        None, description="the last bar the agent saw: when the call was made"
+    )
+    judged_at: datetime | None = Field(None, description="the bar the call is judged at")
+    cutoff: CutoffTag | None = Field(
+        None, description="the call against the models' training cutoff; None: not known"
+    )
+    repeats: list[Direction | None] = Field(
+        default_factory=list, description="every repeat's call when the window ran repeatedly"
+    )
 
 
 class ScoreRow(BaseModel):
@@ -102,7 +145,7 @@ class ScoreRow(BaseModel):
     @property
     def label(self) -> str:
         """How the row is named in tables and plots."""
-        return self.asset if self.asset == OVERALL else f"{self.asset} {self.timeframe}"
+        return self.asset if self.timeframe == ALL else f"{self.asset} {self.timeframe}"
 
 
 class EvaluationSummary(BaseModel):
@@ -116,6 +159,30 @@ class EvaluationSummary(BaseModel):
     irregular: int = Field(0, description="windows with spacing notes (see each window)")
     rows: list[ScoreRow]
     overall: ScoreRow
+    cutoff: RunCutoff | None = Field(
+        None, description="the models' training cutoffs the windows were tagged against"
+    )
+    cutoff_rows: list[ScoreRow] = Field(
+        default_factory=list,
+        description="the overall row of the windows before, after and of unknown cutoff",
+    )
+    claims: EvaluationClaims | None = Field(
+        None, description="the tests, leaderboard and repeat spread (shared.evaluation.measure)"
+    )
+
+    @property
+    def headline(self) -> ScoreRow:
+        """The row a reader should quote: the after-cutoff windows when the cutoff is known
+        and some fall after it, else every window."""
+        after = [row for row in self.cutoff_rows if row.asset == CutoffTag.AFTER]
+        return after[0] if after and after[0].n else self.overall
+
+    @property
+    def all_before_cutoff(self) -> bool:
+        """Every scored window fell before the cutoff: the model may remember them all."""
+        return bool(self.cutoff_rows) and all(
+            row.asset == CutoffTag.BEFORE for row in self.cutoff_rows if row.n
+        )
 
 
 class Evaluation(BaseModel):
@@ -125,8 +192,14 @@ class Evaluation(BaseModel):
     windows: list[WindowScore]
 
 
-def score_window(window: Window | InvalidWindow, call: AgentCall | None, seed: int) -> WindowScore:
-    """The truth, the agent's call and each baseline's call on ``window``'s visible bars."""
+def score_window(
+    window: Window | InvalidWindow,
+    call: AgentCall | None,
+    seed: int,
+    cutoff: RunCutoff | None = None,
+) -> WindowScore:
+    """The truth, the agent's call and each baseline's call on ``window``'s visible bars,
+    tagged against ``cutoff`` by the time of the last visible bar."""
     if isinstance(window, InvalidWindow):
         return WindowScore(
             window_id=window.window_id,
@@ -145,6 +218,7 @@ def score_window(window: Window | InvalidWindow, call: AgentCall | None, seed: i
     truth = window.truth
     failed = call.error is not None or call.decision is None
     visible = window.visible
+    decided_at = visible[-1].time
     return WindowScore(
         window_id=window.window_id,
         asset=window.asset,
@@ -158,6 +232,10 @@ def score_window(window: Window | InvalidWindow, call: AgentCall | None, seed: i
         baselines={name: rule(visible, window.window_id, seed) for name, rule in BASELINES.items()},
         spacing=spacing_notes(window.bars, window.timeframe),
         error=(call.error or "no decision") if failed else None,
+        decided_at=decided_at,
+        judged_at=window.bars[-1].time,
+        cutoff=cutoff.tag(decided_at) if cutoff else None,
+        repeats=call.repeats,
     )
 
 
@@ -201,15 +279,16 @@ def score_windows(
     *,
     seed: int,
     label: str,
+    cutoff: RunCutoff | None = None,
 ) -> Evaluation:
     """Score every window (an invalid one, or one without a call, counts as failed) and
-    build the table."""
-    scores = [score_window(w, calls.get(w.window_id), seed) for w in windows]
+    build the table; with ``cutoff``, each window is tagged and the overall row is split by tag."""
+    scores = [score_window(w, calls.get(w.window_id), seed, cutoff) for w in windows]
     groups: dict[tuple[str, str], list[WindowScore]] = {}
     for score in scores:
         groups.setdefault((score.asset, score.timeframe), []).append(score)
     rows = [score_row(asset, timeframe, groups[asset, timeframe]) for asset, timeframe in groups]
-    overall = score_row(OVERALL, "all", scores)
+    overall = score_row(OVERALL, ALL, scores)
     summary = EvaluationSummary(
         label=label,
         seed=seed,
@@ -218,5 +297,13 @@ def score_windows(
         irregular=sum(1 for score in scores if score.spacing),
         rows=sorted(rows, key=lambda row: (row.asset, row.timeframe)),
         overall=overall,
+        cutoff=cutoff,
+        cutoff_rows=[
+            score_row(tag, ALL, tagged)
+            for tag in CutoffTag
+            if (tagged := [s for s in scores if s.cutoff is tag])
+        ]
+        if cutoff
+        else [],
     )
     return Evaluation(summary=summary, windows=scores)

@@ -112,6 +112,9 @@ class ChatRequest(BaseModel):
     response_schema: str | None = Field(None, description="name in shared.agents.schemas")
     temperature: float | None = Field(None, ge=0, le=2)
     max_tokens: int | None = Field(None, ge=1, le=200_000)
+    sample: int = Field(
+        0, ge=0, description="the run's repeat number (LlmChoice.sample): part of the cache key"
+    )
     inputs: dict[str, Any] = Field(
         default_factory=dict,
         # Requests recorded before the rename carry it as ``context``.
@@ -204,6 +207,12 @@ class LlmChoice(BaseModel):
     model: str | None = Field(None, description="quick-role model (analysts, tool loops)")
     deep_model: str | None = Field(None, description="deep-role model (managers)")
     vision_model: str | None = Field(None, description="vision-role model (chart readers)")
+    sample: int = Field(
+        0,
+        ge=0,
+        description="which repeat of the same analysis this is (evaluations' --repeats): "
+        "0 for the first; a repeat's calls miss the reply-cache entries of the others",
+    )
 
     def model_for(self, role: LlmRole) -> str | None:
         """The model chosen for ``role``, or None for the worker's default."""

@@ -153,6 +153,16 @@ class ProviderSpec(BaseModel):
         description="list prices of the models this provider serves; a model without one "
         "is counted as unpriced",
     )
+    catalog: str | None = Field(
+        None,
+        description="the provider's id in models.dev, whose `knowledge` field gives its "
+        "models' training cutoffs (shared.llm.knowledge)",
+    )
+    knowledge_cutoffs: dict[str, str] = Field(
+        default_factory=dict,
+        description="training cutoffs (YYYY-MM or YYYY-MM-DD) of models the catalog lacks, "
+        "over the catalog's",
+    )
 
     @model_validator(mode="after")
     def _structured_output_fits_the_wire(self) -> ProviderSpec:
@@ -211,6 +221,8 @@ def row(
     serving: Serving = _DEFAULT_SERVING,
     prices: dict[str, tuple[float, float]] | None = None,
     embedded: bool = False,
+    catalog: str | None = None,
+    cutoffs: dict[str, str] | None = None,
 ) -> ProviderSpec:
     """One registry row, the conventions every row shares spelled once.
 
@@ -218,6 +230,8 @@ def row(
     vendor's variable prefix: ``{env}_BASE_URL`` overrides ``url``, and ``{env}_API_KEY``
     holds the key unless ``key`` is ``none``. The task queue is the client's. ``prices``
     are USD per million (input, output) tokens of each model the provider serves.
+    ``catalog`` is the provider's models.dev id, ``cutoffs`` the training cutoffs of models
+    the catalog does not list.
     """
     quick, deep, vision = models
     return ProviderSpec(
@@ -238,6 +252,8 @@ def row(
             model: ModelPrice(input=usd_in, output=usd_out)
             for model, (usd_in, usd_out) in (prices or {}).items()
         },
+        catalog=catalog,
+        knowledge_cutoffs=cutoffs or {},
     )
 
 
@@ -256,6 +272,7 @@ def self_hosted(
     port: int,
     key: KeyUse = "none",
     serving: Serving = _TWO_SLOTS,
+    cutoffs: dict[str, str] | None = None,
 ) -> ProviderSpec:
     """A row for a model server of one's own (ollama, vLLM, LM Studio): on this machine at
     ``port`` unless ``{NAME}_BASE_URL`` says where, unpriced, two calls at once by default."""
@@ -267,6 +284,7 @@ def self_hosted(
         url=f"http://127.0.0.1:{port}/v1",
         capabilities=_LOCAL_SERVER,
         serving=serving,
+        cutoffs=cutoffs,
     )
 
 
@@ -278,6 +296,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             ("gpt-4.1-mini", "gpt-4.1", "gpt-4.1"),
             client=ClientKind.OPENAI,
             env="OPENAI",
+            catalog="openai",
             capabilities=_JSON_SCHEMA.model_copy(
                 update={"max_tokens_param": "max_completion_tokens"}
             ),
@@ -294,6 +313,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             ("claude-haiku-4-5", "claude-sonnet-4-5", "claude-sonnet-4-5"),
             client=ClientKind.ANTHROPIC,
             env="ANTHROPIC",
+            catalog="anthropic",
             capabilities=Capabilities(structured_output=StructuredOutput.TOOL),
             prices={
                 "claude-sonnet-4-5": (3.0, 15.0),
@@ -305,10 +325,14 @@ PROVIDERS: dict[str, ProviderSpec] = {
             "qwen",
             ("qwen-plus", "qwen-max", "qwen-vl-max"),
             env="DASHSCOPE",
+            catalog="alibaba",
             url="https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
             capabilities=_JSON_OBJECT,
         ),
-        self_hosted("ollama", ("llama3.1", "llama3.1", "llava"), port=11434),
+        # Llama 3.1's cutoff as models.dev gives it for the hosts that serve it.
+        self_hosted(
+            "ollama", ("llama3.1", "llama3.1", "llava"), port=11434, cutoffs={"llama3.1": "2023-12"}
+        ),
         self_hosted(
             "vllm",
             ("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct"),
@@ -344,6 +368,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             "deepseek",
             ("deepseek-chat", "deepseek-reasoner", None),
             env="DEEPSEEK",
+            catalog="deepseek",
             url="https://api.deepseek.com/v1",
             capabilities=_JSON_OBJECT.model_copy(update={"vision": False}),
             prices={"deepseek-chat": (0.27, 1.1), "deepseek-reasoner": (0.55, 2.19)},
@@ -352,6 +377,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             "openrouter",
             ("openai/gpt-4.1-mini", "openai/gpt-4.1", "openai/gpt-4.1"),
             env="OPENROUTER",
+            catalog="openrouter",
             url="https://openrouter.ai/api/v1",
             capabilities=_JSON_SCHEMA,
             prices={"openai/gpt-4.1": (2.0, 8.0), "openai/gpt-4.1-mini": (0.4, 1.6)},
@@ -362,6 +388,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             "gemini",
             ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash"),
             env="GEMINI",
+            catalog="google",
             url="https://generativelanguage.googleapis.com/v1beta/openai/",
             capabilities=_JSON_SCHEMA,
             prices={"gemini-2.5-flash": (0.30, 2.50), "gemini-2.5-pro": (1.25, 10.0)},
@@ -373,6 +400,8 @@ PROVIDERS: dict[str, ProviderSpec] = {
             key="none",
             serving=Serving(max_concurrent=16, requests_per_second=1000),
             prices={OFFLINE_MODEL: (0, 0)},
+            # A rule, not a trained model: it remembers no period (shared.llm.knowledge).
+            cutoffs={OFFLINE_MODEL: "never"},
         ),
     )
 }

@@ -5,9 +5,10 @@ the same answers. The key is the SHA-256 of a canonical JSON of everything the
 vendor's answer depends on: provider, the resolved model, the messages (an
 image by the SHA-256 of its bytes, not by its object key, which differs per
 run), the tools, the response schema (name and JSON schema, so a changed schema
-misses), temperature and max tokens. Never a key, a base URL or anything else
-from the worker's settings: the key material holds no secret, and neither does
-the stored reply (a ``ChatResponse``). A hit returns the stored reply exactly,
+misses), temperature and max tokens, and a repeat's number (``sample``, only when
+not 0), so the repeats of an evaluation are asked, not read back. Never a key, a
+base URL or anything else from the worker's settings: the key material holds no
+secret, and neither does the stored reply (a ``ChatResponse``). A hit returns the stored reply exactly,
 its usage and latency included, so a replayed run is identical to the first.
 
 Stored in the object store (``payloads/reply-cache/v1/<2 hex>/<key>.json``),
@@ -60,6 +61,9 @@ def key_material(
         "temperature": request.temperature,
         "max_tokens": request.max_tokens,
     }
+    if request.sample:
+        # A repeat asks the same question again on purpose; a first run keeps its old key.
+        material["sample"] = request.sample
     return json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

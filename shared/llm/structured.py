@@ -10,6 +10,7 @@ schema itself, the rest is the model's to fix.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -18,9 +19,22 @@ from pydantic import BaseModel, ValidationError
 from shared.llm.contracts import ChatMessage
 
 
+@functools.cache
+def _schema_text(model: type[BaseModel]) -> str:
+    """``model``'s JSON schema as compact JSON, built once per model: pydantic takes ~5 ms to
+    build one here, and every chat call asked for it two or three times."""
+    return json.dumps(model.model_json_schema(), separators=(",", ":"))
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema, a fresh copy the caller may change."""
+    result: dict[str, Any] = json.loads(_schema_text(model))
+    return result
+
+
 def schema_instruction(model: type[BaseModel]) -> str:
     """The system-prompt paragraph that asks for one JSON object of ``model``."""
-    schema = json.dumps(model.model_json_schema(), separators=(",", ":"))
+    schema = _schema_text(model)
     return (
         f"Answer with exactly one JSON object that validates against the JSON schema of "
         f"`{model.__name__}` below. No prose before or after it, no code fences.\n{schema}"

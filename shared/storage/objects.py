@@ -15,7 +15,7 @@ import io
 import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cache
 from pathlib import Path
 
@@ -61,6 +61,14 @@ class ObjectRef(BaseModel):
     bucket: str = Field(description="bucket name")
     key: str = Field(description="object key chosen by the workflow")
     content_type: str = "application/octet-stream"
+
+
+class StoredObject(BaseModel):
+    """One object as a listing shows it."""
+
+    ref: ObjectRef
+    size: int
+    modified: datetime = Field(description="when it was last written (UTC)")
 
 
 class ObjectStore:
@@ -207,6 +215,26 @@ class ObjectStore:
         except ObjectNotFound:
             return False
         return True
+
+    def listed(self, bucket: str, prefix: str) -> Iterator[StoredObject]:
+        """Every object of ``bucket`` whose key starts with ``prefix``, read page by page."""
+        with self._translated(bucket, prefix):
+            for found in self._client.list_objects(bucket, prefix=prefix, recursive=True):
+                if found.object_name is None or found.last_modified is None:
+                    continue  # a folder marker, not an object
+                yield StoredObject(
+                    ref=ObjectRef(bucket=bucket, key=found.object_name),
+                    size=found.size or 0,
+                    modified=found.last_modified,
+                )
+
+    def modified(self, ref: ObjectRef) -> datetime | None:
+        """When the object was last written; None when there is none."""
+        try:
+            with self._translated(ref.bucket, ref.key):
+                return self._client.stat_object(ref.bucket, ref.key).last_modified
+        except ObjectNotFound:
+            return None
 
     def delete(self, ref: ObjectRef) -> None:
         """Remove the object under the ref's key (no error if there is none)."""

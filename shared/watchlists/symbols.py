@@ -9,12 +9,20 @@ workflow inputs can use it.)
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 
 from shared.errors import InvalidInput
 
 SYMBOL_MAX_LENGTH = 32
+SEPARATORS = re.compile(r"[\s,;]+")
+"""Between symbols a person types: spaces, new lines, commas or semicolons."""
+
+
+def split_symbols(texts: Iterable[str]) -> list[str]:
+    """The symbols of typed texts (``"AAPL, MSFT"``, ``"GOOG"``), in order, blanks dropped."""
+    return [part for text in texts for part in SEPARATORS.split(text) if part]
 
 
 def normalized(raw: Iterable[str]) -> list[str]:

@@ -2,9 +2,10 @@
 
 An AutoRun starts a Scan, a Pipeline per name (each with its debates), a Portfolio and a
 Reflect per decision that waits days on its timer, so a flat list of recent runs is all
-children: the run a person just started is not on its first page. The list shows root
-runs (``ParentWorkflowId IS NULL``) with their children folded into a count by status,
-and a run's children on their own page (``?parent=<id>``), where each child folds its own.
+children: the run a person just started is not on its first page. Both lists, the
+console's Runs page and `quantdesk runs`, show root runs (``ParentWorkflowId IS NULL``)
+with their children folded into a count by status, and a run's children on request
+(``?parent=<id>``, ``--parent ID``), where each child folds its own.
 
 Temporal's SQL visibility (the dev server's) cannot ``ORDER BY``: it lists running runs
 first, then by close time. The list is sorted newest started first after it is read.
@@ -34,6 +35,11 @@ def tree_clause(parent: str, include_children: bool) -> str:
     if parent:
         return children_query(parent)
     return "" if include_children else ROOTS
+
+
+def narrowed(query: str, tree: str) -> str:
+    """``query`` (the filters) narrowed to the part of the tree listed (``tree_clause``)."""
+    return " AND ".join(clause for clause in (query, tree) if clause)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,48 @@
+"""`quantdesk mcp [--http]`: serve the desk to an AI assistant over the Model Context Protocol.
+
+Stdio by default, as hosts launch a local server (`claude mcp add quantdesk -- quantdesk
+mcp`): stdout carries the protocol only, everything else goes to stderr. ``--http`` serves
+streamable HTTP at ``http://HOST:PORT/mcp`` (``QUANTDESK_MCP__HOST`` / ``__PORT``) under
+the console's rules (``mcp_server.http``).
+"""
+
+from __future__ import annotations
+
+import typer
+
+from cli.exit import fail_on_quantdesk_errors, finish
+from shared.config import load_settings
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``mcp`` to the ``quantdesk`` command."""
+
+    @app.command("mcp")
+    def mcp(
+        http: bool = typer.Option(False, "--http", help="serve streamable HTTP, not stdio"),
+        port: int | None = typer.Option(None, help="--http: port (default QUANTDESK_MCP__PORT)"),
+    ) -> None:
+        """Serve the desk's runs, reports, books and approvals to an MCP host."""
+        import anyio
+
+        from mcp_server.server import build_server
+
+        with fail_on_quantdesk_errors():
+            settings = load_settings()
+            if port is not None:
+                settings = settings.model_copy(
+                    update={"mcp": settings.mcp.model_copy(update={"port": port})}
+                )
+            server = build_server(settings)
+            if http:
+                import uvicorn
+
+                from mcp_server.http import MCP_PATH, http_app
+
+                app = http_app(server, settings)
+                host, bound = settings.mcp.host, settings.mcp.port
+                typer.echo(f"quantdesk MCP at http://{host}:{bound}{MCP_PATH}", err=True)
+                uvicorn.run(app, host=host, port=bound, log_level="warning")
+            else:
+                anyio.run(server.run_stdio_async)
+        finish(0)
