@@ -63,7 +63,15 @@ def local_llm_for_tests(folder: Path) -> Iterator[LocalLlmServer]:
     folder.mkdir(parents=True, exist_ok=True)
 
     def settings_for(port: int) -> Settings:
-        section = {"model": model, "port": port, "context_tokens": TEST_CONTEXT_TOKENS}
+        # One thread: the suite runs on two xdist workers beside it, and llama.cpp's threads
+        # meet at a barrier for every operation, so a second thread waiting for a busy core
+        # holds up every token (a 63 s QuantAgent took 511 s on a loaded machine).
+        section = {
+            "model": model,
+            "port": port,
+            "context_tokens": TEST_CONTEXT_TOKENS,
+            "threads": 1,
+        }
         return load_settings(data_dir=folder, local_llm=section)
 
     port = free_port_base(lambda base: [base], high=30000)
