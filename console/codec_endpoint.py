@@ -4,7 +4,8 @@ inputs and results of runs whose payloads are encrypted.
 ``POST /codec/encode`` and ``POST /codec/decode`` take ``{"payloads": [...]}`` in the
 proto3 JSON form of ``temporal.api.common.v1.Payloads`` (``data`` and every metadata
 value base64) and answer the same shape, run through the console's own payload codec
-(Temporal's Codec Server protocol). The ``X-Namespace`` header is not needed: one key
+(Temporal's Codec Server protocol); a decoded payload stored in S3 (``workers.payload_storage``)
+is read back first. The ``X-Namespace`` header is not needed: one key
 ring serves the console's cluster. Who may call is decided before a request gets here:
 the console token like every page, and which web pages may (CORS) by
 ``console.security.codec_cors``.
@@ -21,6 +22,7 @@ from cli.stack.console import CODEC_PREFIX
 from console.web import desk_of
 from shared.config import CODEC_ENABLED_SETTING
 from shared.errors import ConfigError, QuantdeskError
+from workers.payload_storage import retrieved
 
 router = APIRouter(prefix=CODEC_PREFIX)
 
@@ -56,7 +58,11 @@ async def _through_codec(request: Request, *, decoding: bool) -> Response:
             f'the body is not Temporal\'s JSON form of Payloads ({{"payloads": [...]}}): {error}',
         )
     try:
-        done = await (codec.decode if decoding else codec.encode)(given.payloads)
+        payloads = list(given.payloads)
+        if decoding:
+            # Large payloads are stored in S3: the reference is read back first.
+            payloads = await retrieved(desk_of(request).payload_storage, payloads)
+        done = await (codec.decode if decoding else codec.encode)(payloads)
     except QuantdeskError as error:
         return _problem(422, str(error))
     return Response(
