@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, Field, field_validator, model_validator
 from temporalio import workflow
-from temporalio.exceptions import ChildWorkflowError
+from temporalio.exceptions import ApplicationError, ChildWorkflowError
 from temporalio.types import MethodAsyncSingleParam
 
 with workflow.unsafe.imports_passed_through():
@@ -88,7 +88,13 @@ with workflow.unsafe.imports_passed_through():
         pipeline_step,
         reflect_id,
     )
-    from workflows.portfolio import Approval, PortfolioInput, PortfolioResult, PortfolioWorkflow
+    from workflows.portfolio import (
+        MAX_DECISIONS,
+        Approval,
+        PortfolioInput,
+        PortfolioResult,
+        PortfolioWorkflow,
+    )
     from workflows.progress import RunProgress, StepState, track
     from workflows.provider_check import check_provider
     from workflows.resume import BAD_REPLY
@@ -341,6 +347,13 @@ class AutoRunWorkflow(TrackedRun):
             as_of = await self._resolve_as_of(args, listed[0])
         tag_run("AutoRun", portfolio=args.portfolio, as_of=as_of)
         self.tickers = candidates_of(listed, chosen, list(book.holdings))
+        if len(self.tickers) > MAX_DECISIONS:
+            raise ApplicationError(
+                f"watchlist/symbols: {len(self.tickers)} candidates with the holdings, more than "
+                f"the Portfolio decides on at once ({MAX_DECISIONS}): split the watchlist",
+                type="InvalidInput",
+                non_retryable=True,
+            )
         for symbol in self.tickers:
             self.steps[pipeline_step(symbol)] = StepState.PENDING
         for name in (PORTFOLIO, REPORT, *([REFLECT] if args.reflect else [])):
