@@ -63,7 +63,12 @@ from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan, plan_for  # noqa: E402
 from workers.namespace_setup import ensure_search_attributes  # noqa: E402
 from workers.roles import WorkerRole  # noqa: E402
-from workflows.autorun import MAX_CONCURRENCY, AutoRunInput, AutoRunResult  # noqa: E402
+from workflows.autorun import (  # noqa: E402
+    MAX_CONCURRENCY,
+    AutoRunInput,
+    AutoRunProgress,
+    AutoRunResult,
+)
 from workflows.pipeline import PipelineState  # noqa: E402
 
 QUEUE = "bench-desk"
@@ -90,6 +95,7 @@ LABELS = (
     "peak memory",
     "S3 objects written",
     "decisions",
+    "progress query",
 )
 """The first words of the table's lines, in order (``history`` once per workflow type)."""
 
@@ -146,6 +152,8 @@ class DeskOutcome:
     s3_after: int
     decided: int
     failed: int
+    progress_ms: float
+    progress_steps: int
 
 
 def delayed_chat(inner: LlmActivities, latency: float, log: ChatLog) -> Callable[..., object]:
@@ -264,6 +272,11 @@ async def run_desk(config: DeskConfig, root: Path) -> DeskOutcome:
                 # Asked while the workers run: a closed Pipeline answers its `state` query
                 # by replay on the workflows worker.
                 steps, analysts, sequential = await _critical_path(client)
+                asked = time.perf_counter()
+                progress = await client.get_workflow_handle(result.workflow_id).query(
+                    "progress", result_type=AutoRunProgress
+                )
+                progress_ms = (time.perf_counter() - asked) * 1000
             s3_after = _objects(settings)
             histories = await _histories(client)
         finally:
@@ -281,6 +294,8 @@ async def run_desk(config: DeskConfig, root: Path) -> DeskOutcome:
         s3_before=s3_before,
         s3_after=s3_after,
         decided=len(result.decisions),
+        progress_ms=progress_ms,
+        progress_steps=len(progress.steps),
         failed=len(result.failures),
     )
 
@@ -324,6 +339,8 @@ def table(outcome: DeskOutcome) -> list[str]:
         f"S3 objects written  {outcome.s3_after - outcome.s3_before} ({outcome.s3_before} before, "
         f"{outcome.s3_after} after)",
         f"decisions           {outcome.decided} decided, {outcome.failed} failed of {c.names}",
+        f"progress query      {outcome.progress_ms:8.1f} ms for {outcome.progress_steps} steps "
+        "(the AutoRun's, once it closed: answered by replaying its history)",
     ]
     return lines
 
