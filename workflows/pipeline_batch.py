@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.storage.objects import ObjectRef
     from workflows.children import flow_of
     from workflows.concurrency import root_message, run_bounded
+    from workflows.inputs import RunInput
     from workflows.pipeline import PipelineDigest, PipelineInput, PipelineWorkflow, ReflectPlan
     from workflows.progress import RunProgress, StepState
     from workflows.resume import BAD_REPLY
@@ -97,7 +98,7 @@ class PipelinePlan(BaseModel):
         )
 
 
-class PipelineBatchInput(BaseModel):
+class PipelineBatchInput(RunInput):
     """A slice of an AutoRun's names and how to analyse them."""
 
     plan: PipelinePlan
