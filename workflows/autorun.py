@@ -15,9 +15,10 @@ decision in a line, its usage, the key of the whole decision it stored), and the
 Portfolio and the report read the gathered decisions by key. Runs from before
 (patch ``slim-pipeline-results``) kept whole results and started the Reflects last.
 More than ``DIRECT_MAX`` names, and more than two rounds of ``concurrency``, are
-analysed through ``PipelineBatch`` children (patch ``pipeline-batches``, ``workflows.pipeline_batch``): the history grows with
-the batches, at most ``MAX_BATCHES``, not with the names; a name's step shows running while
-its batch runs, and the batch's own progress shows each of its Pipelines. Every payload of
+analysed through ``PipelineBatch`` children (patch ``pipeline-batches``,
+``workflows.pipeline_batch``): the history grows with the batches, at most
+``MAX_BATCHES``, not with the names; a name's step shows running while its batch runs,
+and the batch's own progress shows each of its Pipelines. Every payload of
 ``inline_max_bytes`` or more (a batch's outcome, the Portfolio's result, the report's
 request) is kept in S3 with a reference in the history (``workers.payload_storage``).
 
