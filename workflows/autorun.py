@@ -109,6 +109,9 @@ Arg = TypeVar("Arg")
 Result = TypeVar("Result")
 
 STEP_START_TO_CLOSE = timedelta(minutes=2)
+REPORT_START_TO_CLOSE = timedelta(minutes=30)
+"""The run report draws a chart per name: 500 names took more than 2 minutes on a loaded
+machine, and every attempt timed out. It heartbeats, so a dead worker is still found soon."""
 DEFAULT_CASH = Decimal(100_000)
 MAX_CONCURRENCY = 32
 CONVICTION_RANK = {Conviction.LOW: 1, Conviction.MEDIUM: 2, Conviction.HIGH: 3}
@@ -456,7 +459,7 @@ class AutoRunWorkflow(TrackedRun):
                     prefix=run_key_prefix("autorun"),
                     decisions=stored,
                 ),
-                **durable(STEP_START_TO_CLOSE, heartbeat=HEARTBEAT),
+                **durable(REPORT_START_TO_CLOSE, heartbeat=HEARTBEAT),
             ),
         )
 
