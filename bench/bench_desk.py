@@ -3,14 +3,15 @@
 One Temporal dev server and one S3 server on free ports, every worker in this process
 (``plan_for`` of each role the AutoRun needs, as a real worker process builds them), one
 AutoRun over a watchlist of the first N names of the sim universe (all analysts, no Scan,
-no Reflect). The LLM is the offline provider behind a thin ``chat`` that answers each call
+no Reflect); past its 95 symbols, copies of its companies under other names, as local data
+files (``bench/desk_names.py``). The LLM is the offline provider behind a thin ``chat`` that answers each call
 after ``--latency`` seconds, on the offline queue limited to ``--rps`` requests per second
 (the provider setting ``REQUESTS_PER_SECOND``, enforced by the server for the whole queue).
 
 It prints the wall time against the bound, the larger of total calls / R (the rate limit)
 and one Pipeline's critical path (its longest analyst's calls, then every call in sequence,
 times L); calls per second achieved; history bytes per workflow type, from every run in the
-namespace; this process's peak RSS (the workers' memory, since they run here); and the S3
+namespace, as the server counts them (large payloads are kept in S3, ``workers.payload_storage``); this process's peak RSS (the workers' memory, since they run here); and the S3
 objects the run wrote. Issue 25's goals: wall ≤ 1.15 × the bound at R = 5, L = 1 s;
 Pipeline history ≤ 100 KB, AutoRun ≤ 200 KB; memory flat from 20 to 100 names.
 
@@ -43,6 +44,7 @@ from temporalio.client import Client, WorkflowExecutionStatus  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
 from activities.llm import LlmActivities  # noqa: E402
+from bench.desk_names import desk_names, write_local_data  # noqa: E402
 from shared.agents.pipeline.roles import ANALYST_AGENTS  # noqa: E402
 from shared.config import Settings  # noqa: E402
 from shared.data.analysis_time import latest_time  # noqa: E402
@@ -64,7 +66,12 @@ from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan, freeze_startup_heap, plan_for  # noqa: E402
 from workers.namespace_setup import ensure_search_attributes  # noqa: E402
 from workers.roles import WorkerRole  # noqa: E402
-from workflows.autorun import MAX_CONCURRENCY, AutoRunInput, AutoRunResult  # noqa: E402
+from workflows.autorun import (  # noqa: E402
+    MAX_CONCURRENCY,
+    AutoRunInput,
+    AutoRunProgress,
+    AutoRunResult,
+)
 from workflows.pipeline import PipelineState  # noqa: E402
 
 QUEUE = "bench-desk"
@@ -76,6 +83,8 @@ GOAL_OF_BOUND = 1.15
 HISTORY_GOALS = {"Pipeline": 100_000, "AutoRun": 200_000}
 """Issue 25: bytes of history per run of these types."""
 QUICK_NAMES, QUICK_LATENCY = 3, 0.1
+MAX_NAMES = 1000
+"""Names at most: the sim's 95 symbols, then copies of its companies (``bench.desk_names``)."""
 """``--quick``: names and seconds per call, for the test."""
 LABELS = (
     "desk",
@@ -89,6 +98,7 @@ LABELS = (
     "peak memory",
     "S3 objects written",
     "decisions",
+    "progress query",
 )
 """The first words of the table's lines, in order (``history`` once per workflow type)."""
 
@@ -107,8 +117,8 @@ class DeskConfig:
     keep the limit busy (16 lanes for 20 names: four Pipelines alone for their last 15 s)."""
 
     def __post_init__(self) -> None:
-        if not 1 <= self.names <= len(SYMBOLS):
-            raise ValueError(f"--names: 1 to {len(SYMBOLS)}, the sim universe's size")
+        if not 1 <= self.names <= MAX_NAMES:
+            raise ValueError(f"--names: 1 to {MAX_NAMES}")
         if not 1 <= self.in_flight <= MAX_CONCURRENCY:
             raise ValueError(f"--concurrency: 1 to {MAX_CONCURRENCY}, the AutoRun's limit")
 
@@ -131,7 +141,8 @@ class ChatLog:
 
 @dataclass(frozen=True)
 class HistorySizes:
-    """Bytes of history (JSON, as ``fetch_history`` gives it) of every run of one type."""
+    """Bytes of history of every run of one type, as the server counts them against its
+    limits (``history_size_bytes``: the events as stored, payloads kept in S3 not counted)."""
 
     runs: int
     median: float
@@ -155,6 +166,8 @@ class DeskOutcome:
     s3_after: int
     decided: int
     failed: int
+    progress_ms: float
+    progress_steps: int
 
 
 def delayed_chat(inner: LlmActivities, latency: float, log: ChatLog) -> Callable[..., object]:
@@ -194,8 +207,9 @@ async def _histories(client: Client) -> dict[str, HistorySizes]:
     """History bytes of every run in the namespace, by workflow type."""
     sizes: dict[str, list[int]] = {}
     async for run in client.list_workflows():
-        history = await client.get_workflow_handle(run.id, run_id=run.run_id).fetch_history()
-        sizes.setdefault(run.workflow_type, []).append(len(history.to_json().encode()))
+        described = await client.get_workflow_handle(run.id, run_id=run.run_id).describe()
+        size = described.raw_description.workflow_execution_info.history_size_bytes
+        sizes.setdefault(run.workflow_type, []).append(size)
     return {
         kind: HistorySizes(len(values), statistics.median(values), max(values))
         for kind, values in sorted(sizes.items())
@@ -246,7 +260,9 @@ async def run_desk(config: DeskConfig, root: Path) -> DeskOutcome:
         try:
             client = env.client
             await ensure_search_attributes(client)
-            WatchlistStore.from_settings(settings).create(WATCHLIST, list(SYMBOLS[: config.names]))
+            names = desk_names(config.names)
+            write_local_data(settings.data_dir / "data", names, AS_OF)
+            WatchlistStore.from_settings(settings).create(WATCHLIST, names)
             plans = [plan_for(role, settings) for role in ROLES]
             plans.append(_chat_plan(settings, config, log))
             s3_before = _objects(settings)
@@ -274,6 +290,11 @@ async def run_desk(config: DeskConfig, root: Path) -> DeskOutcome:
                 # Asked while the workers run: a closed Pipeline answers its `state` query
                 # by replay on the workflows worker.
                 steps, analysts, sequential = await _critical_path(client)
+                asked = time.perf_counter()
+                progress = await client.get_workflow_handle(result.workflow_id).query(
+                    "progress", result_type=AutoRunProgress
+                )
+                progress_ms = (time.perf_counter() - asked) * 1000
             s3_after = _objects(settings)
             histories = await _histories(client)
         finally:
@@ -291,6 +312,8 @@ async def run_desk(config: DeskConfig, root: Path) -> DeskOutcome:
         s3_before=s3_before,
         s3_after=s3_after,
         decided=len(result.decisions),
+        progress_ms=progress_ms,
+        progress_steps=len(progress.steps),
         failed=len(result.failures),
     )
 
@@ -334,6 +357,8 @@ def table(outcome: DeskOutcome) -> list[str]:
         f"S3 objects written  {outcome.s3_after - outcome.s3_before} ({outcome.s3_before} before, "
         f"{outcome.s3_after} after)",
         f"decisions           {outcome.decided} decided, {outcome.failed} failed of {c.names}",
+        f"progress query      {outcome.progress_ms:8.1f} ms for {outcome.progress_steps} steps "
+        "(the AutoRun's, once it closed: answered by replaying its history)",
     ]
     return lines
 

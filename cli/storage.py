@@ -1,8 +1,9 @@
 """`quantdesk storage prune`: claimed objects do not pile up in S3 forever.
 
-Tool answers over ``inline_max_bytes`` travel as claims on objects under
+Payloads over ``inline_max_bytes`` travel as claims on objects under
 ``payloads/claims/v1/`` (``shared.storage.claim_check``), addressed by their content, so
-one object may serve many runs. An object goes when it was last written longer ago than
+one object may serve many runs: tool answers, and every payload the SDK stores for a
+history (``workers.payload_storage``), which may itself hold tool answers' claims. An object goes when it was last written longer ago than
 the retention (``QUANTDESK_CLAIMS_RETENTION_DAYS``, 30 by default; ``--days``) and no run
 that may still need it holds its claim: a run still running (one parked for weeks waiting
 for a fix redeems its claims when resumed), or one closed since the cutoff.
@@ -13,6 +14,8 @@ written while the parent lived, which holds it too. So only those runs' historie
 read (decoded with the payload codec when payloads are encrypted; a payload this CLI cannot
 open stops the prune before anything is deleted). Each object is looked at again just
 before it goes: one written again meanwhile, by a run that claimed the same value, stays.
+A claim held inside a held object (a chat request the SDK stored, with its tool answers'
+claims) is held too: the objects the histories name are read, at any depth.
 
 Why not an S3 lifecycle rule: expiry by age alone deletes what a long-parked run still
 needs, and SeaweedFS (4.48) accepts a bucket lifecycle configuration but sets up no expiry
@@ -27,16 +30,19 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import typer
+from google.protobuf.message import DecodeError
 from pydantic import BaseModel, Field
 from rich.console import Console
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
+from temporalio.converter import PayloadCodec
 
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.history_payloads import payloads_in
 from shared.config import CODEC_ENABLED_SETTING, CODEC_KEYS_SETTING, Settings, load_settings
-from shared.errors import ConfigError
+from shared.errors import ConfigError, ObjectNotFound
 from shared.storage.buckets import PAYLOADS_BUCKET
-from shared.storage.claim_check import CLAIMS_PREFIX
+from shared.storage.claim_check import CLAIMS_PREFIX, Claim
 from shared.storage.objects import ObjectStore, StoredObject
 
 storage_app = typer.Typer(help="The object store: keep what runs need, prune the rest.")
@@ -67,6 +73,28 @@ def holders_query(cutoff: datetime) -> str:
     return f"StartTime < '{at}' AND (ExecutionStatus = 'Running' OR CloseTime > '{at}')"
 
 
+async def _opened(
+    payloads: list[Payload], codec: PayloadCodec | None, holder: str
+) -> list[Payload]:
+    """``payloads`` decoded with the workers' codec; a ``ConfigError`` when one stays sealed:
+    a claim it may hold cannot be seen, so nothing may be deleted."""
+    if codec is not None:
+        payloads = await codec.decode(payloads)
+    if any(p.metadata.get("encoding") == ENCRYPTED for p in payloads):
+        raise ConfigError(
+            CODEC_KEYS_SETTING,
+            f"{holder} holds encrypted payloads this command cannot open, so it cannot tell "
+            "which claims it needs; nothing was deleted",
+            fix=f"Give it the workers' codec settings ({CODEC_ENABLED_SETTING}=true, "
+            f"{CODEC_KEYS_SETTING} with every key still in use).",
+        )
+    return payloads
+
+
+def _digests(payloads: list[Payload]) -> set[str]:
+    return {digest.decode() for p in payloads for digest in CLAIM_DIGEST.findall(p.data)}
+
+
 async def held_claims(client: Client, cutoff: datetime) -> tuple[int, set[str]]:
     """How many runs were read, and the digests of every claim in their histories."""
     codec = client.data_converter.payload_codec
@@ -75,20 +103,36 @@ async def held_claims(client: Client, cutoff: datetime) -> tuple[int, set[str]]:
     async for run in client.list_workflows(holders_query(cutoff)):
         history = await client.get_workflow_handle(run.id, run_id=run.run_id).fetch_history()
         payloads = [payload for event in history.events for payload in payloads_in(event)]
-        if codec is not None:
-            payloads = await codec.decode(payloads)
-        if any(p.metadata.get("encoding") == ENCRYPTED for p in payloads):
-            raise ConfigError(
-                CODEC_KEYS_SETTING,
-                f"run {run.id} holds encrypted payloads this command cannot open, so it "
-                "cannot tell which claims the run needs; nothing was deleted",
-                fix=f"Give it the workers' codec settings ({CODEC_ENABLED_SETTING}=true, "
-                f"{CODEC_KEYS_SETTING} with every key still in use).",
-            )
-        for payload in payloads:
-            held.update(digest.decode() for digest in CLAIM_DIGEST.findall(payload.data))
+        held |= _digests(await _opened(payloads, codec, f"run {run.id}"))
         runs += 1
     return runs, held
+
+
+async def _claims_inside(store: ObjectStore, codec: PayloadCodec | None, digest: str) -> set[str]:
+    """The claims held by the object of ``digest``: a payload the SDK stored (a chat request,
+    say) holds the claims of the tool answers in it, which no history shows. A value that
+    is no payload (a tool answer) or is gone holds none."""
+    try:
+        blob = await asyncio.to_thread(store.get_bytes, Claim(digest=digest, size=0).ref)
+        payload = Payload.FromString(blob)
+    except (ObjectNotFound, DecodeError):
+        return set()
+    if not payload.metadata:
+        return set()
+    return _digests(await _opened([payload], codec, f"stored payload {digest}"))
+
+
+async def with_nested_claims(
+    store: ObjectStore, codec: PayloadCodec | None, held: set[str]
+) -> set[str]:
+    """``held`` and every claim held, at any depth, inside the objects they name."""
+    found = set(held)
+    frontier = list(held)
+    while frontier:
+        inside = await _claims_inside(store, codec, frontier.pop())
+        frontier.extend(inside - found)
+        found |= inside
+    return found
 
 
 def sweep(
@@ -122,8 +166,9 @@ async def prune_claims(
     settings: Settings, client: Client, cutoff: datetime, *, dry_run: bool = False
 ) -> PruneReport:
     """Read which claims the runs that may need them hold, then sweep the rest."""
-    runs, held = await held_claims(client, cutoff)
+    runs, in_histories = await held_claims(client, cutoff)
     store = ObjectStore.from_settings(settings)
+    held = await with_nested_claims(store, client.data_converter.payload_codec, in_histories)
     examined, recent, kept_held, deleted = await asyncio.to_thread(
         sweep, store, cutoff, held, dry_run=dry_run
     )

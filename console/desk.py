@@ -32,6 +32,7 @@ from shared.config import Settings
 from shared.errors import ConfigError
 from shared.watchlists.edits import WatchlistEdits
 from workers.converter import data_converter
+from workers.payload_storage import ClaimCheckDriver
 
 T = TypeVar("T")
 QUERY_TIMEOUT = timedelta(seconds=3)
@@ -66,6 +67,11 @@ class Desk:
         """The payload codec of this console's own client, for the codec endpoint; None when
         payloads travel in plain text. A ``ConfigError`` (on without keys) is not kept."""
         return data_converter(self.settings).payload_codec
+
+    @cached_property
+    def payload_storage(self) -> ClaimCheckDriver:
+        """Where this console's client keeps large payloads, for the codec endpoint."""
+        return ClaimCheckDriver(self.settings)
 
     async def client(self) -> Client:
         """The Temporal client, connected on first use (the console may start before Temporal)."""

@@ -37,6 +37,8 @@ from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
 LIVE_STATES = frozenset({StepState.RUNNING, StepState.WAITING})
 PIPELINE_STEP = "pipeline "
 """An AutoRun shows each ticker's Pipeline as the step ``pipeline <TICKER>``."""
+BATCH_STEP = "batch "
+"""...and each of its ``PipelineBatch`` children (many names) as ``batch <N>``."""
 
 
 @dataclass
@@ -218,7 +220,7 @@ async def _autorun(desk: Desk, page: RunPage) -> dict[str, Any]:
     charts = (result.get("report") or {}).get("charts") or {}
     decisions = {d["symbol"]: d for d in result.get("decisions") or []}
     failures = {f["symbol"]: f["reason"] for f in result.get("failures") or []}
-    steps = page.progress.steps if page.progress else {}
+    steps = {**(page.progress.steps if page.progress else {}), **await _batched_steps(desk, page)}
     tickers = [s.removeprefix(PIPELINE_STEP) for s in steps if s.startswith(PIPELINE_STEP)]
     tickers = tickers or result.get("candidates") or []
     page.paging = paged(page.page_asked, len(tickers), "tickers")
@@ -271,6 +273,21 @@ def _tally(result: dict[str, Any]) -> str:
         said += ": " + ", ".join(f"{count} {rating}" for rating, count in ratings)
     failed = len(result.get("failures") or [])
     return said + (f"; {failed} failed" if failed else "")
+
+
+async def _batched_steps(desk: Desk, page: RunPage) -> dict[str, StepState]:
+    """Each name's state in the ``PipelineBatch`` children running now, which know it better
+    than the AutoRun (there, a name shows running until its batch returns)."""
+    running = page.progress.children if page.progress else {}
+    found: dict[str, StepState] = {}
+    for child, step in running.items():
+        if not step.startswith(BATCH_STEP):
+            continue
+        progress = await desk.child_query(child, "progress") or {}
+        for name, state in (progress.get("steps") or {}).items():
+            if name.startswith(PIPELINE_STEP):
+                found[name] = StepState(state)
+    return found
 
 
 async def _portfolio(desk: Desk, page: RunPage) -> dict[str, Any]:

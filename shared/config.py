@@ -563,8 +563,9 @@ class Settings(_ProviderBlocks):
     inline_max_bytes: int = Field(
         1024,
         ge=0,
-        description="larger tool answers travel through Temporal as claims on objects in the "
-        "payloads bucket, which the chat activity reads (shared/storage/claim_check.py)",
+        description="larger tool answers, and Temporal payloads of this size or more, travel "
+        "as claims on objects in the payloads bucket, read back by the activity, the worker or "
+        "the client that needs them (shared/storage/claim_check.py, workers/payload_storage.py)",
     )
     claims_retention_days: int = Field(
         30,

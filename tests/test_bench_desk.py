@@ -31,6 +31,7 @@ LINES = (
     "peak memory ",
     "S3 objects written ",
     "decisions ",
+    "progress query ",
 )
 
 
@@ -53,3 +54,4 @@ def test_the_quick_desk_bench_prints_every_line_of_its_table() -> None:
     assert re.search(r"history Pipeline\s+3 runs", out), out
     written = re.search(r"S3 objects written\s+(\d+)", out)
     assert written is not None and int(written.group(1)) > 0, out
+    assert re.search(r"progress query\s+[\d.]+ ms for \d+ steps", out), out

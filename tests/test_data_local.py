@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from shared.data.contracts import DataKind, DataVendor, Sector, StatementKind
 from shared.data.local import LocalVendor
+from shared.data.local_files import ParsedFiles
 from shared.errors import InvalidInput, NoData, NotConfigured
 from shared.market.bars import Timeframe
 
@@ -399,3 +400,21 @@ def test_every_kind_at_as_of_sees_only_what_was_out_by_then(as_of: datetime) -> 
             assert answer == _outcome(read, past, as_of), kind
             if kind in STAMPS and not isinstance(answer, str):
                 assert all(stamp <= as_of for stamp in STAMPS[kind](answer)), kind
+
+
+def test_only_the_files_read_last_stay_parsed(tmp_path: Path) -> None:
+    parsed: list[str] = []
+
+    def parse(path: Path) -> str:
+        parsed.append(path.name)
+        return path.read_text()
+
+    files = ParsedFiles(keep=2)
+    paths = [tmp_path / f"{name}.csv" for name in "abc"]
+    for path in paths:
+        path.write_text(path.stem)
+
+    values = [files.load(p, parse, "gone") for p in (*paths, paths[2], paths[0])]
+
+    assert values == ["a", "b", "c", "c", "a"]
+    assert parsed == ["a.csv", "b.csv", "c.csv", "a.csv"]  # a made way for c, then came back

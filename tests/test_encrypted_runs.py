@@ -57,6 +57,7 @@ from tests.servers import (
 )
 from workers.client import connect
 from workers.converter import data_converter
+from workers.payload_storage import ClaimCheckDriver, reference_in, retrieved
 from workflows.quantagent import QuantAgentResult, QuantAgentWorkflow
 
 pytestmark = pytest.mark.slow
@@ -126,12 +127,18 @@ async def run(
 
 async def test_no_payload_of_the_history_is_plain(run: EncryptedRun) -> None:
     payloads = [p for e in run.history.events for p in payloads_in(e)]
+    # A large payload (the bars, the prompts) is stored in S3 and the history keeps a reference
+    # holding its digest; what is stored is the payload the codec sealed.
+    references = [p for p in payloads if reference_in(p) is not None]
+    inline = [p for p in payloads if reference_in(p) is None]
+    stored = await retrieved(ClaimCheckDriver(run.settings), references)
 
     summaries = [e.user_metadata.summary for e in run.history.events if e.HasField("user_metadata")]
 
-    assert len(payloads) > 10 and summaries  # activity summaries are payloads too
-    assert {p.metadata["encoding"] for p in payloads} == {b"binary/encrypted"}
-    assert {p.metadata["encryption-key-id"] for p in payloads} == {b"2026-12"}
+    assert len(inline) > 10 and summaries  # activity summaries are payloads too
+    assert references and SYMBOL.encode() not in b"".join(p.data for p in references)
+    assert {p.metadata["encoding"] for p in [*inline, *stored]} == {b"binary/encrypted"}
+    assert {p.metadata["encryption-key-id"] for p in [*inline, *stored]} == {b"2026-12"}
 
 
 async def test_the_symbol_and_the_decision_show_nowhere_but_in_the_search_attributes(
@@ -215,8 +222,9 @@ async def test_the_temporal_cli_shows_the_run_through_the_codec_endpoint(
 
     [started] = json_values(started_input(decoded))
     assert started["symbol"] == SYMBOL
-    sealed = json_format.ParseDict(started_input(plain), Payloads()).payloads
-    assert [p.metadata["encoding"] for p in sealed] == [b"binary/encrypted"]
+    [sealed] = json_format.ParseDict(started_input(plain), Payloads()).payloads
+    # The bars make the input large: without the endpoint, its reference to S3 shows.
+    assert reference_in(sealed) is not None and SYMBOL.encode() not in sealed.data
 
 
 @needs_chromium

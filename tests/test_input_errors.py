@@ -26,6 +26,7 @@ from workflows.debates import DebateInput, RiskInput
 from workflows.evaluate import EvaluateInput
 from workflows.inputs import parse_input, run_input_model
 from workflows.pipeline import PipelineInput
+from workflows.pipeline_batch import PipelineBatchInput
 from workflows.portfolio import PortfolioInput
 from workflows.quantagent import QuantAgentInput
 from workflows.reconcile import ReconcileInput
@@ -44,6 +45,14 @@ REFLECT = {
     "decisions": {"trader": "Buy"},
 }
 
+BATCH_PLAN = {
+    "autorun_id": "ar-1",
+    "as_of": "2012-06-01T00:00:00Z",
+    "analysts": ["market"],
+    "debate_rounds": 1,
+    "risk_rounds": 1,
+    "llm": {},
+}
 BAD_INPUTS: dict[type[BaseModel], tuple[dict[str, Any], str, str]] = {
     QuantAgentInput: ({"symbol": "GOOG", "timeframe": "7x"}, "timeframe", "'7x'"),
     PipelineInput: ({"symbol": "GOOG", "debate_rounds": 99}, "debate_rounds", "99"),
@@ -83,6 +92,11 @@ BAD_INPUTS: dict[type[BaseModel], tuple[dict[str, Any], str, str]] = {
         "0",
     ),
     ReconcileInput: ({"portfolio": ""}, "portfolio", "''"),
+    PipelineBatchInput: (
+        {"plan": BATCH_PLAN, "symbols": ["QBTX"], "concurrency": 0},
+        "concurrency",
+        "0",
+    ),
 }
 """Each workflow input model: a payload valid but for one field, that field, its value as echoed."""
 

@@ -137,7 +137,7 @@ def test_the_codec_and_its_keys_show_ids_only() -> None:
 
 def test_encryption_is_on_for_an_external_cluster_and_off_for_the_embedded_one() -> None:
     assert load_settings(codec={"keys": NEW}).payload_keys() is None
-    assert data_converter(load_settings()) is pydantic_data_converter
+    assert data_converter(load_settings()).payload_codec is None
     external = load_settings(temporal={"embedded": False}, codec={"keys": NEW})
     assert external.payload_keys() is not None
     refused = load_settings(temporal={"embedded": False}, codec={"keys": NEW, "enabled": False})

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter
 from temporalio.worker import Replayer
 
-from shared.config import load_settings
+from shared.config import Settings, load_settings
 from shared.payload_keys import new_key_line
 from tests.histories.record import ID_SEPARATOR
 from workers.converter import data_converter
@@ -25,12 +26,21 @@ from workflows.catalog import WORKFLOWS
 
 HISTORIES = Path(__file__).resolve().parent / "histories"
 FILES = sorted(HISTORIES.glob("*.json"))
-CONVERTERS = {
-    "plain": pydantic_data_converter,
-    "encrypting": data_converter(
-        load_settings(codec={"keys": new_key_line("replay"), "enabled": True})
-    ),
-}
+CONVERTERS = ("plain", "encrypting")
+"""pydantic's own, and the product's with encryption on (and its claim check, which stores a
+replayed command's large payload again: it needs the session's S3)."""
+
+
+def _converter(name: str, s3: Settings) -> DataConverter:
+    if name == "plain":
+        return pydantic_data_converter
+    keys = {"keys": new_key_line("replay"), "enabled": True}
+    access, secret = s3.s3_credentials()
+    return data_converter(
+        load_settings(
+            codec=keys, s3={**s3.s3.model_dump(), "access_key": access, "secret_key": secret}
+        )
+    )
 
 
 def _type_of(history: WorkflowHistory) -> str:
@@ -52,7 +62,9 @@ def test_every_workflow_type_has_a_golden_history() -> None:
 @pytest.mark.parametrize("converter", CONVERTERS)
 @pytest.mark.parametrize("path", FILES, ids=[path.stem for path in FILES])
 @pytest.mark.asyncio(loop_scope="session")
-async def test_the_golden_history_replays_with_todays_code(path: Path, converter: str) -> None:
-    replayer = Replayer(workflows=WORKFLOWS, data_converter=CONVERTERS[converter])
+async def test_the_golden_history_replays_with_todays_code(
+    path: Path, converter: str, s3_settings: Settings
+) -> None:
+    replayer = Replayer(workflows=WORKFLOWS, data_converter=_converter(converter, s3_settings))
     result = await replayer.replay_workflow(_load(path), raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"

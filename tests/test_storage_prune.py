@@ -2,7 +2,8 @@
 payloads encrypted as a desk that turned the codec on has them.
 
 Claimed objects are written, then runs that hold their claims in their inputs: one still
-running, one closed after the cutoff, one closed before it. Of the objects last written
+running (also holding a stored payload that holds a claim of its own), one closed after the
+cutoff, one closed before it. Of the objects last written
 before the cutoff, only the one no run may still need goes; a dry run deletes nothing; a
 prune that cannot open the runs' payloads refuses before deleting anything.
 """
@@ -107,6 +108,13 @@ async def _hold(client: Client, *claims: Claim) -> Any:
     )
 
 
+async def _stored_payload(client: Client, store: ObjectStore, held: Claim) -> Claim:
+    """A payload holding ``held``'s claim, stored as the SDK stores a large one (sealed by the
+    codec, then put as it is): a chat request holding a tool answer's claim, say."""
+    [payload] = await client.data_converter.encode([held.model_dump()])
+    return ClaimCheck(store, inline_max=0, keys=None).put(payload.SerializeToString())
+
+
 async def _visible(client: Client, query: str, count: int) -> None:
     """Wait until visibility shows ``count`` runs for ``query`` (it lags the runs a little)."""
     for _ in range(100):
@@ -121,8 +129,11 @@ async def test_only_old_objects_no_running_or_recent_run_holds_are_pruned(
 ) -> None:
     store = ObjectStore.from_settings(settings)
     claims = ClaimCheck.from_settings(settings, store)
-    running, recent, gone, fresh = (claims.put(f"{name} answer".encode()) for name in "RCGF")
-    holding = await _hold(sealed_client, running)
+    running, recent, gone, fresh, nested = (
+        claims.put(f"{name} answer".encode()) for name in "RCGFN"
+    )
+    outer = await _stored_payload(sealed_client, store, nested)  # only it names ``nested``
+    holding = await _hold(sealed_client, running, outer)
     closed_after = await _hold(sealed_client, recent)
     closed_before = await _hold(sealed_client, gone)
     await closed_before.signal(ClaimHolder.finish)
@@ -146,7 +157,8 @@ async def test_only_old_objects_no_running_or_recent_run_holds_are_pruned(
 
     assert [s.ref for s in dry.deleted] == [gone.ref] and kept_by_dry_run
     assert [s.ref for s in report.deleted] == [gone.ref] and not store.exists(gone.ref)
-    assert (report.examined, report.recent, report.kept_held) == (4, 1, 2)
-    assert (report.runs_read, report.held) == (2, 2)  # the running one, the one closed since
-    for kept in (running, recent, fresh):
+    assert (report.examined, report.recent, report.kept_held) == (6, 1, 4)
+    # the running one, the one closed since; their claims and the one inside a held object
+    assert (report.runs_read, report.held) == (2, 4)
+    for kept in (running, recent, fresh, nested):
         assert claims.redeem(kept).endswith("answer")

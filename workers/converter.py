@@ -1,4 +1,5 @@
-"""The one data converter every quantdesk client uses: pydantic payloads, encrypted when on.
+"""The one data converter every quantdesk client uses: pydantic payloads, large ones kept in
+S3, encrypted when on.
 
 Workers, the CLI, the console and the benches all connect through
 ``workers.client.connect``, which takes its converter from here, so no process can
@@ -14,12 +15,17 @@ from temporalio.converter import DataConverter
 
 from shared.config import Settings
 from workers.payload_codec import EncryptingCodec
+from workers.payload_storage import payload_storage
 
 
 def data_converter(settings: Settings) -> DataConverter:
-    """``pydantic_data_converter`` (dates, ``Decimal``, models), with the payload codec when
-    ``settings`` encrypt payloads; a ``ConfigError`` when encryption is on without keys."""
+    """``pydantic_data_converter`` (dates, ``Decimal``, models) whose payloads of
+    ``inline_max_bytes`` or more travel as claims on S3 objects (``workers.payload_storage``),
+    with the payload codec when ``settings`` encrypt payloads; a ``ConfigError`` when
+    encryption is on without keys."""
     keys = settings.payload_keys()
-    if keys is None:
-        return pydantic_data_converter
-    return dataclasses.replace(pydantic_data_converter, payload_codec=EncryptingCodec(keys))
+    return dataclasses.replace(
+        pydantic_data_converter,
+        payload_codec=EncryptingCodec(keys) if keys is not None else None,
+        external_storage=payload_storage(settings),
+    )

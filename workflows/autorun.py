@@ -15,6 +15,13 @@ The history stays small at many names: a Pipeline returns a ``PipelineDigest`` (
 decision in a line, its usage, the key of the whole decision it stored), and the
 Portfolio and the report read the gathered decisions by key. Runs from before
 (patch ``slim-pipeline-results``) kept whole results and started the Reflects last.
+More than ``DIRECT_MAX`` names, and more than two rounds of ``concurrency``, are
+analysed through ``PipelineBatch`` children (patch ``pipeline-batches``,
+``workflows.pipeline_batch``): the history grows with the batches, at most
+``MAX_BATCHES``, not with the names; a name's step shows running while its batch runs,
+and the batch's own progress shows each of its Pipelines. Every payload of
+``inline_max_bytes`` or more (a batch's outcome, the Portfolio's result, the report's
+request) is kept in S3 with a reference in the history (``workers.payload_storage``).
 
 Child ids derive from the AutoRun's id and the ticker, so the Web UI lists a run's
 children by prefix and a re-run under the same id finds the same names. A ticker
@@ -31,7 +38,7 @@ from typing import Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, Field, field_validator, model_validator
 from temporalio import workflow
-from temporalio.exceptions import ChildWorkflowError
+from temporalio.exceptions import ApplicationError, ChildWorkflowError
 from temporalio.types import MethodAsyncSingleParam
 
 with workflow.unsafe.imports_passed_through():
@@ -53,7 +60,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.llm.contracts import LlmChoice, Usage, UsageReport
     from shared.portfolio.limits import CASH_EQUIVALENTS
     from shared.portfolio.models import NAME_PATTERN, BrokerKind
-    from shared.reports.autorun import AutoRunReport, TickerFailure, chart_name
+    from shared.reports.autorun import AutoRunReport, TickerFailure
     from shared.storage.objects import ObjectRef
     from shared.watchlists.symbols import list_problem, normalized
     from workflows.activity_calls import run_activity
@@ -64,13 +71,32 @@ with workflow.unsafe.imports_passed_through():
     from workflows.inputs import RunInput, scheduled_time
     from workflows.pipeline import (
         PipelineDigest,
-        PipelineInput,
         PipelineResult,
         PipelineWorkflow,
         ReflectPlan,
         start_reflect,
     )
-    from workflows.portfolio import Approval, PortfolioInput, PortfolioResult, PortfolioWorkflow
+    from workflows.pipeline_batch import (
+        BATCH_CHILD,
+        BATCHES_AT_ONCE,
+        PIPELINE_CHILD,
+        BatchOutcome,
+        PipelineBatchInput,
+        PipelineBatchWorkflow,
+        PipelinePlan,
+        batch_concurrency,
+        batches_of,
+        pipeline_id,
+        pipeline_step,
+        reflect_id,
+    )
+    from workflows.portfolio import (
+        MAX_DECISIONS,
+        Approval,
+        PortfolioInput,
+        PortfolioResult,
+        PortfolioWorkflow,
+    )
     from workflows.progress import RunProgress, StepState, track
     from workflows.provider_check import check_provider
     from workflows.resume import BAD_REPLY
@@ -84,8 +110,9 @@ Arg = TypeVar("Arg")
 Result = TypeVar("Result")
 
 STEP_START_TO_CLOSE = timedelta(minutes=2)
-PIPELINE_CHILD = "pipeline"
-"""Pipeline children are ``<AutoRun id>-pipeline-<TICKER>``."""
+REPORT_START_TO_CLOSE = timedelta(minutes=30)
+"""The run report draws a chart per name: 500 names took more than 2 minutes on a loaded
+machine, and every attempt timed out. It heartbeats, so a dead worker is still found soon."""
 DEFAULT_CASH = Decimal(100_000)
 MAX_CONCURRENCY = 32
 CONVICTION_RANK = {Conviction.LOW: 1, Conviction.MEDIUM: 2, Conviction.HIGH: 3}
@@ -96,11 +123,12 @@ GATHER_DECISIONS = "gather_decisions"
 SLIM_RESULTS_PATCH = "slim-pipeline-results"
 """Pipelines return digests, their decisions travel by key and they start their own Reflect;
 AutoRun histories from before replay the whole results they recorded."""
-
-
-def pipeline_step(symbol: str) -> str:
-    """A ticker's step name in the progress, e.g. ``pipeline GOOG``."""
-    return f"pipeline {symbol}"
+BATCHES_PATCH = "pipeline-batches"
+"""More names than ``DIRECT_MAX`` and than two rounds of ``concurrency`` go through
+``PipelineBatch`` children, two at once; runs from before started every Pipeline themselves."""
+DIRECT_MAX = 16
+"""Names an AutoRun analyses itself, at most (about 2 KB of its history each): a desk of a
+Scan's shortlist needs no batches, nor the extra hop they take."""
 
 
 class AutoRunInput(RunInput):
@@ -324,6 +352,13 @@ class AutoRunWorkflow(TrackedRun):
             as_of = await self._resolve_as_of(args, listed[0])
         tag_run("AutoRun", portfolio=args.portfolio, as_of=as_of)
         self.tickers = candidates_of(listed, chosen, list(book.holdings))
+        if len(self.tickers) > MAX_DECISIONS:
+            raise ApplicationError(
+                f"watchlist/symbols: {len(self.tickers)} candidates with the holdings, more than "
+                f"the Portfolio decides on at once ({MAX_DECISIONS}): split the watchlist",
+                type="InvalidInput",
+                non_retryable=True,
+            )
         for symbol in self.tickers:
             self.steps[pipeline_step(symbol)] = StepState.PENDING
         for name in (PORTFOLIO, REPORT, *([REFLECT] if args.reflect else [])):
@@ -337,42 +372,41 @@ class AutoRunWorkflow(TrackedRun):
         slim = workflow.patched(SLIM_RESULTS_PATCH)
         if slim:
             self.steps = {**self.steps, GATHER_DECISIONS: StepState.PENDING}
+        plan = PipelinePlan(
+            autorun_id=wf_id,
+            as_of=as_of,
+            analysts=args.analysts,
+            debate_rounds=args.debate_rounds,
+            risk_rounds=args.risk_rounds,
+            llm=args.llm,
+            macro_context_key=scan.summary_markdown.report if scan else None,
+            slim_result=slim,
+            reflect_horizon_bars=args.reflect_horizon_bars if slim and args.reflect else None,
+            charts_prefix=run_key_prefix("autorun"),
+        )
+        positions = {s: p.model_dump() for s, p in book.holdings.items() if s in self.tickers}
 
         async def analyse(symbol: str) -> None:
-            position = book.holdings.get(symbol)
-            child_id = f"{wf_id}-{PIPELINE_CHILD}-{symbol}"
-            reflect = ReflectPlan(
-                workflow_id=self._reflect_id(symbol), horizon_bars=args.reflect_horizon_bars
-            )
+            child_id = pipeline_id(wf_id, symbol)
             try:
                 result = await self._child(
                     pipeline_step(symbol),
                     PipelineWorkflow.run,
                     child_id,
-                    PipelineInput(
-                        symbol=symbol,
-                        as_of=as_of,
-                        analysts=args.analysts,
-                        debate_rounds=args.debate_rounds,
-                        risk_rounds=args.risk_rounds,
-                        llm=args.llm,
-                        macro_context_key=scan.summary_markdown.report if scan else None,
-                        position=position.model_dump() if position else None,
-                        slim_result=slim,
-                        reflect=reflect if slim and args.reflect else None,
-                        # Drawn beside its analysts, so the report finds it at the end.
-                        chart=run_report("autorun", chart_name(symbol)),
-                    ),
+                    plan.input_for(symbol, positions.get(symbol)),
                 )
             except ChildWorkflowError as error:
                 reason = self.given_up_reason(child_id) or root_message(error)
                 self.failed.append(TickerFailure(symbol=symbol, reason=reason))
                 workflow.logger.warning("%s failed, the run goes on: %s", symbol, error)
                 return
-            self.results[symbol] = result
-            self._count("pipelines", result.usage)
+            self._decided(symbol, result)
 
-        await run_bounded(self.tickers, args.concurrency, analyse)
+        many = len(self.tickers) > max(2 * args.concurrency, DIRECT_MAX)
+        if slim and many and workflow.patched(BATCHES_PATCH):
+            await self._batches(args, plan, positions)
+        else:
+            await run_bounded(self.tickers, args.concurrency, analyse)
         done = [self.results[s] for s in self.tickers if s in self.results]
         lines = [line_of(result) for result in done]
         stored = await self._gather(done) if slim else None
@@ -427,7 +461,7 @@ class AutoRunWorkflow(TrackedRun):
                     prefix=run_key_prefix("autorun"),
                     decisions=stored,
                 ),
-                **durable(STEP_START_TO_CLOSE, heartbeat=HEARTBEAT),
+                **durable(REPORT_START_TO_CLOSE, heartbeat=HEARTBEAT),
             ),
         )
 
@@ -454,6 +488,46 @@ class AutoRunWorkflow(TrackedRun):
             usage=self.usage,
             usage_by_part=self.by_part,
         )
+
+    def _decided(self, symbol: str, result: PipelineResult | PipelineDigest) -> None:
+        """A Pipeline's result, counted."""
+        self.results[symbol] = result
+        self._count("pipelines", result.usage)
+
+    async def _batches(
+        self, args: AutoRunInput, plan: PipelinePlan, positions: dict[str, dict[str, Any]]
+    ) -> None:
+        """The candidates through ``PipelineBatch`` children, ``BATCHES_AT_ONCE`` at once, each
+        with its share of ``concurrency``; each name's step runs while its batch does."""
+        lanes = batch_concurrency(args.concurrency)
+        batches = batches_of(self.tickers, args.concurrency)
+        wf_id = workflow.info().workflow_id
+
+        async def run_batch(numbered: tuple[int, list[str]]) -> None:
+            number, symbols = numbered
+            for symbol in symbols:
+                self.steps[pipeline_step(symbol)] = StepState.RUNNING
+            outcome: BatchOutcome = await self._child(
+                f"{BATCH_CHILD} {number}",
+                PipelineBatchWorkflow.run,
+                f"{wf_id}-{BATCH_CHILD}-{number}",
+                PipelineBatchInput(
+                    plan=plan,
+                    symbols=symbols,
+                    positions={s: positions[s] for s in symbols if s in positions},
+                    concurrency=lanes,
+                ),
+            )
+            for symbol in symbols:
+                digest = outcome.digests.get(symbol)
+                if digest is not None:
+                    self._decided(symbol, digest)
+                self.steps[pipeline_step(symbol)] = (
+                    StepState.DONE if digest is not None else StepState.FAILED
+                )
+            self.failed += outcome.failures
+
+        await run_bounded(enumerate(batches, 1), BATCHES_AT_ONCE, run_batch)
 
     async def _list_candidates(self, args: AutoRunInput) -> list[str]:
         """The names given, every one known to the data: an unknown watchlist or symbol
@@ -503,10 +577,6 @@ class AutoRunWorkflow(TrackedRun):
         )
         return gathered.decisions
 
-    def _reflect_id(self, symbol: str) -> str:
-        """The id of the Reflect on ``symbol``'s decision."""
-        return f"{workflow.info().workflow_id}-reflect-{symbol}"
-
     async def _reflect(self, args: AutoRunInput) -> list[str]:
         """One ``Reflect`` per decision, left to wait out its horizon: each Pipeline started
         its own; before digests, the AutoRun starts them here from the whole results."""
@@ -518,7 +588,8 @@ class AutoRunWorkflow(TrackedRun):
                 started += [result.reflection] if result.reflection else []
                 continue
             plan = ReflectPlan(
-                workflow_id=self._reflect_id(symbol), horizon_bars=args.reflect_horizon_bars
+                workflow_id=reflect_id(workflow.info().workflow_id, symbol),
+                horizon_bars=args.reflect_horizon_bars,
             )
             started.append(await start_reflect(result, plan, args.llm))
         self.steps[REFLECT] = StepState.DONE

@@ -8,6 +8,7 @@ from workflows.broker_orders import BrokerOrdersWorkflow
 from workflows.debates import DebateWorkflow, RiskWorkflow
 from workflows.evaluate import EvaluateWorkflow
 from workflows.pipeline import PipelineWorkflow
+from workflows.pipeline_batch import PipelineBatchWorkflow
 from workflows.portfolio import PortfolioWorkflow
 from workflows.quantagent import QuantAgentWorkflow
 from workflows.reconcile import ReconcileWorkflow
@@ -17,6 +18,7 @@ from workflows.scan import ScanWorkflow
 WORKFLOWS: list[type] = [
     QuantAgentWorkflow,
     PipelineWorkflow,
+    PipelineBatchWorkflow,
     DebateWorkflow,
     RiskWorkflow,
     ReflectWorkflow,

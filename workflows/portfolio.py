@@ -116,7 +116,9 @@ EXECUTE_HEARTBEAT = timedelta(seconds=5)
 """Each fill heartbeats; a worker silent this long is taken for dead and the fills retried."""
 DEFAULT_APPROVAL_MINUTES = 24 * 60
 MAX_APPROVAL_MINUTES = 30 * 24 * 60
-MAX_DECISIONS = 100
+MAX_DECISIONS = 500
+"""Candidates at most: the agents see a bounded view of them (``shared.agents.portfolio.view``,
+tried up to 500 in ``tests/test_portfolio_view.py``), and the decisions travel by key."""
 WATCHED_NAMES_PATCH = "watched-names-ranked"
 """Gates ranking decided names without a Scan: older histories skipped that step."""
 DECISION_CHARS = 6_000

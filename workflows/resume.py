@@ -238,7 +238,9 @@ class Resumable:
         if getattr(self, "gate", None) is None:
             return  # not started yet: no child can exist
         if report.reason and report.failure and self.gives_up_on(report.child, report.failure):
-            child_id = f"{workflow.info().workflow_id}-{report.child}"
+            # A child started under another run's prefix (a batch's Pipelines) is its own label.
+            own = report.child in self.gate.children
+            child_id = report.child if own else f"{workflow.info().workflow_id}-{report.child}"
             self.gate.given_up[child_id] = f"{report.path}: {report.reason}"
             workflow.logger.warning("gave up on %s: %s", child_id, report.reason)
             await workflow.get_external_workflow_handle(child_id).cancel()

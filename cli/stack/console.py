@@ -26,12 +26,12 @@ def console_url(settings: Settings) -> str:
     return f"http://{LOOPBACK if host in WILDCARDS else host}:{settings.console.port}"
 
 
-def codec_endpoint(settings: Settings) -> str | None:
-    """The console's codec endpoint when payloads are encrypted, for the Web UI to read them
-    through; None when they are plain. Asks for the keys, so `up` stops with the setting to
-    fix before it starts a server whose runs nothing could read."""
-    if settings.payload_keys() is None:
-        return None
+def codec_endpoint(settings: Settings) -> str:
+    """The console's codec endpoint, for the Web UI to read payloads through: large ones are
+    kept in S3 (``workers.payload_storage``), and all are sealed when encryption is on. Asks
+    for the keys, so `up` stops with the setting to fix before it starts a server whose runs
+    nothing could read."""
+    settings.payload_keys()
     return f"{console_url(settings)}{CODEC_PREFIX}"
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import csv
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,11 +148,20 @@ def read_macro_file(path: Path) -> MacroFile:
     return MacroFile(info, csv_parser(MacroPoint)(path))
 
 
-class ParsedFiles:
-    """Parsed files by path, parsed again when a file's modification time or size changes."""
+MAX_PARSED_FILES = 64
+"""Parsed files kept, the most recently read: a desk of hundreds of local names would
+otherwise hold every name's bars as objects for the worker's life (2,500 bars a name took
+about 5 MB), and its memory would grow with the watchlist."""
 
-    def __init__(self) -> None:
-        self._entries: dict[Path, tuple[tuple[int, int], object]] = {}
+
+class ParsedFiles:
+    """Parsed files by path, parsed again when a file's modification time or size changes;
+    the ``MAX_PARSED_FILES`` read last are kept."""
+
+    def __init__(self, keep: int = MAX_PARSED_FILES) -> None:
+        self._entries: OrderedDict[Path, tuple[tuple[int, int], object]] = OrderedDict()
+        self._keep = keep
+        self._lock = threading.Lock()  # tool activities read from several threads
 
     def load(self, path: Path, parse: Callable[[Path], T], missing: str) -> T:
         try:
@@ -158,9 +169,15 @@ class ParsedFiles:
         except FileNotFoundError:
             raise NotConfigured(missing) from None
         version = (status.st_mtime_ns, status.st_size)
-        cached = self._entries.get(path)
-        if cached is not None and cached[0] == version:
-            return cached[1]  # type: ignore[return-value]  # one parser per path
+        with self._lock:
+            cached = self._entries.get(path)
+            if cached is not None and cached[0] == version:
+                self._entries.move_to_end(path)
+                return cached[1]  # type: ignore[return-value]  # one parser per path
         value = parse(path)
-        self._entries[path] = (version, value)
+        with self._lock:
+            self._entries[path] = (version, value)
+            self._entries.move_to_end(path)
+            while len(self._entries) > self._keep:
+                self._entries.popitem(last=False)
         return value

@@ -1,7 +1,9 @@
 """The claim check: values too large for Temporal's history travel as references to S3.
 
 An activity that produces a large text (a tool's answer) stores it here and returns a
-``Claim``; the activity that needs it (``chat``) redeems the claim. Every value written
+``Claim``; the activity that needs it (``chat``) redeems the claim. Temporal payloads over
+the threshold travel the same way (``workers.payload_storage``): the SDK stores them
+when it writes a history event and reads them back before the workflow or activity runs. Every value written
 into a history stays there for the run's retention, once per request that carries it, so
 a tool answer read by three later chat rounds would otherwise be written three times.
 Values up to ``inline_max`` bytes stay inline: a claim costs an S3 round trip, and below
@@ -81,7 +83,11 @@ class ClaimCheck:
         return claim
 
     def redeem(self, claim: Claim) -> str:
-        """The stored text. An unreachable store raises ``StorageUnavailable`` (retryable); a
+        """The stored text (see ``fetch``)."""
+        return self.fetch(claim).decode()
+
+    def fetch(self, claim: Claim) -> bytes:
+        """The stored value. An unreachable store raises ``StorageUnavailable`` (retryable); a
         missing object ``ObjectNotFound``; a value that does not match its claim
         ``ClaimMismatch``; a sealed one this worker cannot open a ``ConfigError`` naming the
         setting (or ``PayloadTampered``)."""
@@ -94,7 +100,7 @@ class ClaimCheck:
             digest = keys.digest(data, claim.key_id)
         if digest != claim.digest:
             raise ClaimMismatch(f"s3://{claim.ref.bucket}/{claim.ref.key}")
-        return data.decode()
+        return data
 
     def _ring(self, key_id: str) -> PayloadKeys:
         """The ring that opens a value sealed under ``key_id``."""

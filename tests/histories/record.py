@@ -15,7 +15,8 @@ temporary directory, with the product's worker plans. Four runs cover all ten ty
 QuantAgent; Evaluate (QuantAgent children); Backtest of the Pipeline with memory
 (Pipeline, Debate, Risk and Reflect children); AutoRun (Scan, Pipeline, Portfolio).
 A fifth covers waiting: an AutoRun whose Scan parks on a missing key, tells the
-AutoRun, is resumed and parks again before it is ended.
+AutoRun, is resumed and parks again before it is ended. A sixth gives an AutoRun more
+names than it analyses itself: it runs them in ``PipelineBatch`` children.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 
+from shared.data.sim.universe import SYMBOLS
 from tests.servers import (
     isolated_settings,
     running_workers,
@@ -177,6 +179,38 @@ async def record(folder: Path) -> list[WorkflowHistory]:
     return [*found.values(), *parked]
 
 
+BATCHED_ID = "golden-batched"
+BATCHED_RUN = {
+    "portfolio": "golden-batched",
+    "as_of": AS_OF,
+    "symbols": list(SYMBOLS[:17]),
+    "analysts": ["market"],
+    "concurrency": 2,
+    "reflect": False,
+}
+"""More names than an AutoRun analyses itself: it runs them in ``PipelineBatch`` children."""
+
+
+async def record_batched(folder: Path) -> list[WorkflowHistory]:
+    """An AutoRun given 17 names at two at once (``PipelineBatch`` children): its history and
+    its first batch's."""
+    with s3_for_tests(folder / "s3") as s3:
+        settings = isolated_settings(s3, folder / "desk", QUEUE)
+        env = await start_time_skipping()
+        try:
+            with tools_reading(settings):
+                async with running_workers(env.client, [plan_for(r, settings) for r in ROLES]):
+                    await env.client.execute_workflow(
+                        "AutoRun", BATCHED_RUN, id=BATCHED_ID, task_queue=QUEUE
+                    )
+                    return [
+                        await env.client.get_workflow_handle(workflow_id).fetch_history()
+                        for workflow_id in (BATCHED_ID, f"{BATCHED_ID}-batch-1")
+                    ]
+        finally:
+            await env.shutdown()
+
+
 BROKER_ID = "golden-broker"
 BROKER_KEYS = ("PKGOLDEN000000000000", "golden-secret")
 
@@ -246,23 +280,28 @@ async def record_broker(folder: Path) -> list[WorkflowHistory]:
 def main() -> int:
     """Record, check every type is covered, and write ``<Type>--<id>.json`` files (the
     recorder's own earlier files are replaced; histories kept under other names stay).
-    ``record broker`` records the broker's two types only."""
+    ``record broker`` records the broker's two types only, ``record batched`` the batched
+    AutoRun and its batch only (adding their files, replacing none)."""
     for variable in KEY_VARIABLES:  # the parked run needs the key to be missing
         os.environ.pop(variable, None)
     only_broker = sys.argv[1:] == ["broker"]
+    only_batched = sys.argv[1:] == ["batched"]
     with tempfile.TemporaryDirectory(prefix="golden-") as folder:
         if only_broker:
             histories = asyncio.run(record_broker(Path(folder)))
+        elif only_batched:
+            histories = asyncio.run(record_batched(Path(folder)))
         else:
             histories = asyncio.run(record(Path(folder)))
+            histories += asyncio.run(record_batched(Path(folder) / "batched"))
             histories += asyncio.run(record_broker(Path(folder) / "broker"))
     missing = {w.__temporal_workflow_definition.name for w in WORKFLOWS} - {  # type: ignore[attr-defined]
         type_of(history) for history in histories
     }
-    if missing and not only_broker:
+    if missing and not (only_broker or only_batched):
         print(f"no history recorded for: {', '.join(sorted(missing))}", file=sys.stderr)
         return 1
-    for flow in {type_of(history) for history in histories}:
+    for flow in {type_of(history) for history in histories} if not only_batched else ():
         for old in HISTORIES.glob(f"{flow}{ID_SEPARATOR}golden-*.json"):
             old.unlink()
     for history in histories:
