@@ -54,7 +54,8 @@ from shared.config import load_settings  # noqa: E402
 from shared.portfolio.models import BrokerKind  # noqa: E402
 from tests.fakes.alpaca.faults import FaultKind  # noqa: E402
 from tests.fakes.alpaca.server import AlpacaStandIn, FiredFault  # noqa: E402
-from tests.servers import running_workers, start_dev_server  # noqa: E402
+from tests.servers import running_workers, s3_for_tests, start_dev_server  # noqa: E402
+from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan  # noqa: E402
 from workflows.broker_orders import (  # noqa: E402
     BrokerOrdersInput,
@@ -254,22 +255,26 @@ async def run_chaos(config: ChaosConfig, data_dir: Path, say: Say = print) -> Ou
     books = BrokerBook.from_settings(settings)
     for index in range(config.books):
         books.create(book_name(index), BOOK_CASH, broker=BrokerKind.ALPACA)
-    with stand_in() as server:
+    with stand_in() as server, s3_for_tests(data_dir) as stack:
         env = await start_dev_server()
+        target = env.client.service_client.config.target_host
+        # Payloads of a kilobyte or more live in S3: the workflow's client reads them there.
+        client = await Client.connect(target, data_converter=data_converter(stack))
         variables = worker_variables(
             data_dir,
             database_url,
-            env.client.service_client.config.target_host,
+            target,
+            stack.s3.endpoint,
             QUEUE,
             server.base_url,
             config.client_timeout,
         )
         worker = BrokerWorker(variables, data_dir / "broker-worker.log")
-        run = Run(config, env.client, server, books, worker, say, schedule(config))
+        run = Run(config, client, server, books, worker, say, schedule(config))
         started = time.monotonic()
         try:
             worker.start()
-            async with running_workers(env.client, [WorkerPlan(QUEUE, [BrokerOrdersWorkflow])]):
+            async with running_workers(client, [WorkerPlan(QUEUE, [BrokerOrdersWorkflow])]):
                 await _executions(run, started + config.timeout_minutes * 60)
                 await asyncio.gather(*run.kills)
         finally:

@@ -57,13 +57,22 @@ def stand_in() -> Iterator[AlpacaStandIn]:
 
 
 def worker_variables(
-    data_dir: Path, database_url: str, temporal: str, queue: str, broker_url: str, timeout: float
+    data_dir: Path,
+    database_url: str,
+    temporal: str,
+    s3_endpoint: str,
+    queue: str,
+    broker_url: str,
+    timeout: float,
 ) -> dict[str, str]:
-    """What a broker worker process reads: the stack, the broker, its keys, its caps."""
+    """What a broker worker process reads: the stack (S3 for the payloads kept out of
+    histories; its credentials are the ones generated in ``data_dir``), the broker, its keys,
+    its caps."""
     values = {
         "DATA_DIR": str(data_dir),
         "DATABASE_URL": database_url,
         "TEMPORAL__ADDRESS": temporal,
+        "S3__ENDPOINT": s3_endpoint,
         "QUEUES__WORKFLOWS": queue,
         "ALPACA__BASE_URL": broker_url,
         "ALPACA__TIMEOUT_SECONDS": str(timeout),
