@@ -36,47 +36,26 @@ from temporalio.api.enums.v1 import EventType  # noqa: E402
 from temporalio.client import Client, WorkflowHistory  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
-from activities.charts import ChartActivities  # noqa: E402
-from activities.evaluation import EvaluationActivities  # noqa: E402
 from activities.llm import LlmActivities  # noqa: E402
-from activities.market import MARKET_ACTIVITIES  # noqa: E402
-from activities.tools import run_tool_activity  # noqa: E402
 from shared.config import Settings  # noqa: E402
 from shared.evaluation.sources import CutWindows, cut_windows  # noqa: E402
 from shared.evaluation.windows import Window  # noqa: E402
 from shared.llm.providers import QUEUE_OFFLINE  # noqa: E402
-from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE  # noqa: E402
-from tests.servers import running_workers, s3_for_tests, tools_reading  # noqa: E402
+from tests.servers import evaluate_plans, running_workers, s3_for_tests, tools_reading  # noqa: E402
 from tests.test_evaluation import write_benchmark_file  # noqa: E402
 from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan  # noqa: E402
 from workers.namespace_setup import ensure_search_attributes  # noqa: E402
-from workflows.evaluate import EvaluateResult, EvaluateWorkflow  # noqa: E402
-from workflows.quantagent import QuantAgentInput, QuantAgentWorkflow  # noqa: E402
+from workflows.evaluate import EvaluateResult  # noqa: E402
+from workflows.quantagent import QuantAgentInput  # noqa: E402
 
 QUEUE = "bench-evaluate"
 ASSETS = (("^GSPC", "1d"), ("EURUSD", "1h"))
 
 
 def _plans(settings: Settings) -> list[WorkerPlan]:
-    evaluation = EvaluationActivities(settings=settings)
-    return [
-        WorkerPlan(queue=QUEUE, workflows=[EvaluateWorkflow, QuantAgentWorkflow]),
-        WorkerPlan(
-            queue=TOOLS_QUEUE,
-            activities=[run_tool_activity, *MARKET_ACTIVITIES, *evaluation.activities(TOOLS_QUEUE)],
-            threads=True,
-        ),
-        WorkerPlan(
-            queue=CHARTS_QUEUE,
-            activities=[
-                *ChartActivities(settings=settings).activities(),
-                *evaluation.activities(CHARTS_QUEUE),
-            ],
-            threads=True,
-        ),
-        WorkerPlan(queue=QUEUE_OFFLINE, activities=[LlmActivities(settings, QUEUE_OFFLINE).chat]),
-    ]
+    chat = LlmActivities(settings, QUEUE_OFFLINE).chat
+    return evaluate_plans(QUEUE, settings, [WorkerPlan(queue=QUEUE_OFFLINE, activities=[chat])])
 
 
 def _benchmark_dir(root: Path, windows: int) -> list[Window]:

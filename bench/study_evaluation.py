@@ -36,24 +36,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
-from activities.charts import ChartActivities  # noqa: E402
-from activities.evaluation import EvaluationActivities  # noqa: E402
-from activities.market import MARKET_ACTIVITIES  # noqa: E402
-from activities.tools import run_tool_activity  # noqa: E402
 from shared.config import Settings  # noqa: E402
 from shared.evaluation.probes import Variant  # noqa: E402
 from shared.evaluation.sources import CutWindows, cut_windows  # noqa: E402
 from shared.llm.providers import PROVIDERS, QUEUE_OFFLINE  # noqa: E402
-from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE  # noqa: E402
 from shared.storage.objects import ObjectStore  # noqa: E402
 from tests.local_llm import local_llm_for_tests  # noqa: E402
-from tests.servers import running_workers, s3_for_tests, tools_reading  # noqa: E402
+from tests.servers import evaluate_plans, running_workers, s3_for_tests, tools_reading  # noqa: E402
 from tests.test_evaluation import write_benchmark_file  # noqa: E402
 from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan, _llm_plan  # noqa: E402
 from workers.namespace_setup import ensure_search_attributes  # noqa: E402
-from workflows.evaluate import EvaluateResult, EvaluateWorkflow  # noqa: E402
-from workflows.quantagent import QuantAgentWorkflow  # noqa: E402
+from workflows.evaluate import EvaluateResult  # noqa: E402
 
 QUEUE = "study-evaluation"
 ASSETS = (("GOOG", "1d"), ("EURUSD", "1h"))
@@ -76,25 +70,9 @@ def write_windows(roots: dict[Path, int], per_asset: int, seed: int) -> None:
 
 def plans(settings: Settings, local: bool) -> list[WorkerPlan]:
     """The Evaluate and QuantAgent workflows, their tools, charts and each provider's worker."""
-    evaluation = EvaluationActivities(settings=settings)
     llm_queues = [QUEUE_OFFLINE] + ([PROVIDERS[LOCAL].task_queue] if local else [])
-    return [
-        WorkerPlan(queue=QUEUE, workflows=[EvaluateWorkflow, QuantAgentWorkflow]),
-        WorkerPlan(
-            queue=TOOLS_QUEUE,
-            activities=[run_tool_activity, *MARKET_ACTIVITIES, *evaluation.activities(TOOLS_QUEUE)],
-            threads=True,
-        ),
-        WorkerPlan(
-            queue=CHARTS_QUEUE,
-            activities=[
-                *ChartActivities(settings=settings).activities(),
-                *evaluation.activities(CHARTS_QUEUE),
-            ],
-            threads=True,
-        ),
-        *(_llm_plan(settings, queue) for queue in dict.fromkeys(llm_queues)),
-    ]
+    llm_plans = [_llm_plan(settings, queue) for queue in dict.fromkeys(llm_queues)]
+    return evaluate_plans(QUEUE, settings, llm_plans)
 
 
 async def evaluate(

@@ -20,7 +20,10 @@ def register(app: typer.Typer) -> None:
     @app.command("mcp")
     def mcp(
         http: bool = typer.Option(False, "--http", help="serve streamable HTTP, not stdio"),
-        port: int | None = typer.Option(None, help="--http: port (default QUANTDESK_MCP__PORT)"),
+        # The range is checked here: the settings' copy below is not validated again.
+        port: int | None = typer.Option(
+            None, min=1, max=65535, help="--http: port (default QUANTDESK_MCP__PORT)"
+        ),
     ) -> None:
         """Serve the desk's runs, reports, books and approvals to an MCP host."""
         import anyio

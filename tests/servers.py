@@ -266,6 +266,38 @@ def quantagent_plans(queue: str, settings: Settings, llm_queue: str) -> list[Wor
     ]
 
 
+def evaluate_plans(queue: str, settings: Settings, llm_plans: list[WorkerPlan]) -> list[WorkerPlan]:
+    """Everything an Evaluate needs on its own queues: Evaluate and QuantAgent on ``queue``,
+    the tools, market data and charts beside the evaluation's own activities, and
+    ``llm_plans`` (each provider's chat worker)."""
+    from activities.charts import ChartActivities
+    from activities.evaluation import EvaluationActivities
+    from activities.market import MARKET_ACTIVITIES
+    from activities.tools import run_tool_activity
+    from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
+    from workflows.evaluate import EvaluateWorkflow
+    from workflows.quantagent import QuantAgentWorkflow
+
+    evaluation = EvaluationActivities(settings=settings)
+    return [
+        WorkerPlan(queue=queue, workflows=[EvaluateWorkflow, QuantAgentWorkflow]),
+        WorkerPlan(
+            queue=TOOLS_QUEUE,
+            activities=[run_tool_activity, *MARKET_ACTIVITIES, *evaluation.activities(TOOLS_QUEUE)],
+            threads=True,
+        ),
+        WorkerPlan(
+            queue=CHARTS_QUEUE,
+            activities=[
+                *ChartActivities(settings=settings).activities(),
+                *evaluation.activities(CHARTS_QUEUE),
+            ],
+            threads=True,
+        ),
+        *llm_plans,
+    ]
+
+
 def isolated_settings(s3: Settings, folder: Path, queue: str, **extra: object) -> Settings:
     """Settings of a worker set of its own: its data dir and SQLite database in ``folder``,
     the session's S3, and workflows on ``queue``."""

@@ -30,11 +30,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from activities.charts import ChartActivities
-from activities.evaluation import EvaluationActivities
 from activities.llm import LlmActivities
-from activities.market import MARKET_ACTIVITIES
-from activities.tools import run_tool_activity
 from shared.config import Settings
 from shared.evaluation.anonymise import PLACEHOLDER_PREFIX
 from shared.evaluation.probes import Variant
@@ -42,9 +38,8 @@ from shared.evaluation.windows import HELD_OUT
 from shared.llm.providers import QUEUE_OFFLINE
 from shared.market.bars import Bar
 from shared.market.sources import BundledSource
-from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
 from shared.storage.objects import ObjectStore
-from tests.servers import running_workers, start_time_skipping, tools_reading
+from tests.servers import evaluate_plans, running_workers, start_time_skipping, tools_reading
 from tests.test_evaluation import (
     FALL_BACK,
     write_benchmark_file,
@@ -52,7 +47,7 @@ from tests.test_evaluation import (
 )
 from workers.main import WorkerPlan
 from workflows.evaluate import EvaluateProgress, EvaluateResult, EvaluateWorkflow
-from workflows.quantagent import QuantAgentResult, QuantAgentWorkflow
+from workflows.quantagent import QuantAgentResult
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 QUEUE = "test-evaluate"
@@ -98,26 +93,8 @@ async def workers(ts_env: WorkflowEnvironment, s3_settings: Settings) -> AsyncIt
 
 
 def _plans(s3_settings: Settings) -> list[WorkerPlan]:
-    evaluation = EvaluationActivities(settings=s3_settings)
-    return [
-        WorkerPlan(queue=QUEUE, workflows=[EvaluateWorkflow, QuantAgentWorkflow]),
-        WorkerPlan(
-            queue=TOOLS_QUEUE,
-            activities=[run_tool_activity, *MARKET_ACTIVITIES, *evaluation.activities(TOOLS_QUEUE)],
-            threads=True,
-        ),
-        WorkerPlan(
-            queue=CHARTS_QUEUE,
-            activities=[
-                *ChartActivities(settings=s3_settings).activities(),
-                *evaluation.activities(CHARTS_QUEUE),
-            ],
-            threads=True,
-        ),
-        WorkerPlan(
-            queue=QUEUE_OFFLINE, activities=[LlmActivities(s3_settings, QUEUE_OFFLINE).chat]
-        ),
-    ]
+    chat = LlmActivities(s3_settings, QUEUE_OFFLINE).chat
+    return evaluate_plans(QUEUE, s3_settings, [WorkerPlan(queue=QUEUE_OFFLINE, activities=[chat])])
 
 
 async def _start(env: WorkflowEnvironment, payload: dict[str, Any]) -> WorkflowHandle[Any, Any]:
