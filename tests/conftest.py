@@ -17,6 +17,7 @@ used a temporalio client can otherwise abort at exit (sdk-python #300).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -118,6 +119,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     short modules fill in beside them."""
     slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_modules)
+
+
+_MODULE_NOW: list[Path] = []
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """At each module's first test, collect the garbage and freeze what is left.
+
+    The workers of a test run in this process, so a full garbage collection walks the whole
+    session's heap (collected modules, session servers' clients, caches: 650k objects after
+    collection, 900k later) on whichever thread allocates, a workflow's included. Under the
+    load of CI such a pass stopped a workflow task for over 2 s: Temporal's deadlock detector
+    (TMPRL1101) failed it, and a second long pass while the run was being evicted left the
+    eviction retrying for ever with the run's tasks still cancelling (temporalio 1.35): the
+    run and, at the session's end, its worker's shutdown hung. Frozen objects are never
+    walked, so collections stay as small as one module's own objects, as in a worker
+    (``workers.main.freeze_startup_heap``). The previous module's fixtures are finalised
+    before this hook runs, so what is frozen is what outlives modules."""
+    if item.path not in _MODULE_NOW:
+        _MODULE_NOW[:] = [item.path]
+        gc.collect()
+        gc.freeze()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
