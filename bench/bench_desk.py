@@ -45,6 +45,7 @@ from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
 from activities.llm import LlmActivities  # noqa: E402
 from bench.desk_names import desk_names, write_local_data  # noqa: E402
+from bench.gc_pauses import GcPauses  # noqa: E402
 from shared.agents.pipeline.roles import ANALYST_AGENTS  # noqa: E402
 from shared.config import Settings  # noqa: E402
 from shared.data.analysis_time import latest_time  # noqa: E402
@@ -99,6 +100,7 @@ LABELS = (
     "S3 objects written",
     "decisions",
     "progress query",
+    "GC pauses",
 )
 """The first words of the table's lines, in order (``history`` once per workflow type)."""
 
@@ -168,6 +170,7 @@ class DeskOutcome:
     failed: int
     progress_ms: float
     progress_steps: int
+    gc_pauses: str
 
 
 def delayed_chat(inner: LlmActivities, latency: float, log: ChatLog) -> Callable[..., object]:
@@ -271,30 +274,32 @@ async def run_desk(config: DeskConfig, root: Path) -> DeskOutcome:
             latest_time(build_router(settings), SYMBOLS[0])
             freeze_startup_heap()  # as each worker process does once it is built
             async with running_workers(client, plans):
-                started = time.perf_counter()
-                result: AutoRunResult = await client.execute_workflow(
-                    "AutoRun",
-                    AutoRunInput(
-                        portfolio="desk",
-                        as_of=AS_OF,
-                        watchlist=WATCHLIST,
-                        concurrency=config.in_flight,
-                        reflect=False,
-                    ),
-                    id=f"bench-desk-{uuid.uuid4().hex[:8]}",
-                    task_queue=QUEUE,
-                    result_type=AutoRunResult,
-                    execution_timeout=timedelta(hours=2),
-                )
-                wall = time.perf_counter() - started
-                # Asked while the workers run: a closed Pipeline answers its `state` query
-                # by replay on the workflows worker.
-                steps, analysts, sequential = await _critical_path(client)
-                asked = time.perf_counter()
-                progress = await client.get_workflow_handle(result.workflow_id).query(
-                    "progress", result_type=AutoRunProgress
-                )
-                progress_ms = (time.perf_counter() - asked) * 1000
+                with GcPauses() as pauses:
+                    started = time.perf_counter()
+                    result: AutoRunResult = await client.execute_workflow(
+                        "AutoRun",
+                        AutoRunInput(
+                            portfolio="desk",
+                            as_of=AS_OF,
+                            watchlist=WATCHLIST,
+                            concurrency=config.in_flight,
+                            reflect=False,
+                        ),
+                        id=f"bench-desk-{uuid.uuid4().hex[:8]}",
+                        task_queue=QUEUE,
+                        result_type=AutoRunResult,
+                        execution_timeout=timedelta(hours=2),
+                    )
+                    wall = time.perf_counter() - started
+                    # Asked while the workers run: a closed Pipeline answers its `state` query
+                    # by replay on the workflows worker.
+                    steps, analysts, sequential = await _critical_path(client)
+                    asked = time.perf_counter()
+                    progress = await client.get_workflow_handle(result.workflow_id).query(
+                        "progress", result_type=AutoRunProgress
+                    )
+                    progress_ms = (time.perf_counter() - asked) * 1000
+                gc_pauses = pauses.line()  # while the workers still hold their cached runs
             s3_after = _objects(settings)
             histories = await _histories(client)
         finally:
@@ -315,6 +320,7 @@ async def run_desk(config: DeskConfig, root: Path) -> DeskOutcome:
         progress_ms=progress_ms,
         progress_steps=len(progress.steps),
         failed=len(result.failures),
+        gc_pauses=gc_pauses,
     )
 
 
@@ -359,6 +365,7 @@ def table(outcome: DeskOutcome) -> list[str]:
         f"decisions           {outcome.decided} decided, {outcome.failed} failed of {c.names}",
         f"progress query      {outcome.progress_ms:8.1f} ms for {outcome.progress_steps} steps "
         "(the AutoRun's, once it closed: answered by replaying its history)",
+        outcome.gc_pauses,
     ]
     return lines
 

@@ -32,6 +32,7 @@ LINES = (
     "S3 objects written ",
     "decisions ",
     "progress query ",
+    "GC pauses ",
 )
 
 
