@@ -45,9 +45,10 @@ def desk_names(count: int) -> list[str]:
     return names
 
 
-def write_local_data(root: Path, names: list[str], as_of: datetime) -> int:
+def write_local_data(root: Path, names: list[str], as_of: datetime, bars: int = BARS) -> int:
     """The files of every name of ``names`` that the sim does not know, under ``root`` (the
-    local vendor's folder), with statements reported by ``as_of``; how many names."""
+    local vendor's folder), with statements reported by ``as_of`` and the last ``bars`` daily
+    bars (fewer serve a test that only needs the names known); how many names."""
     extra = [name for name in names if name not in SYMBOLS]
     if not extra:
         return 0
@@ -58,11 +59,11 @@ def write_local_data(root: Path, names: list[str], as_of: datetime) -> int:
     for index, name in enumerate(extra):
         company = COMPANIES[index % len(COMPANIES)]
         scale = 1 + 0.01 * (1 + index // len(COMPANIES))
-        bars = sim.ohlcv(company.symbol, Timeframe.D1, SIM_END, BARS)
+        daily = sim.ohlcv(company.symbol, Timeframe.D1, SIM_END, bars)
         with (root / "ohlcv" / f"{name}.csv").open("w", newline="") as file:
             writer = csv.writer(file)
             writer.writerow(["Date", "Open", "High", "Low", "Close", "Volume"])
-            for bar in bars:
+            for bar in daily:
                 prices = (bar.open, bar.high, bar.low, bar.close)
                 writer.writerow([bar.time.isoformat(), *(p * scale for p in prices), bar.volume])
         statements = [

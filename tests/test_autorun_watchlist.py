@@ -19,6 +19,7 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
+from bench.desk_names import desk_names, write_local_data
 from shared.config import Settings
 from shared.data.sim.universe import SYMBOLS
 from shared.portfolio.models import Side, TradeRequest
@@ -30,6 +31,7 @@ from workers.converter import data_converter
 from workers.main import plan_for
 from workers.roles import WorkerRole
 from workflows.autorun import AutoRunProgress, AutoRunResult, AutoRunWorkflow, candidates_of
+from workflows.portfolio import MAX_DECISIONS
 
 pytestmark = pytest.mark.slow
 
@@ -185,3 +187,33 @@ def _messages(error: BaseException | None) -> str:
         found.append(str(getattr(error, "message", "") or error))
         error = error.__cause__
     return " | ".join(found)
+
+
+@on_the_session_loop
+async def test_more_candidates_than_the_portfolio_takes_fail_the_run_before_any_pipeline(
+    client: Client, workers: None, settings: Settings
+) -> None:
+    """500 names (the sim's 95, then copies written as local data) plus a holding off the
+    list: one candidate more than the Portfolio decides on at once."""
+    *names, held = desk_names(MAX_DECISIONS + 1)
+    write_local_data(
+        settings.data_dir / "data", [*names, held], datetime(2012, 6, 1, tzinfo=UTC), bars=30
+    )
+    portfolio = f"many{uuid.uuid4().hex[:6]}"
+    _hold(settings, portfolio, held)
+    handle = await _run(client, {"portfolio": portfolio, "symbols": names})
+
+    with pytest.raises(WorkflowFailureError) as failed:
+        await handle.result()
+
+    assert (
+        f"{MAX_DECISIONS + 1} candidates with the holdings, more than the Portfolio decides on "
+        f"at once ({MAX_DECISIONS}): split the watchlist"
+    ) in _messages(failed.value)
+    history = await handle.fetch_history()
+    started = [
+        e
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+    ]
+    assert started == []

@@ -412,7 +412,7 @@ class _YahooBars(BarSource):
             series = build_series(symbol, frame, base, wanted)
         except InvalidInput as error:
             raise NoData(f"Yahoo Finance's {where} are unusable: {error}") from None
-        if not series.bars:
+        if series.empty:
             raise NoData(f"Yahoo Finance has no complete {where}")
         return series.window(cutoff, lookback)
 
