@@ -146,7 +146,8 @@ CAUSES: tuple[Cause, ...] = (
     Cause(
         fields=("tls",),
         pattern=re.compile(
-            r"after connection.*?(h2 protocol error|broken pipe|connection reset|connection closed)",
+            r"after connection.*?(h2 protocol error|broken pipe|connection reset|connection closed"
+            r"|connection was not ready)",
             re.IGNORECASE | re.DOTALL,
         ),
         over_tls=False,
