@@ -162,7 +162,9 @@ def variant_window(window: VisibleWindow, variant: Variant, seed: int) -> Visibl
         bars = mirror_bars(bars)
     else:
         symbol, bars = disguise.placeholder, random_walk_bars(window, seed)[: len(bars)]
-    return window.model_copy(update={"asset": symbol, "bars": bars})
+    return VisibleWindow(
+        window_id=window.window_id, asset=symbol, timeframe=window.timeframe, bars=bars
+    )
 
 
 def random_walk_truth(window: Window, seed: int) -> Direction:
