@@ -128,9 +128,15 @@ class LlmActivities:
         """``request`` with its stored messages read back, before anything reads a message; a
         store that is down fails the attempt retryably, and the claim's object is still there
         when it comes back. A request without claims never reaches S3."""
-        if not any(message.stored for message in request.messages):
+        claims = {m.stored.digest: m.stored for m in request.messages if m.stored is not None}
+        if not claims:
             return request
-        return await asyncio.to_thread(request.redeemed, self.claims.redeem)
+        # Side by side: an analyst's second turn holds several tool answers, each an S3 read.
+        texts = await asyncio.gather(
+            *(asyncio.to_thread(self.claims.redeem, claim) for claim in claims.values())
+        )
+        read = dict(zip(claims, texts, strict=True))
+        return request.redeemed(lambda claim: read[claim.digest])
 
     async def _images(self, request: ChatRequest) -> dict[str, bytes]:
         refs = {ref.key: ref for message in request.messages for ref in message.images}

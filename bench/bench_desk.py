@@ -73,7 +73,7 @@ from workflows.autorun import (  # noqa: E402
     AutoRunProgress,
     AutoRunResult,
 )
-from workflows.pipeline import PipelineState  # noqa: E402
+from workflows.pipeline_contracts import PipelineState  # noqa: E402
 
 QUEUE = "bench-desk"
 AS_OF = datetime(2012, 6, 1, tzinfo=UTC)

@@ -7,13 +7,18 @@ run at once, so the wall time should be near the *critical path* (the longest
 analyst's calls, then every debate turn, manager, trader and PM in sequence) times
 the latency, far below the *sum* of all calls (what a sequential graph costs).
 
+It measures ``--runs`` Pipelines one after another on the same workers, after a warm-up
+run, and prints each one's ratio to the critical path and their median, with where the
+median run's time went (``bench.timeline``): while an LLM call was in flight, in workflow
+tasks, in other activities (tools, research), and between them.
+
 What the fake answers is what the offline analysts answered the same prompts in a
 first, unmeasured run: the replay is keyed on the conversation as it arrives on the
 wire, so the measured run is the real graph with real decisions, and its final
 decision must equal the offline one. Runs in-process on the time-skipping server with
 a real S3, like the tests; no stack is needed.
 
-    .venv/bin/python bench/bench_pipeline.py [--latency 0.5] [--rounds 1] [--symbol GOOG]
+    .venv/bin/python bench/bench_pipeline.py [--latency 0.5] [--rounds 1] [--runs 5] [--symbol GOOG]
 
 With ``QUANTDESK_CODEC__ENABLED=true`` and ``QUANTDESK_CODEC__KEYS`` set, every payload is
 encrypted as on an external cluster (``workers.converter``): the same numbers, with the codec.
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import sys
 import sysconfig
 import tempfile
@@ -32,6 +38,7 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +52,7 @@ from activities.llm import LlmActivities  # noqa: E402
 from activities.market import MARKET_ACTIVITIES  # noqa: E402
 from activities.research import ResearchActivities  # noqa: E402
 from activities.tools import run_tool_activity  # noqa: E402
+from bench.timeline import Breakdown, breakdown  # noqa: E402
 from shared.agents.pipeline.roles import ANALYST_AGENTS  # noqa: E402
 from shared.config import Settings, load_settings  # noqa: E402
 from shared.data.factory import build_router  # noqa: E402
@@ -59,7 +67,8 @@ from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan, freeze_startup_heap  # noqa: E402
 from workers.namespace_setup import ensure_search_attributes  # noqa: E402
 from workflows.debates import DebateWorkflow, RiskWorkflow  # noqa: E402
-from workflows.pipeline import PipelineResult, PipelineWorkflow  # noqa: E402
+from workflows.pipeline import PipelineWorkflow  # noqa: E402
+from workflows.pipeline_contracts import PipelineResult  # noqa: E402
 
 QUEUE = "bench-pipeline"
 KEY = "sk-bench-not-a-real-key"
@@ -94,7 +103,14 @@ async def _pipeline(client: Client, payload: dict[str, Any]) -> PipelineResult:
     )
 
 
-async def main(latency: float, rounds: int, symbol: str, as_of: str) -> None:
+async def _timed(client: Client, payload: dict[str, Any]) -> tuple[PipelineResult, Breakdown]:
+    """One Pipeline, and where its time went by the histories of it and its debates."""
+    result = await _pipeline(client, payload)
+    ids = [result.workflow_id, *(f"{result.workflow_id}-{step}" for step in ("debate", "risk"))]
+    return result, await breakdown(client, ids if result.abort_reason is None else ids[:1])
+
+
+async def main(latency: float, rounds: int, runs: int, symbol: str, as_of: str) -> None:
     payload = {"symbol": symbol, "as_of": as_of, "debate_rounds": rounds, "risk_rounds": rounds}
     replies: dict[str, ChatResponse] = {}
     with tempfile.TemporaryDirectory() as tmp, s3_for_tests(Path(tmp)) as s3:
@@ -105,9 +121,10 @@ async def main(latency: float, rounds: int, symbol: str, as_of: str) -> None:
             ),
         )
         await ensure_search_attributes(env.client)
-        # run_tool reads through the worker's own settings; here, the temporary S3's.
-        tool_activities.tool_services = lambda: ToolServices(
-            router=build_router(s3), store=ObjectStore.from_settings(s3)
+        # run_tool reads through the worker's own settings; here, the temporary S3's, built
+        # once as a worker builds its own.
+        tool_activities.tool_services = cache(
+            lambda: ToolServices(router=build_router(s3), store=ObjectStore.from_settings(s3))
         )
         try:
             offline = WorkerPlan(
@@ -135,10 +152,12 @@ async def main(latency: float, rounds: int, symbol: str, as_of: str) -> None:
                     cold = time.perf_counter() - started
                     warm_up = len(vendor.requests)
                     freeze_startup_heap()  # as a worker process does once it is built
-                    started = time.perf_counter()
-                    result = await _pipeline(env.client, measured)
-                    wall = time.perf_counter() - started
-                http_requests = len(vendor.requests) - warm_up
+                    timed = []
+                    for _ in range(runs):
+                        started = time.perf_counter()
+                        result, spent = await _timed(env.client, measured)
+                        timed.append((time.perf_counter() - started, spent))
+                http_requests = (len(vendor.requests) - warm_up) // runs
                 most_in_flight = vendor.most_in_flight
         finally:
             await env.shutdown()
@@ -148,26 +167,36 @@ async def main(latency: float, rounds: int, symbol: str, as_of: str) -> None:
     critical = longest + sequential
     total = sum(calls.values())
     same = result.decision == recorded.decision
+    path = critical * latency
+    timed.sort(key=lambda run: run[0])
+    wall, spent = timed[len(timed) // 2]
     print(f"{symbol} as of {as_of}, {rounds} round(s), {latency:.2f} s per LLM call over HTTP")
     print(
         f"calls: {total} in all ({http_requests} HTTP requests, at most {most_in_flight} at "
         f"once); critical path {critical} (longest analyst {longest} + {sequential} in sequence)"
     )
     print(f"decision {result.decision.rating.value}, identical to the offline run's: {same}")
-    print(f"wall time      {wall:6.2f} s  (the warm-up run, on a fresh worker: {cold:.2f} s)")
+    print(f"critical path  {path:6.2f} s;  sum of calls {total * latency:6.2f} s")
+    ratios = " ".join(f"{w / path:.2f}" for w, _ in timed)
+    print(f"wall/critical  {ratios}  ({runs} runs, sorted; the warm-up run: {cold / path:.2f})")
     print(
-        f"critical path  {critical * latency:6.2f} s  (wall/critical {wall / (critical * latency):.2f})"
+        f"median run     {wall:6.2f} s  (wall/critical {wall / path:.2f}, "
+        f"wall/sum {wall / (total * latency):.2f}; "
+        f"median of ratios {statistics.median(w / path for w, _ in timed):.2f})"
     )
-    print(f"sum of calls   {total * latency:6.2f} s  (wall/sum {wall / (total * latency):.2f})")
+    print(f"where it went  {spent.line()}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--latency", type=float, default=0.5)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=5, help="measured runs (after a warm-up)")
     parser.add_argument("--symbol", default="GOOG")
     parser.add_argument("--as-of", default="2012-06-01T00:00:00Z")
     options = parser.parse_args()
-    asyncio.run(main(options.latency, options.rounds, options.symbol, options.as_of))
+    if options.runs < 1:
+        parser.error("--runs must be at least 1")
+    asyncio.run(main(options.latency, options.rounds, options.runs, options.symbol, options.as_of))
     sys.stdout.flush()
     os._exit(0)  # sdk-python #300: skip the interpreter teardown that can abort

@@ -30,7 +30,7 @@ from shared.errors import InvalidInput
 from shared.llm.contracts import LlmChoice
 from shared.memory import MemoryRole
 from shared.tools.registry import ToolServices
-from workflows.pipeline import PipelineState, situation_of
+from workflows.pipeline_contracts import PipelineState, situation_of
 
 
 def _decided_at(symbol: str, now: datetime, services: ToolServices) -> datetime:

@@ -22,8 +22,8 @@ from shared.agents.pipeline.roles import all_analysts
 from shared.config import Settings, load_settings
 from shared.llm.contracts import UsageReport
 from workflows.autorun import AutoRunInput, AutoRunResult
-from workflows.debates import DebateResult, RiskResult
-from workflows.pipeline import PipelineInput, PipelineResult, PipelineState
+from workflows.debate_contracts import DebateResult, RiskResult
+from workflows.pipeline_contracts import PipelineInput, PipelineResult, PipelineState
 from workflows.quantagent import QuantAgentInput, QuantAgentResult
 from workflows.scan import ScanInput, ScanResult
 

@@ -38,7 +38,7 @@ from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
 from shared.validation_errors import describe_validation_error
 from workflows.autorun import AutoRunInput
-from workflows.pipeline import PipelineInput
+from workflows.pipeline_contracts import PipelineInput
 from workflows.quantagent import QuantAgentInput
 from workflows.reconcile import ReconcileInput
 from workflows.scan import ScanInput

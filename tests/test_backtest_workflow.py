@@ -53,7 +53,8 @@ from tests.servers import running_workers
 from workers.main import WorkerPlan
 from workflows.backtest import BacktestProgress, BacktestResult, BacktestWorkflow
 from workflows.debates import DebateWorkflow, RiskWorkflow
-from workflows.pipeline import PipelineResult, PipelineWorkflow
+from workflows.pipeline import PipelineWorkflow
+from workflows.pipeline_contracts import PipelineResult
 from workflows.quantagent import QuantAgentWorkflow
 from workflows.reflect import ReflectWorkflow
 

@@ -67,7 +67,8 @@ from tests.fakes.routed import RoutedFake
 from tests.servers import running_workers
 from workers.main import WorkerPlan
 from workflows.debates import DebateWorkflow, RiskWorkflow
-from workflows.pipeline import PipelineProgress, PipelineResult, PipelineWorkflow
+from workflows.pipeline import PipelineWorkflow
+from workflows.pipeline_contracts import PipelineProgress, PipelineResult
 from workflows.scan import ScanProgress, ScanResult, ScanWorkflow
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

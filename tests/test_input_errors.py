@@ -22,11 +22,11 @@ from workflows.autorun import AutoRunInput
 from workflows.backtest import BacktestInput
 from workflows.broker_orders import BrokerOrdersInput
 from workflows.catalog import WORKFLOWS
-from workflows.debates import DebateInput, RiskInput
+from workflows.debate_contracts import DebateInput, RiskInput
 from workflows.evaluate import EvaluateInput
 from workflows.inputs import parse_input, run_input_model
-from workflows.pipeline import PipelineInput
 from workflows.pipeline_batch import PipelineBatchInput
+from workflows.pipeline_contracts import PipelineInput
 from workflows.portfolio import PortfolioInput
 from workflows.quantagent import QuantAgentInput
 from workflows.reconcile import ReconcileInput

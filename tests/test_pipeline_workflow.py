@@ -63,13 +63,14 @@ from shared.storage.objects import ObjectRef, ObjectStore
 from shared.tools.registry import ToolServices
 from tests.servers import running_workers
 from workers.main import WorkerPlan
-from workflows.debates import DebateResult, DebateWorkflow, RiskResult, RiskWorkflow
-from workflows.pipeline import (
+from workflows.debate_contracts import DebateResult, RiskResult
+from workflows.debates import DebateWorkflow, RiskWorkflow
+from workflows.pipeline import PipelineWorkflow
+from workflows.pipeline_contracts import (
     PipelineDigest,
     PipelineProgress,
     PipelineResult,
     PipelineState,
-    PipelineWorkflow,
 )
 from workflows.reflect import ReflectResult, ReflectWorkflow
 

@@ -64,7 +64,7 @@ from shared.portfolio.risk import Measured, RiskReport
 from shared.portfolio.valuation import value_book
 from shared.storage.objects import ObjectRef
 from tests.golden_prompts import golden_diff
-from workflows.pipeline import PipelineResult
+from workflows.pipeline_contracts import PipelineResult
 
 AS_OF = datetime(2012, 6, 1, tzinfo=UTC)
 IT = Sector.INFORMATION_TECHNOLOGY

@@ -61,7 +61,7 @@ from shared.tools.registry import ToolServices, run_tool
 from tests.fakes.llm_server import FakeLlmServer
 from tests.servers import running_workers
 from workers.main import WorkerPlan
-from workflows.pipeline import MACRO_CONTEXT_MAX
+from workflows.pipeline_contracts import MACRO_CONTEXT_MAX
 from workflows.scan import ScanProgress, ScanResult, ScanWorkflow
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -67,15 +67,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.broker_orders import ExecutionPolicy
     from workflows.children import flow_of, usage_report
     from workflows.concurrency import root_message, run_bounded
-    from workflows.debates import MAX_ROUNDS
+    from workflows.debate_contracts import MAX_ROUNDS
     from workflows.inputs import RunInput, scheduled_time
-    from workflows.pipeline import (
-        PipelineDigest,
-        PipelineResult,
-        PipelineWorkflow,
-        ReflectPlan,
-        start_reflect,
-    )
+    from workflows.pipeline import PipelineWorkflow, start_reflect
     from workflows.pipeline_batch import (
         BATCH_CHILD,
         BATCHES_AT_ONCE,
@@ -90,6 +84,7 @@ with workflow.unsafe.imports_passed_through():
         pipeline_step,
         reflect_id,
     )
+    from workflows.pipeline_contracts import PipelineDigest, PipelineResult, ReflectPlan
     from workflows.portfolio import (
         MAX_DECISIONS,
         Approval,

@@ -55,9 +55,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.activity_calls import run_activity
     from workflows.children import Counted, flow_of, usage_report
     from workflows.concurrency import gather_all
-    from workflows.debates import MAX_ROUNDS
+    from workflows.debate_contracts import MAX_ROUNDS
     from workflows.inputs import RunInput
-    from workflows.pipeline import PipelineInput, PipelineWorkflow, whole
+    from workflows.pipeline import PipelineWorkflow
+    from workflows.pipeline_contracts import PipelineInput, whole
     from workflows.progress import RunProgress, StepState, track
     from workflows.provider_check import check_provider
     from workflows.quantagent import QuantAgentInput, QuantAgentResult, QuantAgentWorkflow

@@ -18,77 +18,36 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from pydantic import AwareDatetime, BaseModel, Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from shared.agents.pipeline import research_manager
-    from shared.agents.pipeline.inputs import AnalystReports, DebaterInputs, ManagerInputs
+    from shared.agents.pipeline.inputs import DebaterInputs, ManagerInputs
     from shared.agents.pipeline.prompts import DEBATER_BRIEFS
     from shared.agents.pipeline.roles import DEBATER_AGENTS, RESEARCH_MANAGER, speaking_order
     from shared.agents.pipeline.schemas import (
         Debate,
         DebateTurn,
-        ResearchPlan,
         Speaker,
         TraderProposal,
     )
-    from shared.llm.contracts import LlmChoice, UsageReport
+    from shared.llm.contracts import UsageReport
     from shared.memory import MemoryRole
-    from workflows.inputs import RunInput
+    from workflows.debate_contracts import (
+        DebateInput,
+        DebateProgress,
+        DebateResult,
+        RiskInput,
+        RiskResult,
+    )
     from workflows.llm_calls import call_agent
-    from workflows.progress import RunProgress, StepState, track
+    from workflows.progress import StepState, track
     from workflows.provider_check import check_provider
     from workflows.resume import Resumable
     from workflows.run_keys import run_key_prefix
     from workflows.visibility import tag_run
 
 T = TypeVar("T")
-
-MAX_ROUNDS = 5
-"""Each round adds 2 (research) or 3 (risk) calls and their transcript to every later prompt."""
-
-
-class DebateProgress(RunProgress):
-    """The answer of a debate's ``progress`` query, with the transcript so far."""
-
-    transcript: list[DebateTurn]
-
-
-class DebateInput(RunInput):
-    """What the bull/bear debate argues over; a Pipeline's ``state`` holds all of it."""
-
-    symbol: str = Field(min_length=1, max_length=32)
-    as_of: AwareDatetime
-    reports: AnalystReports
-    rounds: int = Field(1, ge=1, le=MAX_ROUNDS)
-    memories: dict[MemoryRole, str] = Field(
-        default_factory=dict, description="each role's recalled lessons; missing: none"
-    )
-    llm: LlmChoice = LlmChoice()
-    macro_context: str | None = Field(None, description="the Scan's summary the manager reads")
-
-
-class RiskInput(DebateInput):
-    """The risk debate also argues over the trader's proposal (and keeps the plan it follows)."""
-
-    proposal: TraderProposal
-    research_plan: ResearchPlan
-
-
-class DebateResult(BaseModel):
-    """The bull/bear transcript and the research manager's plan."""
-
-    transcript: list[DebateTurn]
-    research_plan: ResearchPlan
-    usage: UsageReport
-
-
-class RiskResult(BaseModel):
-    """The risk transcript, for the portfolio manager."""
-
-    transcript: list[DebateTurn]
-    usage: UsageReport
 
 
 def turn_step(speaker: Speaker, round_: int) -> str:

@@ -31,7 +31,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.children import flow_of
     from workflows.concurrency import root_message, run_bounded
     from workflows.inputs import RunInput
-    from workflows.pipeline import PipelineDigest, PipelineInput, PipelineWorkflow, ReflectPlan
+    from workflows.pipeline import PipelineWorkflow
+    from workflows.pipeline_contracts import PipelineDigest, PipelineInput, ReflectPlan
     from workflows.progress import RunProgress, StepState
     from workflows.resume import BAD_REPLY
     from workflows.tracked import TrackedRun
