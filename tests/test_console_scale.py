@@ -5,7 +5,7 @@ wait on their timers, as Reflect runs do. The Runs list shows the roots, newest 
 with its children counted by status, where a flat list would be all waiting children; a
 run's children are one click away (and `quantdesk runs` lists the same way); the Run page
 shows the sixty tickers 25 at a time, its steps folded, and a page that is not there gets
-a message.
+a message. A name a running batch has decided shows done before its batch returns.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -232,3 +234,44 @@ async def test_a_page_that_is_not_there_is_refused_with_a_message(
     answer = await http.get(f"/runs/{big}", params={"page": page})
 
     assert answer.status_code == status and message in html.unescape(answer.text)
+
+
+def ticker_states(page: str) -> dict[str, str]:
+    """Each ticker row's state on a Run page."""
+    table = page.split('id="tickers"')[1].split("</table>")[0]
+    rows = re.findall(r'-pipeline-(T\d+)".*?class="state state-(\w+)"', table, re.S)
+    return dict(rows)
+
+
+async def test_a_name_done_in_a_running_batch_shows_done_before_the_batch_returns(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """An AutoRun shows each batched name running until its whole batch returns; the page
+    asks the running batch, which knows the name is done."""
+    client = dev_env.client
+    settings = load_settings(
+        data_dir=tmp_path, temporal={"address": client.service_client.config.target_host}
+    )
+    queue, root = f"{QUEUE}-held", f"family-held-{uuid.uuid4().hex[:6]}"
+    first, held = ticker(0), ticker(1)
+    async with family_worker(client, queue):
+        handle = await client.start_workflow(
+            FamilyWorkflow.run,
+            FamilyInput(tickers=3, napping=0, batched=2),
+            id=root,
+            task_queue=queue,
+        )
+        transport = httpx.ASGITransport(app=create_app(settings))
+        async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+            page = await shown_when(
+                http, f"/runs/{root}", lambda text: ticker_states(text).get(first) == "done"
+            )
+            own = await handle.query("progress", result_type=dict[str, Any])
+            assert own["steps"][f"pipeline {first}"] == "running"  # the AutoRun's own view
+            assert ticker_states(page)[held] == "running"
+
+            await client.get_workflow_handle(f"{root}-batch-1").signal("release")
+            await handle.result()
+            page = await shown_when(http, f"/runs/{root}", lambda text: "completed" in text)
+
+    assert ticker_states(page) == {first: "done", held: "done", ticker(2): "done"}
