@@ -34,7 +34,8 @@ from shared.errors import ClaimMismatch, ConfigError
 from shared.llm.contracts import ChatMessage, ChatRequest, ToolResult
 from shared.llm.providers import QUEUE_OPENAI
 from shared.payload_keys import PayloadKeys, new_key_line, parse_key_lines
-from shared.storage.claim_check import ClaimCheck
+from shared.storage.buckets import PAYLOADS_BUCKET
+from shared.storage.claim_check import CLAIMS_PREFIX, ClaimCheck
 from shared.storage.objects import ObjectStore
 from tests.fakes.llm_server import FakeLlmServer
 from tests.histories.record import ROLES
@@ -206,13 +207,21 @@ async def _start_pipeline(client: Client, queue: str) -> WorkflowHandle[Any, Any
 async def test_a_pipelines_history_stays_within_its_limit_and_replays(
     ts_env: WorkflowEnvironment, s3_settings: Settings, tmp_path: Path
 ) -> None:
+    """... and its query answers, however large, are never stored: they enter no history."""
     settings = isolated_settings(s3_settings, tmp_path / "desk", "test-claims")
     client = _claiming_client(ts_env, settings)
+    store = ObjectStore.from_settings(settings)
     with tools_reading(settings):
         async with running_workers(client, [plan_for(r, settings) for r in ROLES]):
             handle = await _start_pipeline(client, "test-claims")
             await handle.result()
             history = await handle.fetch_history()
+            stored = len(list(store.listed(PAYLOADS_BUCKET, CLAIMS_PREFIX)))
+            answers = [await handle.query(name) for name in ("state", "progress", "state")]
+
+    assert len(json.dumps(answers[0])) > 10 * LIMIT and answers[0] == answers[2]
+    assert answers[1]["done"] == answers[1]["total"]
+    assert len(list(store.listed(PAYLOADS_BUCKET, CLAIMS_PREFIX))) == stored
 
     size = len(History(events=history.events).SerializeToString())
     print(f"Pipeline history: {len(history.events)} events, {size} bytes")

@@ -24,6 +24,7 @@ from shared.errors import ConfigError, PayloadTampered
 from shared.payload_keys import new_key_line, parse_key_lines
 from workers.converter import data_converter
 from workers.payload_codec import ENCRYPTED, KEY_ID, EncryptingCodec
+from workers.payload_storage import INLINE
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD = new_key_line("2026-06")
@@ -69,6 +70,17 @@ async def test_a_value_round_trips_sealed_whole() -> None:
     assert dict(payload.metadata) == {"encoding": ENCRYPTED, KEY_ID: b"2026-12"}
     assert b"GOOG" not in payload.data and b"json/plain" not in payload.data
     assert await converter(NEW).decode([payload], [Order]) == [ORDER]
+
+
+async def test_a_sealed_query_answer_keeps_its_inline_mark_and_nothing_else_shows() -> None:
+    [plain] = pydantic_data_converter.payload_converter.to_payloads([ORDER])
+    plain.metadata[INLINE] = b"1"
+
+    [sealed] = await codec_of(NEW).encode([plain])
+
+    assert dict(sealed.metadata) == {"encoding": ENCRYPTED, KEY_ID: b"2026-12", INLINE: b"1"}
+    assert b"GOOG" not in sealed.data
+    assert await codec_of(NEW).decode([sealed]) == [plain]
 
 
 async def test_each_payload_gets_a_fresh_nonce() -> None:

@@ -31,6 +31,7 @@ from shared.errors import ConfigError, QuantdeskError
 from shared.llm.providers import providers_on_queue
 from shared.queues import BROKER_QUEUE, CHARTS_QUEUE, TOOLS_QUEUE
 from workers.identity import worker_identity
+from workers.query_answers import InlineQueryAnswers
 from workers.roles import WorkerRole
 from workflows.catalog import WORKFLOWS
 from workflows.inputs import CheckRunInput
@@ -144,7 +145,7 @@ def build_worker(client: Client, plan: WorkerPlan, identity: str | None = None) 
         # task, which Temporal would retry forever while the run looks alive.
         workflow_failure_exception_types=[QuantdeskError],
         interceptors=[
-            *([CheckRunInput()] if plan.workflows else []),
+            *([CheckRunInput(), InlineQueryAnswers()] if plan.workflows else []),
             *([CheckResults()] if plan.activities else []),
         ],
         **options,

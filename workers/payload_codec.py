@@ -15,6 +15,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
 from shared.payload_keys import PayloadKeys
+from workers.payload_storage import INLINE
 
 ENCODING = "encoding"
 ENCRYPTED = b"binary/encrypted"
@@ -39,9 +40,13 @@ class EncryptingCodec(PayloadCodec):
         return [self.open(payload) for payload in payloads]
 
     def seal(self, payload: Payload) -> Payload:
-        """``payload`` encrypted under the sealing key."""
+        """``payload`` encrypted under the sealing key, still marked ``INLINE`` if it was (the
+        storage that runs after the codec reads the mark, which tells nothing of the data)."""
         key_id, sealed = self.keys.seal(payload.SerializeToString())
-        return Payload(metadata={ENCODING: ENCRYPTED, KEY_ID: key_id.encode()}, data=sealed)
+        metadata = {ENCODING: ENCRYPTED, KEY_ID: key_id.encode()}
+        if INLINE in payload.metadata:
+            metadata[INLINE] = payload.metadata[INLINE]
+        return Payload(metadata=metadata, data=sealed)
 
     def open(self, payload: Payload) -> Payload:
         """The payload ``seal`` gave, or ``payload`` itself when it is not sealed."""

@@ -30,6 +30,7 @@ from temporalio.converter import (
     StorageDriver,
     StorageDriverClaim,
     StorageDriverRetrieveContext,
+    StorageDriverSelectContext,
     StorageDriverStoreContext,
 )
 
@@ -39,6 +40,10 @@ from shared.storage.objects import ObjectStore
 
 DRIVER_NAME = "quantdesk-claims"
 """Recorded in every reference: a reader retrieves with the driver of this name."""
+
+INLINE = "quantdesk-inline"
+"""Payload metadata: this payload never enters a history (a query's answer,
+``workers.query_answers``), so it is never stored, whatever its size."""
 
 
 class ClaimCheckDriver(StorageDriver):
@@ -85,9 +90,16 @@ def _claim_of(stored: StorageDriverClaim) -> Claim:
 
 
 def payload_storage(settings: Settings) -> ExternalStorage:
-    """External storage for every payload of ``settings.inline_max_bytes`` or more."""
+    """External storage for every payload of ``settings.inline_max_bytes`` or more, except
+    those marked ``INLINE``."""
+    driver = ClaimCheckDriver(settings)
+
+    def stored_by(context: StorageDriverSelectContext, payload: Payload) -> StorageDriver | None:
+        return None if INLINE in payload.metadata else driver
+
     return ExternalStorage(
-        drivers=[ClaimCheckDriver(settings)],
+        drivers=[driver],
+        driver_selector=stored_by,
         payload_size_threshold=settings.inline_max_bytes,
     )
 

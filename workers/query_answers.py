@@ -1,0 +1,47 @@
+"""Query answers stay inline: they never enter a history, so the claim check has nothing to
+save by storing them.
+
+A large payload goes to S3 to keep histories small (``workers.payload_storage``), but the SDK
+sends a query's answer through the same storage as everything else. The console asks a
+running AutoRun for its ``progress`` every few seconds, and each answer that differed from
+the last (a step done, a token counted) was written as one more object nobody would read
+again. This interceptor converts each answer itself and marks it ``INLINE``; the storage
+leaves marked payloads where they are (and the codec, when on, keeps the mark on the sealed
+payload: the mark says nothing about the contents).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RawValue
+from temporalio.worker import (
+    HandleQueryInput,
+    Interceptor,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+)
+
+from workers.payload_storage import INLINE
+
+
+class _InlineAnswersInbound(WorkflowInboundInterceptor):
+    async def handle_query(self, input: HandleQueryInput) -> Any:
+        answer = await super().handle_query(input)
+        if isinstance(answer, RawValue):
+            payload = answer.payload
+        else:
+            [payload] = workflow.payload_converter().to_payloads([answer])
+        payload.metadata[INLINE] = b"1"
+        return RawValue(payload)
+
+
+class InlineQueryAnswers(Interceptor):
+    """Every worker that runs workflows has this interceptor: query answers are never
+    stored as claims."""
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor]:
+        return _InlineAnswersInbound
