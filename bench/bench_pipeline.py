@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import sys
 import sysconfig
 import tempfile
@@ -181,8 +180,7 @@ async def main(latency: float, rounds: int, runs: int, symbol: str, as_of: str) 
     print(f"wall/critical  {ratios}  ({runs} runs, sorted; the warm-up run: {cold / path:.2f})")
     print(
         f"median run     {wall:6.2f} s  (wall/critical {wall / path:.2f}, "
-        f"wall/sum {wall / (total * latency):.2f}; "
-        f"median of ratios {statistics.median(w / path for w, _ in timed):.2f})"
+        f"wall/sum {wall / (total * latency):.2f})"
     )
     print(f"where it went  {spent.line()}")
 

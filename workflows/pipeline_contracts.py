@@ -174,10 +174,10 @@ class PipelineState(BaseModel):
         if self.proposal is None or self.research_plan is None:
             raise ValueError("the run has no trader proposal yet: nothing to debate")
         return RiskInput(
-            **self.debate_input().model_dump(),
+            **{**self.debate_input().model_dump(), "rounds": self.risk_rounds},
             proposal=self.proposal,
             research_plan=self.research_plan,
-        ).model_copy(update={"rounds": self.risk_rounds})
+        )
 
 
 class PipelineResult(PipelineState):
