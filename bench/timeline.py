@@ -26,7 +26,6 @@ LLM_ACTIVITY = "chat"
 class Breakdown:
     """Seconds of one run's wall time, by what was happening."""
 
-    wall: float
     llm: float
     workflow_tasks: float
     other_activities: float
@@ -132,7 +131,6 @@ async def breakdown(client: Client, workflow_ids: Iterable[str]) -> Breakdown:
     wall = end - start
     accounted = _length(in_flight) + _length(processing) + _length(running)
     return Breakdown(
-        wall=wall,
         llm=_length(in_flight),
         workflow_tasks=_length(processing),
         other_activities=_length(running),

@@ -28,11 +28,8 @@ from workers.payload_storage import INLINE
 
 class _InlineAnswersInbound(WorkflowInboundInterceptor):
     async def handle_query(self, input: HandleQueryInput) -> Any:
-        answer = await super().handle_query(input)
-        if isinstance(answer, RawValue):
-            payload = answer.payload
-        else:
-            [payload] = workflow.payload_converter().to_payloads([answer])
+        # The converter passes a RawValue's payload through as it is.
+        [payload] = workflow.payload_converter().to_payloads([await super().handle_query(input)])
         payload.metadata[INLINE] = b"1"
         return RawValue(payload)
 
