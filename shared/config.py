@@ -561,11 +561,18 @@ class Settings(_ProviderBlocks):
         "(shared/llm/reply_cache.py); never the offline provider",
     )
     inline_max_bytes: int = Field(
-        1024,
+        2048,
         ge=0,
-        description="larger tool answers, and Temporal payloads of this size or more, travel "
-        "as claims on objects in the payloads bucket, read back by the activity, the worker or "
-        "the client that needs them (shared/storage/claim_check.py, workers/payload_storage.py)",
+        description="larger tool answers, and Temporal payloads of this size or more (once "
+        "compressed), travel as claims on objects in the payloads bucket, read back by the "
+        "activity, the worker or the client that needs them (shared/storage/claim_check.py, "
+        "workers/payload_storage.py)",
+    )
+    payload_compression: bool = Field(
+        True,
+        description="compress Temporal payloads of inline_max_bytes or more, so that most "
+        "travel inline instead of through S3 (workers/payload_compression.py); false while "
+        "workers or clients of a quantdesk older than this setting still read the histories",
     )
     claims_retention_days: int = Field(
         30,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from console.app import create_app
 from shared.config import Settings, load_settings
 from shared.payload_keys import new_key_line
 from workers.converter import data_converter
+from workers.payload_compression import COMPRESSED
 from workers.payload_storage import reference_in
 
 KEYS = new_key_line("2026-12")
@@ -179,19 +181,25 @@ async def test_a_plain_console_reads_a_stored_payload_back(
     access, secret = s3_settings.s3_credentials()
     s3 = {**s3_settings.s3.model_dump(), "access_key": access, "secret_key": secret}
     settings = console_settings(tmp_path, codec={}, s3=s3)
-    prompt = "a long prompt " * 200
-    [stored] = await data_converter(settings).encode([{"prompt": prompt}])
+    prompt = os.urandom(4000).hex()  # too large for the history even compressed
+    repetitive = "a long prompt " * 200  # compressed, it travels inline
+    stored, compressed = await data_converter(settings).encode(
+        [{"prompt": prompt}, {"prompt": repetitive}]
+    )
     app = create_app(settings)
 
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://c") as c:
         answer = await c.post(
-            "/codec/decode", json={"payloads": [json_format.MessageToDict(stored)]}
+            "/codec/decode",
+            json={"payloads": [json_format.MessageToDict(p) for p in (stored, compressed)]},
         )
         plain = await c.post("/codec/decode", json={"payloads": [wire(PLAIN, VALUE)]})
 
     assert reference_in(stored) is not None and prompt.encode() not in stored.data
-    [(metadata, data)] = [unwire(p) for p in answer.json()["payloads"]]
-    assert metadata["encoding"] == b"json/plain" and json.loads(data) == {"prompt": prompt}
+    assert compressed.metadata["encoding"] == COMPRESSED
+    decoded = [unwire(p) for p in answer.json()["payloads"]]
+    assert [metadata["encoding"] for metadata, _ in decoded] == [b"json/plain"] * 2
+    assert [json.loads(data) for _, data in decoded] == [{"prompt": prompt}, {"prompt": repetitive}]
     assert [unwire(p) for p in plain.json()["payloads"]] == [(PLAIN, VALUE)]
 
 

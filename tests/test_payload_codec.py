@@ -22,7 +22,7 @@ from temporalio.converter import DataConverter
 from shared.config import Settings, load_settings
 from shared.errors import ConfigError, PayloadTampered
 from shared.payload_keys import new_key_line, parse_key_lines
-from workers.converter import data_converter
+from workers.converter import CodecChain, data_converter
 from workers.payload_codec import ENCRYPTED, KEY_ID, EncryptingCodec
 from workers.payload_storage import INLINE
 
@@ -54,8 +54,14 @@ def converter(keys: str) -> DataConverter:
 
 
 def codec_of(keys: str) -> EncryptingCodec:
-    codec = converter(keys).payload_codec
-    assert isinstance(codec, EncryptingCodec)
+    """The encrypting codec in the converter's chain (after compression)."""
+    return _encrypting_in(converter(keys))
+
+
+def _encrypting_in(converter: DataConverter) -> EncryptingCodec:
+    chain = converter.payload_codec
+    assert isinstance(chain, CodecChain)
+    [codec] = [codec for codec in chain.codecs if isinstance(codec, EncryptingCodec)]
     return codec
 
 
@@ -149,7 +155,9 @@ def test_the_codec_and_its_keys_show_ids_only() -> None:
 
 def test_encryption_is_on_for_an_external_cluster_and_off_for_the_embedded_one() -> None:
     assert load_settings(codec={"keys": NEW}).payload_keys() is None
-    assert data_converter(load_settings()).payload_codec is None
+    embedded = data_converter(load_settings()).payload_codec
+    assert isinstance(embedded, CodecChain)
+    assert not any(isinstance(codec, EncryptingCodec) for codec in embedded.codecs)
     external = load_settings(temporal={"embedded": False}, codec={"keys": NEW})
     assert external.payload_keys() is not None
     refused = load_settings(temporal={"embedded": False}, codec={"keys": NEW, "enabled": False})

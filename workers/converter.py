@@ -1,5 +1,5 @@
-"""The one data converter every quantdesk client uses: pydantic payloads, large ones kept in
-S3, encrypted when on.
+"""The one data converter every quantdesk client uses: pydantic payloads, large ones
+compressed and, when still large, kept in S3, encrypted when on.
 
 Workers, the CLI, the console and the benches all connect through
 ``workers.client.connect``, which takes its converter from here, so no process can
@@ -9,23 +9,62 @@ write a payload the others cannot read.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
+from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter
+from temporalio.converter import DataConverter, PayloadCodec
 
 from shared.config import Settings
 from workers.payload_codec import EncryptingCodec
+from workers.payload_compression import CompressingCodec
 from workers.payload_storage import payload_storage
 
 
-def data_converter(settings: Settings) -> DataConverter:
-    """``pydantic_data_converter`` (dates, ``Decimal``, models) whose payloads of
-    ``inline_max_bytes`` or more travel as claims on S3 objects (``workers.payload_storage``),
-    with the payload codec when ``settings`` encrypt payloads; a ``ConfigError`` when
-    encryption is on without keys."""
+class CodecChain(PayloadCodec):
+    """Codecs applied in order on the way out (compress, then seal: sealed bytes do not
+    compress) and in reverse on the way in."""
+
+    def __init__(self, codecs: Sequence[PayloadCodec]) -> None:
+        self.codecs = tuple(codecs)
+
+    def __repr__(self) -> str:
+        return f"CodecChain({', '.join(map(repr, self.codecs))})"
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        """``payloads`` through each codec's ``encode``, first to last."""
+        encoded = list(payloads)
+        for codec in self.codecs:
+            encoded = await codec.encode(encoded)
+        return encoded
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        """``payloads`` through each codec's ``decode``, last to first."""
+        decoded = list(payloads)
+        for codec in reversed(self.codecs):
+            decoded = await codec.decode(decoded)
+        return decoded
+
+
+def payload_codecs(settings: Settings) -> CodecChain | None:
+    """Compression (``payload_compression``) then encryption (when ``settings`` encrypt
+    payloads), or None when neither is on; a ``ConfigError`` when encryption is on without
+    keys."""
     keys = settings.payload_keys()
+    codecs: list[PayloadCodec] = []
+    if settings.payload_compression:
+        codecs.append(CompressingCodec(min_bytes=settings.inline_max_bytes))
+    if keys is not None:
+        codecs.append(EncryptingCodec(keys))
+    return CodecChain(codecs) if codecs else None
+
+
+def data_converter(settings: Settings) -> DataConverter:
+    """``pydantic_data_converter`` (dates, ``Decimal``, models) with ``payload_codecs``,
+    whose payloads of ``inline_max_bytes`` or more, as encoded, travel as claims on S3
+    objects (``workers.payload_storage``)."""
     return dataclasses.replace(
         pydantic_data_converter,
-        payload_codec=EncryptingCodec(keys) if keys is not None else None,
+        payload_codec=payload_codecs(settings),
         external_storage=payload_storage(settings),
     )
