@@ -2,7 +2,8 @@
 payloads encrypted as a desk that turned the codec on has them.
 
 Claimed objects are written, then runs that hold their claims in their inputs: one still
-running (also holding a stored payload that holds a claim of its own), one closed after the
+running (also holding a stored payload that holds a claim of its own, in an input compressed
+to travel inline), one closed after the
 cutoff, one closed before it. Of the objects last written
 before the cutoff, only the one no run may still need goes; a dry run deletes nothing; a
 prune that cannot open the runs' payloads refuses before deleting anything.
@@ -34,6 +35,7 @@ from shared.storage.objects import ObjectStore
 from tests.servers import start_dev_server
 from tests.test_storage_outage import KillableS3, killable_s3
 from workers.converter import data_converter
+from workers.payload_storage import reference_in
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 QUEUE = f"prune-{uuid.uuid4().hex[:6]}"
@@ -99,10 +101,12 @@ async def sealed_client(dev_env: WorkflowEnvironment, settings: Settings) -> Asy
         yield client
 
 
-async def _hold(client: Client, *claims: Claim) -> Any:
+async def _hold(client: Client, *claims: Claim, note: str = "") -> Any:
+    """A running holder of ``claims``; a long ``note`` makes its input one that is compressed
+    to travel inline (``workers.payload_compression``), the claims inside it."""
     return await client.start_workflow(
         ClaimHolder.run,
-        [c.model_dump() for c in claims],
+        [*(c.model_dump() for c in claims), {"note": note}],
         id=f"holder-{uuid.uuid4().hex[:8]}",
         task_queue=QUEUE,
     )
@@ -133,7 +137,7 @@ async def test_only_old_objects_no_running_or_recent_run_holds_are_pruned(
         claims.put(f"{name} answer".encode()) for name in "RCGFN"
     )
     outer = await _stored_payload(sealed_client, store, nested)  # only it names ``nested``
-    holding = await _hold(sealed_client, running, outer)
+    holding = await _hold(sealed_client, running, outer, note="a long, repetitive note " * 200)
     closed_after = await _hold(sealed_client, recent)
     closed_before = await _hold(sealed_client, gone)
     await closed_before.signal(ClaimHolder.finish)
@@ -160,5 +164,9 @@ async def test_only_old_objects_no_running_or_recent_run_holds_are_pruned(
     assert (report.examined, report.recent, report.kept_held) == (6, 1, 4)
     # the running one, the one closed since; their claims and the one inside a held object
     assert (report.runs_read, report.held) == (2, 4)
+    started = (await holding.fetch_history()).events[0]
+    [held_input] = started.workflow_execution_started_event_attributes.input.payloads
+    assert reference_in(held_input) is None  # inline: 4.8 KB of input, compressed and sealed
+    assert held_input.ByteSize() < settings.inline_max_bytes
     for kept in (running, recent, fresh, nested):
         assert claims.redeem(kept).endswith("answer")

@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
+from workers.payload_codec import ENCODING
 from workers.payload_storage import INLINE
 
-ENCODING = "encoding"
 COMPRESSED = b"binary/zlib"
 MAX_EXPANDED_BYTES = 256 * 1024 * 1024
 """Refuse to expand a compressed payload past this: no payload quantdesk writes comes
