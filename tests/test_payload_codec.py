@@ -55,11 +55,7 @@ def converter(keys: str) -> DataConverter:
 
 def codec_of(keys: str) -> EncryptingCodec:
     """The encrypting codec in the converter's chain (after compression)."""
-    return _encrypting_in(converter(keys))
-
-
-def _encrypting_in(converter: DataConverter) -> EncryptingCodec:
-    chain = converter.payload_codec
+    chain = converter(keys).payload_codec
     assert isinstance(chain, CodecChain)
     [codec] = [codec for codec in chain.codecs if isinstance(codec, EncryptingCodec)]
     return codec

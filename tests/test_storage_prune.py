@@ -2,11 +2,11 @@
 payloads encrypted as a desk that turned the codec on has them.
 
 Claimed objects are written, then runs that hold their claims in their inputs: one still
-running (also holding a stored payload that holds a claim of its own, in an input compressed
-to travel inline), one closed after the
-cutoff, one closed before it. Of the objects last written
-before the cutoff, only the one no run may still need goes; a dry run deletes nothing; a
-prune that cannot open the runs' payloads refuses before deleting anything.
+running (also holding a stored payload that holds a claim of its own, in an input
+compressed to travel inline), one closed after the cutoff, one closed before it. Of the
+objects last written before the cutoff, only the one no run may still need goes; a dry run
+deletes nothing; a prune that cannot open the runs' payloads refuses before deleting
+anything.
 """
 
 from __future__ import annotations
