@@ -63,7 +63,9 @@ class ChaosStack:
         values = _variables(data_dir, base)
         clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        env = {**clean, **values, "PYTHONPATH": path, "COLUMNS": "200"}
+        # Its `up` writes the `temporal` CLI's profile in the stack's data dir, not the user's.
+        profile = {"TEMPORAL_CONFIG_FILE": str(data_dir / "temporal.toml")}
+        env = {**clean, **values, **profile, "PYTHONPATH": path, "COLUMNS": "200"}
         return cls(env, _settings(data_dir, base))
 
     async def quantdesk(self, *args: str) -> CliResult:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import typer
 
@@ -24,6 +25,8 @@ from cli.stack.commands import register as register_stack_commands
 from cli.storage import storage_app
 from cli.watchlist import watchlist_app
 from shared.config import load_settings
+from shared.errors import MissingExtra
+from shared.extras import extra_of, install_command
 from workers.roles import ROLE_NAMES, WorkerRole
 
 app = typer.Typer(
@@ -101,5 +104,30 @@ def console() -> None:
     finish(0)
 
 
+def invoked_command(argv: list[str]) -> str:
+    """``quantdesk`` and the subcommand words of ``argv`` (up to the first option)."""
+    words = []
+    for word in argv[1:]:
+        if word.startswith("-"):
+            break
+        words.append(word)
+    return " ".join(["quantdesk", *words[:2]])
+
+
+def main() -> None:
+    """The `quantdesk` command: ``app``, where a package of an extra that is not installed is
+    said as the extra and the command that installs it, never as a traceback."""
+    with fail_on_quantdesk_errors():
+        try:
+            app()
+        except ModuleNotFoundError as error:
+            extra = extra_of(error.name)
+            if extra is None or error.name is None:
+                raise
+            module = error.name.partition(".")[0]
+            what = f"`{invoked_command(sys.argv)}`"
+            raise MissingExtra(what, module, extra, install_command(extra)) from None
+
+
 if __name__ == "__main__":
-    app()
+    main()

@@ -5,7 +5,8 @@ inputs and results: large payloads are kept in S3, and all are sealed when encry
 proto3 JSON form of ``temporal.api.common.v1.Payloads`` (``data`` and every metadata
 value base64) and answer the same shape, run through the console's own payload codec when it
 encrypts (Temporal's Codec Server protocol); a decoded payload stored in S3
-(``workers.payload_storage``) is read back first. The ``X-Namespace`` header is not needed: one key
+(``workers.payload_storage``) is read back first, and a query's answer is given without the
+mark that kept it out of S3 (``workers.query_answers.unmarked``). The ``X-Namespace`` header is not needed: one key
 ring serves the console's cluster. Who may call is decided before a request gets here:
 the console token like every page, and which web pages may (CORS) by
 ``console.security.codec_cors``.
@@ -22,6 +23,7 @@ from cli.stack.console import CODEC_PREFIX
 from console.web import desk_of
 from shared.errors import ConfigError, QuantdeskError
 from workers.payload_storage import retrieved
+from workers.query_answers import unmarked
 
 router = APIRouter(prefix=CODEC_PREFIX)
 
@@ -59,6 +61,8 @@ async def _through_codec(request: Request, *, decoding: bool) -> Response:
             payloads = await retrieved(desk.payload_storage, payloads)
         if codec is not None:
             payloads = await (codec.decode if decoding else codec.encode)(payloads)
+        if decoding:
+            payloads = [unmarked(payload) for payload in payloads]
     except QuantdeskError as error:
         return _problem(422, str(error))
     return Response(

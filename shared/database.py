@@ -50,6 +50,7 @@ from sqlalchemy.types import TypeDecorator
 
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
+from shared.extras import install_command
 
 DATABASE_SETTING = f"{ENV_PREFIX}DATABASE_URL"
 
@@ -232,7 +233,7 @@ def engine_for(url: str) -> Engine:
         raise ConfigError(
             DATABASE_SETTING,
             f"the driver for {parsed.drivername} is not installed ({error.name})",
-            fix="pip install 'psycopg[binary]' for postgresql+psycopg URLs.",
+            fix=f"Install it with `{install_command('postgres')}` for postgresql+psycopg URLs.",
         ) from None
 
 

@@ -260,3 +260,17 @@ def lookup(table: Mapping[str, T], name: str, *, field: str, what: str) -> T:
     except KeyError:
         known = ", ".join(sorted(table))
         raise InvalidInput(field, f"unknown {what} {name!r}", fix=f"Use one of: {known}.") from None
+
+
+class MissingExtra(QuantdeskError):
+    """An optional package is not installed: the extra that brings it names the fix
+    (``shared.extras``). Retrying cannot install it."""
+
+    def __init__(self, what: str, module: str, extra: str, command: str) -> None:
+        self.module = module
+        self.extra = extra
+        super().__init__(
+            f"{what} needs the package {module!r} from quantdesk's {extra!r} extra, which is "
+            "not installed.",
+            fix=f"Install it with `{command}`.",
+        )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -39,6 +40,14 @@ from tests.servers import (
 )
 
 _EXIT_STATUS: list[int] = []
+
+# `quantdesk up` writes the `temporal` CLI's profile for the stack it starts
+# (``cli.stack.cli_profile``): no test may write the developer's own. A module that reads the
+# profile back gives its `up` a file of its own.
+os.environ["TEMPORAL_CONFIG_FILE"] = str(
+    Path(tempfile.mkdtemp(prefix="quantdesk-temporal-cli-")) / "temporal.toml"
+)
+os.environ.pop("TEMPORAL_PROFILE", None)
 
 # Hypothesis fails an example that takes over 200 ms: a timing assertion, which a loaded
 # two-core machine breaks (the McNemar properties did beside the rest of the suite).

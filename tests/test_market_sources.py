@@ -438,7 +438,7 @@ def test_parquet_without_pyarrow_says_to_install_it(
 def test_yfinance_missing_says_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "yfinance", None)
 
-    with pytest.raises(ConfigError, match="pip install yfinance") as caught:
+    with pytest.raises(ConfigError, match=r"pip install .*\[online\]") as caught:
         open_source("yfinance")
 
     assert caught.value.setting == "yfinance"

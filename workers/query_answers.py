@@ -7,7 +7,9 @@ running AutoRun for its ``progress`` every few seconds, and each answer that dif
 the last (a step done, a token counted) was written as one more object nobody would read
 again. This interceptor converts each answer itself and marks it ``INLINE``; the storage
 leaves marked payloads where they are (and the codec, when on, keeps the mark on the sealed
-payload: the mark says nothing about the contents).
+payload: the mark says nothing about the contents). A reader outside a worker gets the answer
+without it (``unmarked``): the `temporal` CLI prints a JSON payload as JSON only when its
+encoding is its one metadata key, and showed a marked answer as base64.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import workflow
+from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 from temporalio.worker import (
     HandleQueryInput,
@@ -32,6 +35,16 @@ class _InlineAnswersInbound(WorkflowInboundInterceptor):
         [payload] = workflow.payload_converter().to_payloads([await super().handle_query(input)])
         payload.metadata[INLINE] = b"1"
         return RawValue(payload)
+
+
+def unmarked(payload: Payload) -> Payload:
+    """``payload`` without the ``INLINE`` mark, which means nothing once the answer is read."""
+    if INLINE not in payload.metadata:
+        return payload
+    copy = Payload()
+    copy.CopyFrom(payload)
+    del copy.metadata[INLINE]
+    return copy
 
 
 class InlineQueryAnswers(Interceptor):

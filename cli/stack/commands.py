@@ -28,6 +28,7 @@ from temporalio.service import RPCError
 
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.stack import supervisor
+from cli.stack.cli_profile import remove_profile, write_profile
 from cli.stack.components import ui_url
 from cli.stack.console import console_url
 from cli.stack.pollers import GONE_AFTER, QueueService, queue_services
@@ -100,8 +101,9 @@ def _show(reports: list[ComponentReport]) -> None:
             console.print(Text(f"{report.name}: {report.detail}", style="red"), soft_wrap=True)
 
 
-def _show_endpoints(settings: Settings) -> None:
-    """Where a user points a browser or a client once the stack is up."""
+def _show_endpoints(settings: Settings, *, cli_profile: bool = False) -> None:
+    """Where a user points a browser or a client once the stack is up; with ``cli_profile``
+    (`up` on the embedded stack), the `temporal` CLI's profile written for it."""
     console.print(f"Console          {console_url(settings)}", highlight=False)
     if settings.temporal.embedded:
         console.print(f"Temporal Web UI  {ui_url(settings)}", highlight=False)
@@ -109,6 +111,10 @@ def _show_endpoints(settings: Settings) -> None:
         f"Temporal         {settings.temporal.address} (namespace {settings.temporal.namespace})",
         highlight=False,
     )
+    if cli_profile and settings.temporal.embedded:
+        for index, line in enumerate(write_profile(settings).lines()):
+            label = "Temporal CLI" if index == 0 else ""
+            console.print(f"{label:<17}{line}", highlight=False, soft_wrap=True)
     scheme = "https" if settings.s3.secure else "http"
     console.print(f"S3               {scheme}://{settings.s3.endpoint}", highlight=False)
     if settings.local_llm.model is not None:
@@ -215,22 +221,25 @@ def _run(
     endpoints: bool,
     cluster: bool = False,
     book: bool = False,
+    cli_profile: bool = False,
 ) -> NoReturn:
     """Act on the stack, print the outcome (with ``cluster``: the stuck runs and the pollers;
-    with ``book``: a warning if the book is not shared), exit 1 if ``strict`` and a component
-    is unhealthy."""
+    with ``book``: a warning if the book is not shared; with ``cli_profile``: the `temporal`
+    CLI's profile, once every component is healthy), exit 1 if ``strict`` and a component is
+    unhealthy."""
     with fail_on_quantdesk_errors():
         settings = load_settings()
         reports = action(settings, parse_roles(roles))
+        healthy = all(report.healthy for report in reports)
         _show(reports)
         if cluster:
             _show_cluster(settings, reports)
         if endpoints:
-            _show_endpoints(settings)
+            _show_endpoints(settings, cli_profile=cli_profile and healthy)
             _warn_if_live(settings)
         if book and (warning := private_book_warning(settings)):
             progress.print(Text(warning, style="bold yellow"), soft_wrap=True)
-    finish(1 if strict and not all(report.healthy for report in reports) else 0)
+    finish(1 if strict and not healthy else 0)
 
 
 def _warn_if_live(settings: Settings) -> None:
@@ -239,13 +248,30 @@ def _warn_if_live(settings: Settings) -> None:
         progress.print(Text(settings.alpaca.trading_mode(), style="bold white on red"))
 
 
+def _down_and_forget_profile(
+    settings: Settings, roles: Sequence[WorkerRole]
+) -> list[ComponentReport]:
+    """`down` of the whole stack, then ``remove_profile``: no profile left pointing at it."""
+    reports = supervisor.down(settings, roles)
+    if settings.temporal.embedded:
+        remove_profile(settings)
+    return reports
+
+
 def register(app: typer.Typer) -> None:
     """Add `up`, `status` and `down` to ``app``."""
 
     @app.command()
     def up(roles: RolesOption = None) -> None:
         """Start (or restart) what is missing or stuck, wait until all is healthy; idempotent."""
-        _run(partial(supervisor.up, say=_say), roles, strict=True, endpoints=True, book=True)
+        _run(
+            partial(supervisor.up, say=_say),
+            roles,
+            strict=True,
+            endpoints=True,
+            book=True,
+            cli_profile=True,
+        )
 
     @app.command()
     def status(roles: RolesOption = None) -> None:
@@ -256,5 +282,6 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def down(roles: RolesOption = None) -> None:
-        """Stop the processes `up` started: workers first (they drain), then the servers."""
-        _run(supervisor.down, roles, strict=False, endpoints=False)
+        """Stop the processes `up` started: workers first (they drain), then the servers, and
+        the `temporal` CLI's profile `up` wrote for them."""
+        _run(_down_and_forget_profile, roles, strict=False, endpoints=False)

@@ -12,9 +12,9 @@ import sys
 from cli.stack.servers import LOOPBACK, NoJson, PortClaim, ServerLaunch, json_at
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
+from shared.extras import install_command
 
 CONSOLE = "console"
-EXTRA = "pip install 'quantdesk[console]'"
 WILDCARDS = frozenset({"0.0.0.0", "::"})
 CODEC_PREFIX = "/codec"
 """Where the console serves Temporal's remote codec endpoint (``console.codec_endpoint``)."""
@@ -44,7 +44,9 @@ def console_server(settings: Settings) -> ServerLaunch:
         import uvicorn  # noqa: F401
     except ImportError:
         raise ConfigError(
-            CONSOLE, "the console's packages are not installed", fix=f"Install them with `{EXTRA}`."
+            CONSOLE,
+            "the console's packages are not installed",
+            fix=f"Install them with `{install_command('console')}`.",
         ) from None
     check_bind(settings)
     env = {

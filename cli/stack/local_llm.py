@@ -33,12 +33,12 @@ from cli.stack.servers import (
 )
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
+from shared.extras import install_command
 from shared.llm.providers import LOCAL_MODEL
 
 LOCAL_LLM = "local-llm"
 MODEL_SETTING = f"{ENV_PREFIX}LOCAL_LLM__MODEL"
 PORT_SETTING = f"{ENV_PREFIX}LOCAL_LLM__PORT"
-EXTRA = "pip install 'quantdesk[local-llm]'"
 GGUF_MAGIC = b"GGUF"
 INSTALL_HINT = (
     "Run `quantdesk model install smollm2` and set "
@@ -88,7 +88,7 @@ def require_xllamacpp() -> ModuleType:
         raise ConfigError(
             MODEL_SETTING,
             "a model is set but xllamacpp (the llama.cpp server) is not installed",
-            fix=f"Install it with `{EXTRA}`, or unset {MODEL_SETTING}.",
+            fix=f"Install it with `{install_command('local-llm')}`, or unset {MODEL_SETTING}.",
         ) from None
     return xllamacpp
 

@@ -346,10 +346,12 @@ def up(
 ) -> list[ComponentReport]:
     """Start every component that is not running, servers before workers, and check them all.
 
-    Every port is checked before anything starts, so a conflict leaves nothing half-up.
+    Every port is checked before anything starts, so a conflict leaves nothing half-up, and
+    so are the payload keys: no process of the stack could read a run without them.
     Workers are not started while a server is unhealthy: they could not connect.
     ``say`` hears what `up` waits for while it waits, and what it restarts.
     """
+    settings.payload_keys()
     with _exclusive(settings), TemporalProbe(settings) as probe:
         if settings.s3.embedded:
             ensure_generated_credentials(settings.data_dir)

@@ -56,6 +56,7 @@ from shared.data.contracts import (
 )
 from shared.data.figures import compute_fundamentals
 from shared.errors import InvalidInput, NoData, NotConfigured
+from shared.extras import install_command
 from shared.market.bar_source import BarQuery, BarSource
 from shared.market.bars import Bar, Timeframe, validate_bars
 from shared.market.series import build_series, parse_as_of
@@ -63,7 +64,12 @@ from shared.market.yahoo import _to_frame, finished_frame
 
 T = TypeVar("T")
 
-INSTALL_FIX = "Run `pip install 'quantdesk[online]'`, or route the kind to another vendor."
+
+def install_fix() -> str:
+    """How to get a yfinance that serves the kind, or do without it."""
+    return f"Run `{install_command('online')}`, or route the kind to another vendor."
+
+
 LIVE_TOLERANCE = timedelta(days=1)
 """How far in the past ``as_of`` may be for a live screener to answer it."""
 
@@ -237,7 +243,7 @@ class YFinanceVendor(DataVendor, NewsSearch):
             )
         if not hasattr(self._load(), "screen"):
             raise NotConfigured(
-                "yfinance: this version has no screener (yf.screen)", fix=INSTALL_FIX
+                "yfinance: this version has no screener (yf.screen)", fix=install_fix()
             )
         lists = {
             field: self._screen(name, cutoff, limit) for field, name in shapes.MOVER_SCREENS.items()
@@ -274,7 +280,7 @@ class YFinanceVendor(DataVendor, NewsSearch):
                 self._module = importlib.import_module("yfinance")
             except ImportError:
                 raise NotConfigured(
-                    "yfinance: the optional package yfinance is not installed", fix=INSTALL_FIX
+                    "yfinance: the optional package yfinance is not installed", fix=install_fix()
                 ) from None
         if self._history_options is None:
             self._history_options = {

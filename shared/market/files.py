@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from shared.errors import ConfigError, InvalidInput
+from shared.extras import install_command
 from shared.market.bars import COLUMNS, Timeframe, validate_bars
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ def _read_table(path: Path, field: str) -> pd.DataFrame:
             raise ConfigError(
                 "pyarrow",
                 f"reading the Parquet file {path} needs pyarrow, which is not installed",
-                fix="Install the parquet extra (`pip install -e '.[parquet]'`), or convert the file to CSV.",
+                fix=f"Install the parquet extra (`{install_command('parquet')}`), or convert the file to CSV.",
             ) from None
         try:
             table = pd.read_parquet(path, engine="pyarrow")

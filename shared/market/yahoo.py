@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from shared.errors import ConfigError, InvalidInput
+from shared.extras import install_command
 from shared.market.bar_source import BarQuery, BarSource
 from shared.market.bars import COLUMNS, Bar, Timeframe, bars_to_frame, validate_bars
 from shared.market.resample import bucket_ends
@@ -33,7 +34,7 @@ def import_yfinance() -> ModuleType:
         raise ConfigError(
             "yfinance",
             "the yfinance source needs the optional package yfinance, which is not installed",
-            fix="Run `pip install yfinance`, or use the bundled or csv source.",
+            fix=f"Run `{install_command('online')}`, or use the bundled or csv source.",
         ) from None
 
 
