@@ -8,7 +8,6 @@ test model; the tests run in file order: up, the model answers, status, down.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 import urllib.request
@@ -21,10 +20,10 @@ import pytest
 from cli.stack.local_llm import LOCAL_LLM, MODEL_SETTING
 from shared.config import ENV_PREFIX, LocalLlmSettings, Settings
 from shared.llm.providers import LOCAL_MODEL, PROVIDERS
-from tests.cli_process import run_quantdesk
+from tests.cli_process import run_quantdesk, stack_env, stack_ports, stack_settings
 from tests.local_llm import cached_model
 from tests.servers import free_port_base
-from tests.test_stack import _alive, _claimed_ports, _settings_for
+from tests.test_stack import _alive
 
 pytestmark = pytest.mark.slow
 
@@ -62,19 +61,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     model = cached_model()
     data_dir = tmp_path_factory.mktemp("local-llm-stack") / "data"
     base = free_port_base(
-        lambda base: [*_claimed_ports(data_dir, base), base + LOCAL_LLM_OFFSET], high=29000
+        lambda base: [*stack_ports(data_dir, base), base + LOCAL_LLM_OFFSET], high=29000
     )
-    own, servers = _settings_for(data_dir, base)
+    own, servers = stack_settings(data_dir, base)
     port = base + LOCAL_LLM_OFFSET
     settings = servers.model_copy(update={"local_llm": LocalLlmSettings(model=model, port=port)})
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
-    env = {
-        **clean,
-        **own,
-        MODEL_SETTING: str(model),
-        f"{ENV_PREFIX}LOCAL_LLM__PORT": str(port),
-        "COLUMNS": "200",
-    }
+    env = stack_env(own, **{MODEL_SETTING: str(model), f"{ENV_PREFIX}LOCAL_LLM__PORT": str(port)})
     first = run_quantdesk(env, "up", "--roles", ROLE)
     stack = Stack(env, settings, first.stdout + first.stderr, first.returncode)
     yield stack

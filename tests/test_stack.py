@@ -26,18 +26,22 @@ from pathlib import Path
 import pytest
 
 from cli.stack import supervisor
-from cli.stack.console import console_server
 from cli.stack.servers import (
     UNIX_SOCKET_PATH_MAX,
     find_binary,
     s3_server,
-    temporal_dev_server,
     wait_until,
     weed_sockets,
 )
 from shared.config import ENV_PREFIX, Settings
 from shared.storage.credentials import credentials_path
-from tests.cli_process import run_quantdesk
+from tests.cli_process import (
+    run_quantdesk,
+    run_temporal,
+    stack_env,
+    stack_ports,
+    stack_settings,
+)
 from tests.servers import free_port_base, weed_shell
 from workers.roles import ROLE_NAMES, WorkerRole
 
@@ -67,36 +71,6 @@ class Stack:
         """The pid of every component with a pid file."""
         files = (self.settings.data_dir / "run" / f"{name}.pid" for name in COMPONENTS)
         return {path.stem: json.loads(path.read_text())["pid"] for path in files if path.exists()}
-
-
-def _settings_for(data_dir: Path, base: int) -> tuple[dict[str, str], Settings]:
-    """Settings with the stack's ports from ``base`` on, and the variables that give them."""
-    values = {
-        "DATA_DIR": str(data_dir),
-        "TEMPORAL__ADDRESS": f"127.0.0.1:{base}",
-        "TEMPORAL__UI_PORT": str(base + 1),
-        "S3__ENDPOINT": f"127.0.0.1:{base + 20}",
-        "CONSOLE__PORT": str(base + 2),
-    }
-    settings = Settings(
-        _env_file=None,
-        data_dir=data_dir,
-        temporal={"address": values["TEMPORAL__ADDRESS"], "ui_port": base + 1},
-        s3={"endpoint": values["S3__ENDPOINT"]},
-        console={"port": base + 2},
-    )
-    return {f"{ENV_PREFIX}{key}": value for key, value in values.items()}, settings
-
-
-def _claimed_ports(data_dir: Path, base: int) -> list[int]:
-    """Every port the servers would bind with ``base`` (see ServerLaunch.ports)."""
-    settings = _settings_for(data_dir, base)[1]
-    launches = [
-        temporal_dev_server(settings, {}),
-        s3_server(settings, "k", "s"),
-        console_server(settings),
-    ]
-    return [claim.port for launch in launches for claim in launch.ports]
 
 
 def _command_of(pid: int | str) -> str:
@@ -165,10 +139,9 @@ def _states(output: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     data_dir = tmp_path_factory.mktemp("stack") / "data"
-    base = free_port_base(lambda base: _claimed_ports(data_dir, base), high=29000)
-    own, settings = _settings_for(data_dir, base)
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
-    env = {**clean, **own, "COLUMNS": "200"}
+    base = free_port_base(lambda base: stack_ports(data_dir, base), high=29000)
+    own, settings = stack_settings(data_dir, base)
+    env = stack_env(own)
     started = time.monotonic()
     first = run_quantdesk(env, "up")
     stack = Stack(env, settings, first, time.monotonic() - started)
@@ -352,6 +325,22 @@ class TestStack:
         assert f"127.0.0.1:{stack.settings.temporal.ui_port}/namespaces/" in result.stdout
         assert "trend chart: http://" in result.stdout
 
+    def test_the_temporal_cli_reads_a_run_with_no_flag(self, stack: Stack) -> None:
+        """`up` wrote the profile: no --address, no --codec-endpoint, and the result (compressed
+        in the history) prints as JSON. `tests/test_temporal_cli.py` reads a whole AutoRun."""
+        assert "`temporal` reads runs here with no flag" in stack.first_up.stdout
+        workflow_id = f"stack-cli-{os.getpid()}"
+        given = json.dumps({"symbol": "GOOG", "timeframe": "1d", "as_of": "2011-03-01T00:00:00Z"})
+        started = run_temporal(
+            stack.env, "workflow", "start", "--type", "QuantAgent", "--task-queue", "quantdesk",
+            "--workflow-id", workflow_id, "--input", given,
+        )  # fmt: skip
+        assert started.returncode == 0, started.stderr
+        shown = run_temporal(stack.env, "workflow", "result", "-w", workflow_id, "-o", "json")
+        assert shown.returncode == 0, shown.stderr
+        result = json.loads(shown.stdout)["result"]
+        assert result["symbol"] == "GOOG" and result["decision"]["decision"] in ("LONG", "SHORT")
+
     def test_run_quantagent_with_bad_input_exits_1_naming_the_field(self, stack: Stack) -> None:
         result = stack.quantdesk("run", "quantagent", "NOPE", "--timeframe", "1d")
         assert result.returncode == 1
@@ -380,3 +369,5 @@ class TestStack:
         status = stack.quantdesk("status")
         assert status.returncode == 1
         assert _states(status.stdout) == dict.fromkeys(COMPONENTS, "stopped")
+        profiles = run_temporal(stack.env, "config", "list", "-o", "json")
+        assert json.loads(profiles.stdout or "[]") == [], "down left the CLI's profile"

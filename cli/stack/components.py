@@ -50,7 +50,7 @@ from cli.stack.servers import (
 )
 from cli.stack.storage_probe import round_trip_problem
 from shared.config import ENV_PREFIX, Settings, TaskQueues
-from shared.errors import ConfigError, NeedsOperator, QuantdeskError
+from shared.errors import NeedsOperator, QuantdeskError
 from shared.queues import BROKER_QUEUE, CHARTS_QUEUE, TOOLS_QUEUE
 from shared.search_attributes import SEARCH_ATTRIBUTES
 from shared.storage.objects import ObjectStore
@@ -151,8 +151,7 @@ class TemporalProbe:
         """``step``'s verdict, or the reason the cluster could not be asked."""
         try:
             return self._call(step)
-        except (NeedsOperator, ConfigError) as error:
-            # Neither a cluster that refuses nor a setting to fix heals while `up` waits.
+        except NeedsOperator as error:
             return Blocked(error)
         except QuantdeskError as error:
             return str(error)
