@@ -203,6 +203,7 @@ class AutoRunActivities(Services):
             routed = self.router.call(
                 DataKind.OHLCV,
                 lambda vendor: vendor.ohlcv(symbol, Timeframe.D1, as_of, CHART_BARS),
+                as_of=as_of,
             )
             bars = routed.value
             return render_pattern_chart(

@@ -100,9 +100,11 @@ class BacktestActivities(Services):
     """Backtest I/O over the shared, lazily built clients."""
 
     def _closes(self, symbol: str, as_of: date, lookback: int) -> tuple[list[PricePoint], str]:
+        cutoff = _midnight(as_of)
         routed = self.router.call(
             DataKind.OHLCV,
-            lambda vendor: vendor.ohlcv(symbol, Timeframe.D1, _midnight(as_of), lookback),
+            lambda vendor: vendor.ohlcv(symbol, Timeframe.D1, cutoff, lookback),
+            as_of=cutoff,
         )
         return [PricePoint(time=bar.time, close=bar.close) for bar in routed.value], routed.vendor
 

@@ -112,7 +112,9 @@ class ReflectionActivities(Services):
 
     def _bars(self, symbol: str, cutoff: datetime, lookback: int) -> tuple[list[Bar], str]:
         routed = self.router.call(
-            DataKind.OHLCV, lambda vendor: vendor.ohlcv(symbol, TIMEFRAME, cutoff, lookback)
+            DataKind.OHLCV,
+            lambda vendor: vendor.ohlcv(symbol, TIMEFRAME, cutoff, lookback),
+            as_of=cutoff,
         )
         return routed.value, routed.vendor
 

@@ -62,7 +62,9 @@ def check_shortlist(request: ShortlistCheck) -> ShortlistVerdict:
     """Every problem of the shortlist against the universe the data router serves as of the scan."""
     with as_temporal_failures():
         router = tools.tool_services().router
-        universe = router.call(DataKind.UNIVERSE, lambda vendor: vendor.universe(request.as_of))
+        universe = router.call(
+            DataKind.UNIVERSE, lambda vendor: vendor.universe(request.as_of), as_of=request.as_of
+        )
         flagged = set(request.flagged)
         problems = shortlist_problems(
             request.summary,

@@ -14,7 +14,7 @@ from shared.config import load_settings
 from shared.data import factory
 from shared.data.bundled import BundledVendor
 from shared.data.cache import CachedVendor
-from shared.data.contracts import DataKind, DataVendor, NewsItem
+from shared.data.contracts import POINT_IN_TIME, DataKind, DataVendor, NewsItem, Reach
 from shared.data.factory import UnavailableVendor, VendorSpec, build_router, build_vendor
 from shared.data.local import LocalVendor
 from shared.data.router import DEFAULT_ROUTES, DataRouter
@@ -40,12 +40,20 @@ class FakeVendor:
     """Answers every read with ``outcome`` (raised if it is an exception) and counts calls."""
 
     def __init__(
-        self, name: str, outcome: object = NEWS, kinds: frozenset[DataKind] = frozenset(DataKind)
+        self,
+        name: str,
+        outcome: object = NEWS,
+        kinds: frozenset[DataKind] = frozenset(DataKind),
+        reach: Reach = POINT_IN_TIME,
     ) -> None:
         self.name = name
         self.kinds = kinds
         self.outcome = outcome
         self.calls = 0
+        self._reach = reach
+
+    def reach(self, kind: DataKind) -> Reach:
+        return self._reach
 
     def _answer(self) -> object:
         self.calls += 1
@@ -86,7 +94,7 @@ def test_first_vendor_that_answers_wins_and_is_recorded() -> None:
     skipped = [FakeVendor("a", NotConfigured("no key")), FakeVendor("b", NoData("none"))]
     winner, never = FakeVendor("c"), FakeVendor("d")
 
-    routed = router(*skipped, winner, never).call(DataKind.NEWS, read_news)
+    routed = router(*skipped, winner, never).call(DataKind.NEWS, read_news, as_of=PAST)
 
     assert (routed.value, routed.vendor) == (NEWS, "c")
     assert [v.calls for v in (*skipped, winner, never)] == [1, 1, 1, 0]
@@ -95,7 +103,7 @@ def test_first_vendor_that_answers_wins_and_is_recorded() -> None:
 def test_a_vendor_not_serving_the_kind_is_not_asked() -> None:
     deaf = FakeVendor("a", kinds=frozenset({DataKind.OHLCV}))
 
-    routed = router(deaf, FakeVendor("b")).call(DataKind.NEWS, read_news)
+    routed = router(deaf, FakeVendor("b")).call(DataKind.NEWS, read_news, as_of=PAST)
 
     assert (routed.vendor, deaf.calls) == ("b", 0)
 
@@ -104,7 +112,9 @@ def test_rate_limited_beats_no_data_and_keeps_retry_after() -> None:
     throttled = FakeVendor("a", RateLimited("slow down", retry_after=timedelta(seconds=30)))
 
     with pytest.raises(RateLimited) as caught:
-        router(throttled, FakeVendor("b", NoData("none"))).call(DataKind.NEWS, read_news)
+        router(throttled, FakeVendor("b", NoData("none"))).call(
+            DataKind.NEWS, read_news, as_of=PAST
+        )
 
     assert caught.value.retry_after == timedelta(seconds=30)
     assert "a: slow down" in str(caught.value)
@@ -113,7 +123,7 @@ def test_rate_limited_beats_no_data_and_keeps_retry_after() -> None:
 def test_a_failure_beats_no_data_and_stays_retryable() -> None:
     with pytest.raises(VendorFailure) as caught:
         router(FakeVendor("a", NoData("none")), FakeVendor("b", VendorFailure("502"))).call(
-            DataKind.NEWS, read_news
+            DataKind.NEWS, read_news, as_of=PAST
         )
 
     assert caught.value.retryable
@@ -123,7 +133,7 @@ def test_all_no_data_is_no_data_listing_each_vendor() -> None:
     vendors = [FakeVendor("a", NoData("empty window")), FakeVendor("b", NotConfigured("no key"))]
 
     with pytest.raises(NoData) as caught:
-        router(*vendors).call(DataKind.NEWS, read_news)
+        router(*vendors).call(DataKind.NEWS, read_news, as_of=PAST)
 
     assert "a: empty window" in str(caught.value)
     assert "b: no key" in str(caught.value)
@@ -136,7 +146,7 @@ def test_a_chain_with_no_vendor_that_could_be_asked_is_not_configured() -> None:
     ]
 
     with pytest.raises(NotConfigured) as caught:
-        router(*vendors).call(DataKind.NEWS, read_news)
+        router(*vendors).call(DataKind.NEWS, read_news, as_of=PAST)
 
     assert "a: no key" in str(caught.value) and "QUANTDESK_DATA_ROUTES" in str(caught.value)
 
@@ -215,7 +225,9 @@ def test_factory_builds_the_routed_vendors_by_name(tmp_path: Path) -> None:
 def test_routed_bars_fall_through_empty_local_data_to_bundled(tmp_path: Path) -> None:
     built = build_router(load_settings(data_dir=tmp_path))
 
-    routed = built.call(DataKind.OHLCV, lambda v: v.ohlcv("GOOG", Timeframe.D1, GOOG_DAY, 5))
+    routed = built.call(
+        DataKind.OHLCV, lambda v: v.ohlcv("GOOG", Timeframe.D1, GOOG_DAY, 5), as_of=GOOG_DAY
+    )
 
     assert routed.vendor == "bundled"
     assert routed.value[-1].time == datetime(2010, 6, 1, tzinfo=UTC)
@@ -263,7 +275,8 @@ def test_a_vendor_that_cannot_be_built_says_why_on_every_read(
 
 def test_protocol_methods_are_named_after_the_kinds() -> None:
     """``UnavailableVendor`` and ``CachedVendor`` rely on it."""
-    methods = {name for name in vars(DataVendor) if not name.startswith("_")} - {"name", "kinds"}
+    described = {"name", "kinds", "reach"}  # what the vendor is, not a read
+    methods = {name for name in vars(DataVendor) if not name.startswith("_")} - described
 
     assert methods == {kind.value for kind in DataKind}
 
@@ -447,3 +460,92 @@ def test_bundled_refuses_other_kinds_naming_them() -> None:
         BundledVendor().news(PAST, WEEK)
     assert BundledVendor().kinds == {DataKind.OHLCV, DataKind.UNIVERSE}
     assert isinstance(BundledVendor(), DataVendor)
+
+
+# -- the router knows time ----------------------------------------------------------------------
+
+NOW = datetime(2026, 12, 6, 12, tzinfo=UTC)
+LATEST_ONLY = Reach(timedelta(days=7), "it keeps only its latest stories")
+
+
+def timed_router(*vendors: FakeVendor) -> DataRouter:
+    return DataRouter(
+        {v.name: v for v in vendors}, {DataKind.NEWS: [v.name for v in vendors]}, clock=lambda: NOW
+    )
+
+
+def test_a_now_only_vendor_is_skipped_for_a_past_as_of_and_named_with_its_reason() -> None:
+    live, archive = FakeVendor("live", reach=LATEST_ONLY), FakeVendor("archive")
+
+    routed = timed_router(live, archive).call(DataKind.NEWS, read_news, as_of=PAST)
+
+    assert (routed.vendor, live.calls) == ("archive", 0)
+    assert routed.passed == routed.timed
+    [reason] = routed.timed
+    assert reason.startswith("live: skipped: it answers news only about now")
+    assert "it keeps only its latest stories" in reason and PAST.isoformat() in reason
+
+
+def test_a_now_only_vendor_answers_for_an_as_of_within_its_freshness() -> None:
+    live = FakeVendor("live", reach=LATEST_ONLY)
+
+    routed = timed_router(live, FakeVendor("archive")).call(
+        DataKind.NEWS, read_news, as_of=NOW - timedelta(days=2)
+    )
+
+    assert (routed.vendor, routed.passed) == ("live", ())
+
+
+def test_a_point_in_time_no_data_is_the_answer_a_now_only_vendor_does_not_replace() -> None:
+    archive = FakeVendor("archive", NoData("no stories in the window"))
+    live = FakeVendor("live", reach=LATEST_ONLY)
+
+    with pytest.raises(NoData) as caught:
+        timed_router(archive, live).call(DataKind.NEWS, read_news, as_of=NOW)
+
+    assert live.calls == 0
+    assert "archive: no stories in the window" in str(caught.value)
+    assert "live: not asked: archive had no news data" in str(caught.value)
+
+
+def test_a_chain_only_now_only_vendors_serve_has_no_data_for_the_past() -> None:
+    """An answer the agent reads ("nothing for that date, and why"), not a missing vendor."""
+    with pytest.raises(NoData, match="live: skipped"):
+        timed_router(FakeVendor("live", reach=LATEST_ONLY)).call(
+            DataKind.NEWS, read_news, as_of=PAST
+        )
+
+
+def test_the_cache_keeps_its_vendors_reach(tmp_path: Path) -> None:
+    live = FakeVendor("live", reach=LATEST_ONLY)
+
+    assert CachedVendor(live, tmp_path).reach(DataKind.NEWS) == LATEST_ONLY
+
+
+def test_yahoos_latest_only_kinds_are_now_only_and_its_bars_point_in_time() -> None:
+    from shared.data.yfinance_vendor import YFinanceVendor
+
+    yahoo = YFinanceVendor()
+    now_only = {kind for kind in yahoo.kinds if not yahoo.reach(kind).point_in_time}
+
+    assert now_only == {
+        DataKind.NEWS,
+        DataKind.MOVERS,
+        DataKind.STATEMENTS,
+        DataKind.FUNDAMENTALS,
+        DataKind.INSIDER,
+    }
+    assert yahoo.reach(DataKind.OHLCV).point_in_time
+
+
+def test_a_tool_answer_names_the_vendors_passed_over_and_why() -> None:
+    from shared.tools.data_tools import DataReader
+
+    reader = DataReader(
+        timed_router(FakeVendor("live", reach=LATEST_ONLY), FakeVendor("archive")), PAST
+    )
+    answer = reader.answer(reader.read(DataKind.NEWS, read_news))
+
+    assert isinstance(answer.value, dict) and answer.vendor == "archive"
+    [reason] = answer.value["vendors_passed_over"]
+    assert reason.startswith("live: skipped: it answers news only about now")

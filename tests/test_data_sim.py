@@ -595,7 +595,8 @@ def test_the_sim_vendor_serves_every_kind_through_the_router() -> None:
     assert SIM.kinds == frozenset(DataKind)
     router = DataRouter({"sim": SIM}, routes={kind: ("sim",) for kind in DataKind})
 
-    routed = router.call(DataKind.OHLCV, lambda v: v.ohlcv("XLK", Timeframe.D1, utc(2015, 1, 5), 3))
+    day = utc(2015, 1, 5)
+    routed = router.call(DataKind.OHLCV, lambda v: v.ohlcv("XLK", Timeframe.D1, day, 3), as_of=day)
     assert routed.vendor == "sim" and all(isinstance(bar, Bar) for bar in routed.value)
     with pytest.raises(NoData, match="sim"):
-        router.call(DataKind.SECTORS, lambda v: v.sectors(utc(2030, 1, 1)))
+        router.call(DataKind.SECTORS, lambda v: v.sectors(utc(2030, 1, 1)), as_of=utc(2030, 1, 1))

@@ -20,6 +20,7 @@ import talib
 from pydantic_core import to_jsonable_python
 
 from shared.data.contracts import (
+    POINT_IN_TIME,
     DataKind,
     Fundamentals,
     IndexLevel,
@@ -31,6 +32,7 @@ from shared.data.contracts import (
     MarketMovers,
     Mover,
     NewsItem,
+    Reach,
     Sector,
     SectorPerformance,
     SocialPost,
@@ -139,6 +141,9 @@ class FakeVendor:
     trades: dict[str, list[InsiderTransaction]] = field(default_factory=dict)
     errors: dict[DataKind, Exception] = field(default_factory=dict)
     reads: list[tuple[str, dict[str, Any], object]] = field(default_factory=list)
+
+    def reach(self, kind: DataKind) -> Reach:
+        return POINT_IN_TIME
 
     def _answer(self, kind: DataKind, answer: Callable[[], Any], /, **arguments: Any) -> Any:
         if kind in self.errors:

@@ -410,10 +410,12 @@ def test_missing_yfinance_lets_the_router_ask_the_next_vendor(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "yfinance", None)
-    router = DataRouter({"yfinance": YFinanceVendor()}, {DataKind.NEWS: ("yfinance",)})
+    router = DataRouter(
+        {"yfinance": YFinanceVendor()}, {DataKind.NEWS: ("yfinance",)}, clock=lambda: NOW
+    )
 
     with pytest.raises(NotConfigured, match="yfinance: yfinance: the optional package yfinance"):
-        router.call(DataKind.NEWS, lambda vendor: vendor.news(NOW, timedelta(days=1)))
+        router.call(DataKind.NEWS, lambda vendor: vendor.news(NOW, timedelta(days=1)), as_of=NOW)
 
 
 def test_yfinance_is_told_to_raise_and_history_gets_the_timeout(market: Market) -> None:

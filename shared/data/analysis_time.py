@@ -33,7 +33,7 @@ def latest_bar(router: DataRouter, symbol: str, as_of: datetime) -> datetime | N
     """
     try:
         routed = router.call(
-            DataKind.OHLCV, lambda vendor: vendor.ohlcv(symbol, Timeframe.D1, as_of, 1)
+            DataKind.OHLCV, lambda vendor: vendor.ohlcv(symbol, Timeframe.D1, as_of, 1), as_of=as_of
         )
     except (NoData, NotConfigured):
         return None

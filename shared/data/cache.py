@@ -34,7 +34,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, get_type_hints
 
 from pydantic import TypeAdapter, ValidationError
 
-from shared.data.contracts import DataKind, DataVendor
+from shared.data.contracts import DataKind, DataVendor, Reach
 from shared.errors import NoData
 
 log = logging.getLogger(__name__)
@@ -97,6 +97,10 @@ class CachedVendor:
         self.directory = Path(directory)
         self.settle = settle
         self._now = now
+
+    def reach(self, kind: DataKind) -> Reach:
+        """The inner vendor's: the cache keeps its answers, it does not widen them."""
+        return self.inner.reach(kind)
 
     universe = _cached(DataVendor.universe)
     ohlcv = _cached(DataVendor.ohlcv)

@@ -288,6 +288,30 @@ class MacroSeries(_Record):
     points: list[MacroPoint]
 
 
+@dataclass(frozen=True)
+class Reach:
+    """How far back one vendor answers one kind: any past ``as_of`` (point in time, the
+    default), or only about now (``fresh_for`` > 0: an ``as_of`` at most that old counts as
+    now). A now-only vendor asked about the past would answer with today's figure, so the
+    router never asks it then (``DataRouter.call``)."""
+
+    fresh_for: timedelta | None = None
+    why: str = ""
+
+    @property
+    def point_in_time(self) -> bool:
+        """Whether it answers for any past ``as_of``."""
+        return self.fresh_for is None
+
+    def answers_for(self, as_of: datetime, now: datetime) -> bool:
+        """Whether ``as_of`` is within what this vendor can answer, at ``now``."""
+        return self.fresh_for is None or now - as_of <= self.fresh_for
+
+
+POINT_IN_TIME = Reach()
+"""What a vendor answers unless it says otherwise: every read as of any past time."""
+
+
 @runtime_checkable
 class DataVendor(Protocol):
     """A source of one or more data kinds. Every method is bounded by ``as_of``.
@@ -312,6 +336,10 @@ class DataVendor(Protocol):
     def kinds(self) -> frozenset[DataKind]:
         """The kinds it serves (may depend on what is configured right now)."""
         ...
+
+    def reach(self, kind: DataKind) -> Reach:
+        """How far back it answers ``kind``; point in time unless a vendor says otherwise."""
+        return POINT_IN_TIME
 
     def universe(self, as_of: datetime) -> list[Listing]:
         raise not_served(self, DataKind.UNIVERSE)

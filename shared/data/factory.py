@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
 from shared.data.cache import CachedVendor
-from shared.data.contracts import DataKind, DataVendor
+from shared.data.contracts import POINT_IN_TIME, DataKind, DataVendor, Reach
 from shared.data.router import DataRouter
 from shared.errors import ConfigError, NotConfigured, lookup
 
@@ -90,6 +90,10 @@ class UnavailableVendor:
     name: str
     reason: str
     kinds: frozenset[DataKind] = frozenset(DataKind)
+
+    def reach(self, kind: DataKind) -> Reach:
+        """Any: every read says why the vendor is unavailable, whatever the time."""
+        return POINT_IN_TIME
 
     def __getattr__(self, method: str) -> Callable[..., NoReturn]:
         if method not in _READS:

@@ -6,15 +6,23 @@ retryable failure (throttled, broken) wins over "no data" because the data may
 exist, so Temporal retries; if no vendor of the chain could even be asked, the
 caller gets ``NotConfigured``; otherwise ``NoData`` listing what each vendor
 said, which the agent reads as an answer.
+
+The router knows time. A vendor that answers a kind only about now (``Reach``: Yahoo's
+latest news, a live screener) is never asked for an ``as_of`` older than its freshness
+window: it would answer first with today's figure. Nor is it asked after a point-in-time
+vendor found nothing: that vendor's "no data" for the window is the answer, and a now-only
+vendor cannot know better. Every vendor passed over on the way to the answer, and why,
+travels with it (``Routed.passed``), so the agent and the report can say so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
-from shared.data.contracts import DataKind, DataVendor
+from shared.data.contracts import DataKind, DataVendor, Reach
 from shared.errors import InvalidInput, NoData, NotConfigured, RateLimited, VendorFailure
 
 T = TypeVar("T")
@@ -28,12 +36,21 @@ DEFAULT_ROUTES: dict[DataKind, tuple[str, ...]] = {
 }
 
 
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 @dataclass(frozen=True)
 class Routed(Generic[T]):
-    """A vendor's answer and which vendor gave it (recorded in tool results)."""
+    """A vendor's answer, which vendor gave it, and why each vendor before it did not:
+    ``passed`` all of them (a vendor not configured, one with no data), ``timed`` those not
+    asked because of the time asked about, which whoever reads the answer must know (it says
+    what the answer could not include)."""
 
     value: T
     vendor: str
+    passed: tuple[str, ...] = ()
+    timed: tuple[str, ...] = ()
 
 
 class DataRouter:
@@ -43,6 +60,7 @@ class DataRouter:
         self,
         vendors: Mapping[str, DataVendor],
         routes: Mapping[DataKind, Sequence[str]] = DEFAULT_ROUTES,
+        clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         unknown = sorted(
             {n for chain in routes.values() for n in chain} - set(vendors) - _OPTIONAL_VENDORS
@@ -55,24 +73,45 @@ class DataRouter:
             )
         self.vendors = dict(vendors)
         self.routes = {kind: tuple(chain) for kind, chain in routes.items()}
+        self.clock = clock
 
-    def call(self, kind: DataKind, read: Callable[[DataVendor], T]) -> Routed[T]:
-        """``read(vendor)`` on the first vendor of ``kind``'s chain that answers."""
+    def call(
+        self, kind: DataKind, read: Callable[[DataVendor], T], *, as_of: datetime
+    ) -> Routed[T]:
+        """``read(vendor)`` on the first vendor of ``kind``'s chain that answers for ``as_of``."""
         said: list[str] = []
+        timed: list[str] = []
         retryable: RateLimited | VendorFailure | None = None
         asked_any = False
+        found_nothing: str | None = None  # a point-in-time vendor that had no data
         for name in self.routes.get(kind, ()):
             vendor = self.vendors.get(name)
             if vendor is None or kind not in vendor.kinds:
                 said.append(f"{name}: does not serve {kind.value}")
                 continue
+            reach = vendor.reach(kind)
+            if not reach.point_in_time:
+                if not reach.answers_for(as_of, self.clock()):
+                    # Nothing to be had for that time from it: "no data", not a missing vendor.
+                    timed.append(_too_old(name, kind, reach, as_of))
+                    said.append(timed[-1])
+                    asked_any = True
+                    continue
+                if found_nothing is not None:
+                    said.append(
+                        f"{name}: not asked: {found_nothing} had no {kind.value} data as of "
+                        f"{as_of.isoformat()}, and {name} answers only about now"
+                    )
+                    continue
             try:
-                return Routed(read(vendor), name)
+                return Routed(read(vendor), name, tuple(said), tuple(timed))
             except NotConfigured as error:
                 said.append(f"{name}: {error}")
             except NoData as error:
                 said.append(f"{name}: {error}")
                 asked_any = True
+                if reach.point_in_time:
+                    found_nothing = found_nothing or name
             except (RateLimited, VendorFailure) as error:
                 said.append(f"{name}: {error}")
                 retryable = error
@@ -88,3 +127,13 @@ class DataRouter:
                 "QUANTDESK_DATA_ROUTES.",
             )
         raise NoData(f"no {kind.value} data ({summary})")
+
+
+def _too_old(name: str, kind: DataKind, reach: Reach, as_of: datetime) -> str:
+    """Why a now-only vendor was not asked about ``as_of``."""
+    assert reach.fresh_for is not None
+    days = reach.fresh_for.total_seconds() / 86400
+    return (
+        f"{name}: skipped: it answers {kind.value} only about now ({reach.why}; an as_of at "
+        f"most {days:g} day(s) old), and {as_of.isoformat()} is older"
+    )

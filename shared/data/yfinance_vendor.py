@@ -49,6 +49,7 @@ from shared.data.contracts import (
     NewsItem,
     NewsQuery,
     NewsSearch,
+    Reach,
     Sector,
     SectorPerformance,
     Statement,
@@ -72,6 +73,23 @@ def install_fix() -> str:
 
 LIVE_TOLERANCE = timedelta(days=1)
 """How far in the past ``as_of`` may be for a live screener to answer it."""
+RECENT = timedelta(days=7)
+"""How old an ``as_of`` may be for Yahoo's latest-only answers to stand for it."""
+
+YAHOO_REACH: dict[DataKind, Reach] = {
+    DataKind.NEWS: Reach(RECENT, "Yahoo keeps only its latest stories"),
+    DataKind.MOVERS: Reach(LIVE_TOLERANCE, "Yahoo's screeners are live"),
+    DataKind.STATEMENTS: Reach(
+        RECENT, "Yahoo gives its latest (restated) figures, without their filing dates"
+    ),
+    DataKind.FUNDAMENTALS: Reach(
+        RECENT, "computed from Yahoo's latest (restated) statements, without filing dates"
+    ),
+    DataKind.INSIDER: Reach(RECENT, "Yahoo keeps only recent insider trades"),
+}
+"""The kinds Yahoo answers only about now. Its bars are dated (sectors and indices come from
+them), so they answer for the past; they are adjusted for splits and dividends since, which
+issue 37's raw bars will address."""
 
 _EARLIEST = pd.Timestamp("1970-01-01", tz=UTC)  # a read of all history starts here
 _NEWS_COUNT = 50  # stories asked for; Yahoo returns its latest, filtered by as_of after
@@ -124,6 +142,10 @@ class YFinanceVendor(DataVendor, NewsSearch):
         return self._kinds
 
     # --- the DataVendor interface ---------------------------------------------------
+
+    def reach(self, kind: DataKind) -> Reach:
+        """``YAHOO_REACH``'s now-only kinds; the others as of any past time."""
+        return YAHOO_REACH.get(kind, Reach())
 
     def universe(self, as_of: datetime) -> list[Listing]:
         """The configured symbols as listings (names and sectors are Yahoo's current ones)."""

@@ -75,6 +75,7 @@ class MarketReader:
             routed = self.router.call(
                 DataKind.OHLCV,
                 lambda vendor: vendor.ohlcv(symbol, Timeframe.D1, self.as_of, lookback),
+                as_of=self.as_of,
             )
         except (NoData, NotConfigured) as error:
             return str(error)
@@ -132,13 +133,15 @@ class MarketReader:
         lookups: tuple[Callable[[], Sector | None], ...] = (
             lambda: (
                 self.router.call(
-                    DataKind.UNIVERSE, lambda v: _listed(v, wanted, self.as_of)
+                    DataKind.UNIVERSE, lambda v: _listed(v, wanted, self.as_of), as_of=self.as_of
                 ).value.sector
             ),
             lambda: self._listed_by_pricing_vendor(wanted),
             lambda: (
                 self.router.call(
-                    DataKind.FUNDAMENTALS, lambda v: v.fundamentals(wanted, self.as_of)
+                    DataKind.FUNDAMENTALS,
+                    lambda v: v.fundamentals(wanted, self.as_of),
+                    as_of=self.as_of,
                 ).value.sector
             ),
         )

@@ -10,7 +10,9 @@ The reader turns the router's outcomes into what the model should read: an
 answer names its vendor and says plainly when the data is simulated; "no data in
 the window" becomes a plain sentence (``NoData``, an answer); a kind no vendor
 is configured for becomes ``NotConfigured`` (an error result); throttled or
-broken vendors propagate so Temporal retries.
+broken vendors propagate so Temporal retries. A vendor the router did not ask because it
+answers only about now, and the analysis time is past, is named with its reason
+(``vendors_passed_over``): the model then knows what the answer could not include.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class DataReader:
         self.router = router
         self.as_of = as_of
         self.vendors: set[str] = set()
+        self.passed: list[str] = []  # vendors not asked for this time, and why
         self.simulated = False
 
     def read(
@@ -78,13 +81,14 @@ class DataReader:
         "no data" answer: "no news data for ACME in the window (7 days up to ...)".
         """
         try:
-            routed = self.router.call(kind, read)
+            routed = self.router.call(kind, read, as_of=self.as_of)
         except NoData as error:
             about = f" for {subject}" if subject else ""
             as_of = self.as_of.isoformat()
             span = f"in the window ({window} up to {as_of})" if window else f"as of {as_of}"
             raise NoData(f"no {kind.value} data{about} {span}: {error}") from None
         self.vendors.add(routed.vendor)
+        self.passed.extend(reason for reason in routed.timed if reason not in self.passed)
         self.simulated |= routed.vendor in SIMULATED_VENDORS or _flagged(routed.value)
         return routed.value
 
@@ -96,6 +100,7 @@ class DataReader:
             "vendor": vendor,
             "simulated": self.simulated,
             **({"note": SIMULATED_NOTE} if self.simulated else {}),
+            **({"vendors_passed_over": self.passed} if self.passed else {}),
             "data": to_jsonable_python(value),
         }
         return ToolOutput(frame, vendor=vendor)
