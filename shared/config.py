@@ -394,6 +394,37 @@ ALPACA_KEY_ID_ENV = "APCA_API_KEY_ID"
 ALPACA_SECRET_KEY_ENV = "APCA_API_SECRET_KEY"
 
 
+def _from_vendor_variables(data: object, variables: dict[str, str]) -> object:
+    """``data`` with each field of ``variables`` not given taken from the vendor's own
+    environment variable (``FRED_API_KEY``), as the vendor's SDKs read it."""
+    if not isinstance(data, dict):
+        return data
+    merged = dict(data)
+    for field, variable in variables.items():
+        if merged.get(field) is None and os.environ.get(variable):
+            merged[field] = os.environ[variable]
+    return merged
+
+
+FRED_KEY_ENV = "FRED_API_KEY"
+FRED_URL = "https://api.stlouisfed.org/fred"
+
+
+class FredSettings(BaseModel):
+    """FRED / ALFRED, the St. Louis Fed's macro series with their vintages (a free key;
+    120 requests a minute)."""
+
+    base_url: str = Field(FRED_URL, description="the API root; a stand-in or a proxy may take it")
+    timeout_seconds: float = Field(10, gt=0, le=120, description="one HTTP call's limit")
+    api_key: SecretStr | None = Field(None, description=f"default: ${FRED_KEY_ENV}")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _key_from_freds_variable(cls, data: object) -> object:
+        """``FRED_API_KEY``, as FRED's clients read it, when no key is given."""
+        return _from_vendor_variables(data, {"api_key": FRED_KEY_ENV})
+
+
 class AlpacaSettings(BaseModel):
     """The Alpaca Trading API: where it is, how long one call may take, and the key pair.
 
@@ -427,16 +458,9 @@ class AlpacaSettings(BaseModel):
     @classmethod
     def _keys_from_alpacas_variables(cls, data: object) -> object:
         """Alpaca's own variables, as its SDKs and CLI read them, when no key is given."""
-        if not isinstance(data, dict):
-            return data
-        merged = dict(data)
-        for field, variable in (
-            ("key_id", ALPACA_KEY_ID_ENV),
-            ("secret_key", ALPACA_SECRET_KEY_ENV),
-        ):
-            if merged.get(field) is None and os.environ.get(variable):
-                merged[field] = os.environ[variable]
-        return merged
+        return _from_vendor_variables(
+            data, {"key_id": ALPACA_KEY_ID_ENV, "secret_key": ALPACA_SECRET_KEY_ENV}
+        )
 
     @property
     def url(self) -> str:
@@ -533,6 +557,10 @@ class Settings(_ProviderBlocks):
         ),
     )
     data_seed: int = Field(7, description="seed of the simulated market (the sim vendor)")
+    fred: FredSettings = Field(
+        default_factory=FredSettings,
+        description="FRED / ALFRED (QUANTDESK_FRED__*; the key from FRED_API_KEY)",
+    )
     data_cache: bool = Field(True, description="keep network vendors' answers in data_dir")
     broker_limits: BrokerLimits = Field(
         default_factory=_default_broker_limits,

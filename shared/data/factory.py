@@ -66,11 +66,18 @@ def _yfinance(settings: Settings) -> DataVendor:
     return YFinanceVendor()
 
 
+def _fred(settings: Settings) -> DataVendor:
+    from shared.data.fred import FredVendor
+
+    return FredVendor(settings.fred)
+
+
 VENDORS: dict[str, VendorSpec] = {
     "local": VendorSpec(_local),
     "bundled": VendorSpec(_bundled),
     "sim": VendorSpec(_sim),
     "yfinance": VendorSpec(_yfinance, cacheable=True),
+    "fred": VendorSpec(_fred, cacheable=True),
 }
 """Every vendor a route may name."""
 
