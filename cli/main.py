@@ -10,6 +10,7 @@ import typer
 from cli.backtest import register as register_backtest
 from cli.broker import broker_app
 from cli.codec import codec_app
+from cli.data import data_app
 from cli.evaluate import eval_app
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.mcp import register as register_mcp
@@ -61,6 +62,7 @@ app.add_typer(broker_app, name="broker")
 app.add_typer(model_app, name="model")
 app.add_typer(prompt_app, name="prompt")
 app.add_typer(codec_app, name="codec")
+app.add_typer(data_app, name="data")
 
 
 @app.command()

@@ -25,7 +25,7 @@ timeout or a dropped connection ``VendorFailure``, an unknown series ``NoData``.
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
@@ -106,8 +106,9 @@ def vintage_day(series: str, as_of: datetime) -> date:
 
 
 def released_at(series: str, day: date) -> datetime:
-    """When a version published on ``day`` became visible."""
-    return datetime.combine(day, RELEASE_TIMES.get(series, END_OF_DAY), NEW_YORK)
+    """When a version published on ``day`` became visible, in UTC."""
+    local = datetime.combine(day, RELEASE_TIMES.get(series, END_OF_DAY), NEW_YORK)
+    return local.astimezone(UTC)
 
 
 class FredVendor(DataVendor):
