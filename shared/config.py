@@ -425,6 +425,29 @@ class FredSettings(BaseModel):
         return _from_vendor_variables(data, {"api_key": FRED_KEY_ENV})
 
 
+EDGAR_IDENTITY_ENV = "EDGAR_IDENTITY"
+
+
+class SecSettings(BaseModel):
+    """SEC EDGAR's JSON APIs and filings (no key; the SEC asks every client to name a contact
+    in its User-Agent, and allows 10 requests a second)."""
+
+    identity: str | None = Field(
+        None,
+        description=f"who calls, as the SEC asks: 'Name email@example.com' (default: "
+        f"${EDGAR_IDENTITY_ENV})",
+    )
+    data_url: str = Field("https://data.sec.gov", description="companyfacts and submissions")
+    www_url: str = Field("https://www.sec.gov", description="the ticker list and the filings")
+    timeout_seconds: float = Field(10, gt=0, le=120, description="one HTTP call's limit")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _identity_from_edgars_variable(cls, data: object) -> object:
+        """``EDGAR_IDENTITY``, as edgartools reads it, when no identity is given."""
+        return _from_vendor_variables(data, {"identity": EDGAR_IDENTITY_ENV})
+
+
 class AlpacaSettings(BaseModel):
     """The Alpaca Trading API: where it is, how long one call may take, and the key pair.
 
@@ -557,6 +580,10 @@ class Settings(_ProviderBlocks):
         ),
     )
     data_seed: int = Field(7, description="seed of the simulated market (the sim vendor)")
+    sec: SecSettings = Field(
+        default_factory=SecSettings,
+        description="SEC EDGAR (QUANTDESK_SEC__*; the contact from EDGAR_IDENTITY)",
+    )
     fred: FredSettings = Field(
         default_factory=FredSettings,
         description="FRED / ALFRED (QUANTDESK_FRED__*; the key from FRED_API_KEY)",

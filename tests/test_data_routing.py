@@ -282,7 +282,7 @@ def test_protocol_methods_are_named_after_the_kinds() -> None:
 
 
 def test_an_unknown_vendor_name_is_invalid_input(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInput, match="bundled, fred, local, sim, yfinance"):
+    with pytest.raises(InvalidInput, match="bundled, fred, local, sec, sim, yfinance"):
         build_vendor("bloomberg", load_settings(data_dir=tmp_path))
 
 

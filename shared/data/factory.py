@@ -17,12 +17,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, NoReturn
 
 from shared.data.cache import CachedVendor
 from shared.data.contracts import POINT_IN_TIME, DataKind, DataVendor, Reach
 from shared.data.router import DataRouter
-from shared.errors import ConfigError, NotConfigured, lookup
+from shared.errors import ConfigError, InvalidInput, NoData, NotConfigured, lookup
 
 if TYPE_CHECKING:
     from shared.config import Settings
@@ -72,12 +73,46 @@ def _fred(settings: Settings) -> DataVendor:
     return FredVendor(settings.fred)
 
 
+def _sec(settings: Settings) -> DataVendor:
+    from shared.data.sec import SecVendor
+
+    return SecVendor(settings.sec, price_at=closes_without("sec", settings))
+
+
+def closes_without(vendor: str, settings: Settings) -> Callable[[str, datetime], float | None]:
+    """The daily close of a symbol at ``as_of`` from the bars' chain less ``vendor`` (a vendor
+    that needs prices and serves none), or None; the chain is built on first use."""
+    from shared.market.bars import Timeframe
+
+    router: list[DataRouter] = []
+
+    def close(symbol: str, as_of: datetime) -> float | None:
+        if not router:
+            chain = [n for n in settings.data_routes.get(DataKind.OHLCV, []) if n != vendor]
+            vendors = {name: build_vendor(name, settings) for name in chain}
+            router.append(DataRouter(vendors, {DataKind.OHLCV: chain}))
+        try:
+            bars = (
+                router[0]
+                .call(
+                    DataKind.OHLCV, lambda v: v.ohlcv(symbol, Timeframe.D1, as_of, 1), as_of=as_of
+                )
+                .value
+            )
+        except (NoData, NotConfigured, InvalidInput):
+            return None
+        return bars[-1].close if bars else None
+
+    return close
+
+
 VENDORS: dict[str, VendorSpec] = {
     "local": VendorSpec(_local),
     "bundled": VendorSpec(_bundled),
     "sim": VendorSpec(_sim),
     "yfinance": VendorSpec(_yfinance, cacheable=True),
     "fred": VendorSpec(_fred, cacheable=True),
+    "sec": VendorSpec(_sec, cacheable=True),
 }
 """Every vendor a route may name."""
 

@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from shared.config import FRED_KEY_ENV, FredSettings
 from shared.data.contracts import DataKind, DataVendor, MacroPoint, MacroSeries
+from shared.data.http_vendor import get, json_of, retry_after
 from shared.errors import InvalidInput, NoData, NotConfigured, RateLimited, VendorFailure
 
 M = TypeVar("M", bound=BaseModel)
@@ -179,18 +180,10 @@ class FredVendor(DataVendor):
             "file_type": "json",
             **params,
         }
-        try:
-            response = self._http.get(path, params=query)
-        except httpx.TimeoutException:
-            raise VendorFailure(f"FRED gave no answer in {self._http.timeout.read} s") from None
-        except httpx.TransportError as error:
-            raise VendorFailure(f"FRED could not be reached ({type(error).__name__})") from None
-        if response.status_code == 200:
-            try:
-                return response.json()
-            except ValueError:
-                raise VendorFailure("FRED answered with a body that is not JSON") from None
-        raise _error(response, series_id)
+        response = get(
+            self._http, "FRED", path, query, refused=lambda answer: _error(answer, series_id)
+        )
+        return json_of(response, "FRED")
 
 
 def _error(response: httpx.Response, series_id: str) -> Exception:
@@ -202,9 +195,8 @@ def _error(response: httpx.Response, series_id: str) -> Exception:
     status = response.status_code
     said = f"FRED answered {status}" + (f": {message}" if message else "")
     if status == 429:
-        wait = response.headers.get("Retry-After", "")
-        retry = timedelta(seconds=int(wait)) if wait.isdigit() else DEFAULT_RETRY_AFTER
-        return RateLimited(f"{said} (120 requests a minute per key)", retry_after=retry)
+        wait = retry_after(response, DEFAULT_RETRY_AFTER)
+        return RateLimited(f"{said} (120 requests a minute per key)", retry_after=wait)
     if status >= 500:
         return VendorFailure(said)
     if "api_key" in message or status in (401, 403):

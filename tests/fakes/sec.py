@@ -1,0 +1,147 @@
+"""A strict SEC EDGAR stand-in, written from the SEC's documentation of its JSON APIs
+("EDGAR Application Programming Interfaces") and of Form 4's XML (the ownershipDocument
+schema), with a fictional company's data of our own.
+
+It serves ``/files/company_tickers.json``, ``/submissions/CIK##########.json``,
+``/api/xbrl/companyfacts/CIK##########.json`` and filings under ``/Archives/edgar/data/``
+(one server stands for both www.sec.gov and data.sec.gov). As the SEC does, it refuses with
+403 a request whose User-Agent names no contact (no e-mail address), answers 429 past 10
+requests in a second, and 404 for a CIK or a document it does not have. ``fail_next``
+queues a fault for the next request. Every request is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.fakes.served import ServedInThread
+
+UNDECLARED = (
+    "<html><body><h1>Your Request Originates from an Undeclared Automated Tool</h1>"
+    "<p>To allow for equitable access to all users, SEC reserves the right to limit requests "
+    "originating from undeclared automated tools. Please declare your traffic by updating your "
+    "user agent to include company specific information.</p></body></html>"
+)
+RATE_EXCEEDED = "<html><body><h1>Request Rate Threshold Exceeded</h1></body></html>"
+
+
+@dataclass
+class SecCompany:
+    """One filer: what its submissions and company facts say, and its filed documents."""
+
+    cik: int
+    ticker: str
+    name: str
+    sic: str
+    sic_description: str
+    facts: dict[str, Any]
+    filings: list[dict[str, str]]
+    documents: dict[str, str] = field(default_factory=dict)
+    """Path under ``/Archives/edgar/data/<cik>/`` → the document's text."""
+
+
+class FakeSec(ServedInThread):
+    """EDGAR on a loopback port; ``url`` is what both ``QUANTDESK_SEC__DATA_URL`` and
+    ``QUANTDESK_SEC__WWW_URL`` take."""
+
+    def __init__(self, companies: list[SecCompany], *, per_second: int = 10) -> None:
+        super().__init__()
+        self.companies = {company.cik: company for company in companies}
+        self.per_second = per_second
+        self.requests: list[tuple[str, str]] = []
+        self.statuses: deque[int] = deque()
+        self._times: deque[float] = deque()
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def fail_next(self, status: int) -> None:
+        self.statuses.append(status)
+
+    def _server(self) -> ThreadingHTTPServer:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:
+                """Quiet."""
+
+            def do_GET(self) -> None:
+                agent = self.headers.get("User-Agent", "")
+                status, body, kind = fake.answer(self.path, agent)
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+
+    def answer(self, path: str, agent: str) -> tuple[int, str, str]:
+        """Status, body and content type of one request."""
+        html, js = "text/html", "application/json"
+        with self._lock:
+            self.requests.append((path, agent))
+            queued = self.statuses.popleft() if self.statuses else None
+            limited = self._over_limit()
+        if "@" not in agent:
+            return 403, UNDECLARED, html
+        if queued is not None:
+            return queued, f"<html><body>{queued}</body></html>", html
+        if limited:
+            return 429, RATE_EXCEEDED, html
+        if path == "/files/company_tickers.json":
+            rows = {
+                str(i): {"cik_str": c.cik, "ticker": c.ticker, "title": c.name}
+                for i, c in enumerate(self.companies.values())
+            }
+            return 200, json.dumps(rows), js
+        for prefix, build in (
+            ("/submissions/CIK", self._submissions),
+            ("/api/xbrl/companyfacts/CIK", self._facts),
+        ):
+            if path.startswith(prefix) and path.endswith(".json"):
+                company = self.companies.get(int(path[len(prefix) : -len(".json")]))
+                if company is None:
+                    break
+                return 200, json.dumps(build(company)), js
+        if path.startswith("/Archives/edgar/data/"):
+            cik, _, rest = path[len("/Archives/edgar/data/") :].partition("/")
+            company = self.companies.get(int(cik)) if cik.isdigit() else None
+            if company is not None and rest in company.documents:
+                return 200, company.documents[rest], "application/xml"
+        return 404, "<html><body>Not Found</body></html>", html
+
+    def _over_limit(self) -> bool:
+        now = time.monotonic()
+        while self._times and now - self._times[0] > 1.0:
+            self._times.popleft()
+        self._times.append(now)
+        return len(self._times) > self.per_second
+
+    @staticmethod
+    def _submissions(company: SecCompany) -> dict[str, Any]:
+        columns = ("accessionNumber", "filingDate", "acceptanceDateTime", "form", "primaryDocument")
+        return {
+            "cik": f"{company.cik:010d}",
+            "name": company.name,
+            "sic": company.sic,
+            "sicDescription": company.sic_description,
+            "tickers": [company.ticker],
+            "filings": {
+                "recent": {c: [filing[c] for filing in company.filings] for c in columns},
+                "files": [],
+            },
+        }
+
+    @staticmethod
+    def _facts(company: SecCompany) -> dict[str, Any]:
+        return {"cik": company.cik, "entityName": company.name, "facts": company.facts}
