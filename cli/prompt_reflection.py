@@ -39,6 +39,7 @@ def _decided_at(symbol: str, now: datetime, services: ToolServices) -> datetime:
     bars = services.router.call(
         DataKind.OHLCV,
         lambda vendor: vendor.ohlcv(symbol, TIMEFRAME, now, DEFAULT_HORIZON_BARS + 1),
+        as_of=now,
     ).value
     if len(bars) <= DEFAULT_HORIZON_BARS:
         raise InvalidInput(

@@ -425,6 +425,19 @@ class FredSettings(BaseModel):
         return _from_vendor_variables(data, {"api_key": FRED_KEY_ENV})
 
 
+class VendorQuota(BaseModel):
+    """At most ``requests`` in any ``seconds``, for the whole desk (``shared.data.quota``)."""
+
+    requests: int = Field(ge=1)
+    seconds: float = Field(gt=0)
+
+
+DEFAULT_QUOTAS: dict[str, VendorQuota] = {
+    "sec": VendorQuota(requests=10, seconds=1),
+    "fred": VendorQuota(requests=120, seconds=60),
+}
+"""What each metered data vendor allows, from its documentation."""
+
 EDGAR_IDENTITY_ENV = "EDGAR_IDENTITY"
 
 
@@ -580,6 +593,11 @@ class Settings(_ProviderBlocks):
         ),
     )
     data_seed: int = Field(7, description="seed of the simulated market (the sim vendor)")
+    data_quotas: dict[str, VendorQuota] = Field(
+        default_factory=lambda: dict(DEFAULT_QUOTAS),
+        description='requests each data vendor allows the whole desk, JSON like {"fred": '
+        '{"requests": 120, "seconds": 60}}, merged over the defaults',
+    )
     sec: SecSettings = Field(
         default_factory=SecSettings,
         description="SEC EDGAR (QUANTDESK_SEC__*; the contact from EDGAR_IDENTITY)",
@@ -659,6 +677,11 @@ class Settings(_ProviderBlocks):
     @classmethod
     def _over_default_prices(cls, value: dict[str, ModelPrice]) -> dict[str, ModelPrice]:
         return {**list_prices(), **value}
+
+    @field_validator("data_quotas", mode="after")
+    @classmethod
+    def _over_default_quotas(cls, value: dict[str, VendorQuota]) -> dict[str, VendorQuota]:
+        return {**DEFAULT_QUOTAS, **value}
 
     def price_of(self, model: str) -> ModelPrice | None:
         """The configured price of ``model``, if it has one."""

@@ -70,13 +70,22 @@ def _yfinance(settings: Settings) -> DataVendor:
 def _fred(settings: Settings) -> DataVendor:
     from shared.data.fred import FredVendor
 
-    return FredVendor(settings.fred)
+    return FredVendor(settings.fred, gate=desk_gate("fred", settings))
 
 
 def _sec(settings: Settings) -> DataVendor:
     from shared.data.sec import SecVendor
 
-    return SecVendor(settings.sec, price_at=closes_without("sec", settings))
+    return SecVendor(
+        settings.sec, price_at=closes_without("sec", settings), gate=desk_gate("sec", settings)
+    )
+
+
+def desk_gate(vendor: str, settings: Settings) -> Callable[[], None]:
+    """The desk's quota of ``vendor``, counted in the desk's database (``shared.data.quota``)."""
+    from shared.data.quota import QuotaStore
+
+    return QuotaStore.from_settings(settings).gate(vendor, settings.data_quotas[vendor])
 
 
 def closes_without(vendor: str, settings: Settings) -> Callable[[str, datetime], float | None]:

@@ -20,7 +20,7 @@ The key (``FRED_API_KEY``, free) travels as a query parameter, as FRED requires;
 appears in an error or a log line. Errors map to the router's kinds: a missing or refused key
 is ``NotConfigured`` (the router asks the next vendor), a 429 ``RateLimited``, a 5xx, a
 timeout or a dropped connection ``VendorFailure``, an unknown series ``NoData``. FRED allows
-120 requests a minute per key.
+120 requests a minute per key: each request first passes the desk's quota (``gate``).
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ from zoneinfo import ZoneInfo
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
-from shared.config import FRED_KEY_ENV, FredSettings
+from shared.config import DEFAULT_QUOTAS, FRED_KEY_ENV, FredSettings
 from shared.data.contracts import DataKind, DataVendor, MacroPoint, MacroSeries
 from shared.data.http_vendor import get, json_of, retry_after
+from shared.data.quota import Gate, LocalQuota
 from shared.errors import InvalidInput, NoData, NotConfigured, RateLimited, VendorFailure
 
 M = TypeVar("M", bound=BaseModel)
@@ -119,7 +120,10 @@ class FredVendor(DataVendor):
     kinds = frozenset({DataKind.MACRO})
 
     def __init__(
-        self, settings: FredSettings, transport: httpx.BaseTransport | None = None
+        self,
+        settings: FredSettings,
+        gate: Gate | None = None,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         if settings.api_key is None or not settings.api_key.get_secret_value():
             raise NotConfigured(f"FRED needs a key and {FRED_KEY_ENV} is not set", fix=KEY_FIX)
@@ -130,6 +134,7 @@ class FredVendor(DataVendor):
             transport=transport,
         )
         self._titles: dict[str, _SeriesInfo] = {}
+        self._gate = gate or LocalQuota(NAME, DEFAULT_QUOTAS[NAME])
 
     def macro(self, series: str, as_of: datetime, lookback: int = 24) -> MacroSeries:
         """The last ``lookback`` observations of ``series`` in the vintage current at
@@ -180,6 +185,7 @@ class FredVendor(DataVendor):
             "file_type": "json",
             **params,
         }
+        self._gate()
         response = get(
             self._http, "FRED", path, query, refused=lambda answer: _error(answer, series_id)
         )

@@ -16,13 +16,12 @@ global state. Its bulk-file readers are not needed either: the JSON is the same.
   the filing's acceptance.
 
 The SEC refuses (403) a request whose User-Agent names no contact, so one is required
-(``EDGAR_IDENTITY``: "Name email@example.com"), and allows 10 requests a second: calls of one
-process are spaced by a tenth of a second.
+(``EDGAR_IDENTITY``: "Name email@example.com"), and allows 10 requests a second: each request
+first passes the desk's quota (``gate``, ``shared.data.quota``).
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -31,7 +30,7 @@ from xml.etree import ElementTree
 
 import httpx
 
-from shared.config import EDGAR_IDENTITY_ENV, SecSettings
+from shared.config import DEFAULT_QUOTAS, EDGAR_IDENTITY_ENV, SecSettings
 from shared.data.contracts import (
     DataKind,
     DataVendor,
@@ -45,6 +44,7 @@ from shared.data.contracts import (
 )
 from shared.data.figures import compute_fundamentals
 from shared.data.http_vendor import get, json_of, retry_after
+from shared.data.quota import Gate, LocalQuota
 from shared.data.sec_facts import statements_known_at
 from shared.errors import NoData, NotConfigured, RateLimited, VendorFailure
 
@@ -53,8 +53,6 @@ IDENTITY_FIX = (
     f"Set {EDGAR_IDENTITY_ENV} to who calls, e.g. 'Jane Doe jane@example.com' (the SEC's "
     "rule for automated access), or route the kind to another vendor."
 )
-MIN_INTERVAL = 0.11
-"""Under the SEC's 10 requests a second, for the calls of one process."""
 FRESH_FOR = 600.0
 """Seconds a company's ticker list, filings and facts are reused in one process: a running
 desk sees a new filing within ten minutes, and a run reads each once, not once per tool call
@@ -138,6 +136,7 @@ class SecVendor(DataVendor):
         self,
         settings: SecSettings,
         price_at: PriceAt = lambda symbol, as_of: None,
+        gate: Gate | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not settings.identity or "@" not in settings.identity:
@@ -154,8 +153,7 @@ class SecVendor(DataVendor):
         self._data_url = settings.data_url.rstrip("/")
         self._www_url = settings.www_url.rstrip("/")
         self._price_at = price_at
-        self._spacing = threading.Lock()
-        self._last_call = 0.0
+        self._gate = gate or LocalQuota(NAME, DEFAULT_QUOTAS[NAME])
         self._documents: dict[str, tuple[float, Any]] = {}
 
     def reach(self, kind: DataKind) -> Reach:
@@ -294,12 +292,8 @@ class SecVendor(DataVendor):
         return document
 
     def _get(self, url: str, what: str) -> httpx.Response:
-        """One GET, spaced from this process's last by ``MIN_INTERVAL``."""
-        with self._spacing:
-            wait = self._last_call + MIN_INTERVAL - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-            self._last_call = time.monotonic()
+        """One GET, once the desk's quota has room for it."""
+        self._gate()
         return get(self._http, "the SEC", url, refused=lambda response: _error(response, what))
 
 

@@ -72,6 +72,8 @@ class FakeFred(ServedInThread):
         self.series = series
         self.per_minute = per_minute
         self.requests: list[tuple[str, dict[str, str]]] = []
+        self.arrivals: list[float] = []
+        """When each request arrived (``time.monotonic``)."""
         self.faults: deque[Fault] = deque()
         self._times: deque[float] = deque()
         self._lock = threading.Lock()
@@ -111,6 +113,7 @@ class FakeFred(ServedInThread):
         """The status and JSON body for one request (0: the connection was dropped)."""
         with self._lock:
             self.requests.append((path, params))
+            self.arrivals.append(time.monotonic())
             fault = self.faults.popleft() if self.faults else None
             limited = self._over_limit()
         if fault is not None:
