@@ -17,16 +17,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, NoReturn
 
 from shared.data.cache import CachedVendor
 from shared.data.contracts import POINT_IN_TIME, DataKind, DataVendor, Reach
 from shared.data.router import DataRouter
-from shared.errors import ConfigError, InvalidInput, NoData, NotConfigured, lookup
+from shared.errors import ConfigError, NotConfigured, lookup
 
 if TYPE_CHECKING:
     from shared.config import Settings
+    from shared.data.from_bars import OtherVendors
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def _sec(settings: Settings) -> DataVendor:
     from shared.data.sec import SecVendor
 
     return SecVendor(
-        settings.sec, price_at=closes_without("sec", settings), gate=desk_gate("sec", settings)
+        settings.sec, price_at=others_than("sec", settings).close, gate=desk_gate("sec", settings)
     )
 
 
@@ -88,31 +88,24 @@ def desk_gate(vendor: str, settings: Settings) -> Callable[[], None]:
     return QuotaStore.from_settings(settings).gate(vendor, settings.data_quotas[vendor])
 
 
-def closes_without(vendor: str, settings: Settings) -> Callable[[str, datetime], float | None]:
-    """The daily close of a symbol at ``as_of`` from the bars' chain less ``vendor`` (a vendor
-    that needs prices and serves none), or None; the chain is built on first use."""
-    from shared.market.bars import Timeframe
+def others_than(vendor: str, settings: Settings) -> OtherVendors:
+    """The bars' and the universe's chains less ``vendor``, for a vendor that computes from
+    other vendors' data; built on first use."""
+    from shared.data.from_bars import OtherVendors
 
-    router: list[DataRouter] = []
+    def build() -> DataRouter:
+        kinds = (DataKind.OHLCV, DataKind.UNIVERSE)
+        chains = {k: [n for n in settings.data_routes.get(k, []) if n != vendor] for k in kinds}
+        names = sorted({name for chain in chains.values() for name in chain})
+        return DataRouter({name: build_vendor(name, settings) for name in names}, chains)
 
-    def close(symbol: str, as_of: datetime) -> float | None:
-        if not router:
-            chain = [n for n in settings.data_routes.get(DataKind.OHLCV, []) if n != vendor]
-            vendors = {name: build_vendor(name, settings) for name in chain}
-            router.append(DataRouter(vendors, {DataKind.OHLCV: chain}))
-        try:
-            bars = (
-                router[0]
-                .call(
-                    DataKind.OHLCV, lambda v: v.ohlcv(symbol, Timeframe.D1, as_of, 1), as_of=as_of
-                )
-                .value
-            )
-        except (NoData, NotConfigured, InvalidInput):
-            return None
-        return bars[-1].close if bars else None
+    return OtherVendors(build)
 
-    return close
+
+def _bars(settings: Settings) -> DataVendor:
+    from shared.data.from_bars import FromBarsVendor
+
+    return FromBarsVendor(others_than("bars", settings))
 
 
 VENDORS: dict[str, VendorSpec] = {
@@ -122,6 +115,7 @@ VENDORS: dict[str, VendorSpec] = {
     "yfinance": VendorSpec(_yfinance, cacheable=True),
     "fred": VendorSpec(_fred, cacheable=True),
     "sec": VendorSpec(_sec, cacheable=True),
+    "bars": VendorSpec(_bars),
 }
 """Every vendor a route may name."""
 

@@ -1,13 +1,29 @@
 """Figures derived from bars and statements, as of a time: returns, trailing-twelve-month
-sums, the fundamentals summary and a mover's last session. ``LocalVendor`` computes its
-computed kinds with them; the yfinance vendor its point-in-time fundamentals."""
+sums, the fundamentals summary, a mover's last session, and the kinds computed from bars
+(sector performance, index levels, movers). ``LocalVendor`` and ``FromBarsVendor`` compute
+their computed kinds with them; the yfinance and SEC vendors their point-in-time
+fundamentals."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
-from shared.data.contracts import Fundamentals, Listing, Mover, Statement, StatementKind
+from shared.data.contracts import (
+    SECTOR_ETFS,
+    Fundamentals,
+    IndexLevel,
+    Listing,
+    MarketMovers,
+    Mover,
+    SectorPerformance,
+    Statement,
+    StatementKind,
+)
 from shared.market.bars import Bar
+
+Daily = Callable[[str], list[Bar] | None]
+"""A symbol's daily bars up to the time asked about, or None when there are none."""
 
 _TTM_QUARTERS = 4
 _TTM_MAX_SPAN = timedelta(days=300)  # four consecutive quarter ends lie ~273 days apart
@@ -96,4 +112,54 @@ def mover_of(listing: Listing, bars: list[Bar]) -> Mover:
         change_pct=(last.close / bars[-2].close - 1) * 100,
         volume=last.volume,
         relative_volume=safe_ratio(last.volume, average),
+    )
+
+
+def sector_performance(daily: Daily) -> list[SectorPerformance]:
+    """The returns of each SPDR sector ETF that has bars."""
+    return [
+        SectorPerformance(
+            sector=sector,
+            etf=etf,
+            return_1d=return_over(bars, 1),
+            return_5d=return_over(bars, 5),
+            return_21d=return_over(bars, 21),
+            return_ytd=year_to_date_return(bars),
+        )
+        for sector, etf in SECTOR_ETFS.items()
+        if (bars := daily(etf))
+    ]
+
+
+def index_levels(daily: Daily, names: Mapping[str, str]) -> list[IndexLevel]:
+    """The last close and the 1- and 21-session changes of each index of ``names`` with bars."""
+    return [
+        IndexLevel(
+            symbol=symbol,
+            name=name,
+            level=bars[-1].close,
+            change_1d_pct=as_percent(return_over(bars, 1)),
+            change_21d_pct=as_percent(return_over(bars, 21)),
+        )
+        for symbol, name in names.items()
+        if (bars := daily(symbol))
+    ]
+
+
+def market_movers(
+    histories: list[tuple[Listing, list[Bar]]], as_of: datetime, limit: int
+) -> MarketMovers | None:
+    """Gainers, losers and most active of the latest session any history reaches (names whose
+    bars stop before it did not trade that day), or None without two sessions of any."""
+    traded = [(listing, bars) for listing, bars in histories if len(bars) > 1]
+    if not traded:
+        return None
+    session = max(bars[-1].time for _, bars in traded)
+    moved = [mover_of(listing, bars) for listing, bars in traded if bars[-1].time == session]
+    by_change = sorted(moved, key=lambda m: m.change_pct, reverse=True)
+    return MarketMovers(
+        as_of=as_of,
+        gainers=[m for m in by_change if m.change_pct > 0][:limit],
+        losers=[m for m in reversed(by_change) if m.change_pct < 0][:limit],
+        most_active=sorted(moved, key=lambda m: m.volume, reverse=True)[:limit],
     )

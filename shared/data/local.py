@@ -93,11 +93,11 @@ from shared.data.contracts import (
 )
 from shared.data.figures import (
     RELATIVE_VOLUME_DAYS,
-    as_percent,
     compute_fundamentals,
-    mover_of,
+    index_levels,
+    market_movers,
     return_over,
-    year_to_date_return,
+    sector_performance,
 )
 from shared.data.local_files import (
     ParsedFiles,
@@ -283,18 +283,7 @@ class LocalVendor(DataVendor, NewsSearch):
 
     def sectors(self, as_of: datetime) -> list[SectorPerformance]:
         self._require(DataKind.SECTORS)
-        found = [
-            SectorPerformance(
-                sector=sector,
-                etf=etf,
-                return_1d=return_over(bars, 1),
-                return_5d=return_over(bars, 5),
-                return_21d=return_over(bars, 21),
-                return_ytd=year_to_date_return(bars),
-            )
-            for sector, etf in SECTOR_ETFS.items()
-            if (bars := self._daily(etf, as_of)) is not None
-        ]
+        found = sector_performance(lambda etf: self._daily(etf, as_of))
         if not found:
             raise NoData(f"local has no sector ETF bars ({', '.join(SECTOR_ETFS.values())})")
         return found
@@ -304,17 +293,7 @@ class LocalVendor(DataVendor, NewsSearch):
         names = INDEX_SYMBOLS | {
             x.symbol: x.name for x in self._optional_listings() if x.asset_type == "index"
         }
-        found = [
-            IndexLevel(
-                symbol=symbol,
-                name=name,
-                level=bars[-1].close,
-                change_1d_pct=as_percent(return_over(bars, 1)),
-                change_21d_pct=as_percent(return_over(bars, 21)),
-            )
-            for symbol, name in names.items()
-            if (bars := self._daily(symbol, as_of)) is not None
-        ]
+        found = index_levels(lambda symbol: self._daily(symbol, as_of), names)
         if not found:
             raise NoData(f"local has no index bars ({', '.join(names)})")
         return found
@@ -326,19 +305,11 @@ class LocalVendor(DataVendor, NewsSearch):
             for listing in self._listings()
             if listing.asset_type == "equity"
             and (bars := self._daily(listing.symbol, as_of, RELATIVE_VOLUME_DAYS + 1)) is not None
-            and len(bars) > 1
         ]
-        if not histories:
+        found = market_movers(histories, check_as_of(as_of), limit)
+        if found is None:
             raise NoData(f"local has no two sessions of any universe equity by {as_of}")
-        session = max(bars[-1].time for _, bars in histories)
-        moved = [mover_of(listing, bars) for listing, bars in histories if bars[-1].time == session]
-        by_change = sorted(moved, key=lambda m: m.change_pct, reverse=True)
-        return MarketMovers(
-            as_of=check_as_of(as_of),
-            gainers=[m for m in by_change if m.change_pct > 0][:limit],
-            losers=[m for m in reversed(by_change) if m.change_pct < 0][:limit],
-            most_active=sorted(moved, key=lambda m: m.volume, reverse=True)[:limit],
-        )
+        return found
 
     def industry(self, sector: Sector, as_of: datetime, limit: int = 10) -> list[IndustryCompany]:
         self._require(DataKind.INDUSTRY)
