@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -24,6 +25,7 @@ from shared.errors import InvalidInput
 
 data_app = typer.Typer(help="The data layer: which vendor serves what, as of when.")
 console = Console()
+guidance = Console(stderr=True)
 
 
 def _as_of(text: str | None) -> datetime:
@@ -73,6 +75,35 @@ def _table(checks: list[KindCheck]) -> Table:
         why = "\n".join(outcome.passed) if outcome.vendor else outcome.problem
         table.add_row(outcome.kind.value, vendor, str(outcome.records), latest, why)
     return table
+
+
+def _say(line: str) -> None:
+    """A line of progress, on stderr."""
+    guidance.print(line, highlight=False)
+
+
+@data_app.command("sec-mirror")
+def sec_mirror(
+    files: list[Path] = typer.Argument(
+        None,
+        help="bulk files downloaded already (company_tickers.json, companyfacts.zip, "
+        "submissions.zip); default: download them from the SEC",
+    ),
+) -> None:
+    """Keep the SEC's nightly bulk files in the data dir: the sec vendor then reads company
+    facts, filings and tickers from them, not the API."""
+    from shared.data.sec_mirror import MIRROR_DIR, copy_into_mirror, download_mirror
+
+    with fail_on_quantdesk_errors():
+        settings = load_settings()
+        folder = settings.data_dir / MIRROR_DIR
+        if files:
+            sizes = copy_into_mirror(files, folder)
+        else:
+            sizes = download_mirror(settings.sec, folder, _say)
+    for name, size in sizes.items():
+        console.print(f"{folder / name}  {size:,} bytes", highlight=False)
+    finish(0)
 
 
 @data_app.command("check")

@@ -5,6 +5,7 @@ acceptance; insider trades dated by filing; fundamentals from those facts and th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,11 +13,13 @@ from typing import Any
 
 import pytest
 
-from shared.config import EDGAR_IDENTITY_ENV, SecSettings, load_settings
+from shared.config import EDGAR_IDENTITY_ENV, ENV_PREFIX, SecSettings, load_settings
 from shared.data.contracts import DataKind, Sector, StatementKind
 from shared.data.factory import build_router, build_vendor
 from shared.data.sec import SecVendor, sector_of
+from shared.data.sec_mirror import FILES, MIRROR_DIR, SecMirror
 from shared.errors import NoData, NotConfigured, RateLimited, VendorFailure
+from tests.cli_process import run_quantdesk
 from tests.fakes.sec import FakeSec, SecCompany
 
 IDENTITY = "quantdesk tests tests@example.com"
@@ -300,3 +303,40 @@ def test_through_the_router_the_sec_answers_statements_and_the_cache_keeps_them(
     calls = len(sec.requests)
     assert read() == "sec" and len(sec.requests) == calls
     assert isinstance(build_vendor("sec", settings).reach(DataKind.UNIVERSE).fresh_for, timedelta)
+
+
+def _cli_env(sec: FakeSec, tmp_path: Path) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+    return {
+        **clean,
+        f"{ENV_PREFIX}DATA_DIR": str(tmp_path),
+        f"{ENV_PREFIX}SEC__WWW_URL": sec.url,
+        f"{ENV_PREFIX}SEC__DATA_URL": sec.url,
+        EDGAR_IDENTITY_ENV: IDENTITY,
+    }
+
+
+def test_the_mirror_serves_tickers_facts_and_filings_without_the_api(
+    sec: FakeSec, tmp_path: Path
+) -> None:
+    mirrored = run_quantdesk(_cli_env(sec, tmp_path), "data", "sec-mirror")
+    assert mirrored.returncode == 0, mirrored.stderr
+    assert {name for name in os.listdir(tmp_path / MIRROR_DIR)} == set(FILES)
+    sec.requests.clear()
+
+    vendor = SecVendor(_settings(sec), mirror=SecMirror(tmp_path / MIRROR_DIR))
+    assert _revenue(vendor, utc(2023, 10, 1)) == {"2023Q2": 110e6, "2023Q1": 95e6}
+    assert vendor.fundamentals("ACMR", utc(2023, 6, 1)).sector is Sector.INFORMATION_TECHNOLOGY
+    assert sec.requests == []
+
+
+def test_a_mirror_file_that_is_not_a_zip_is_refused_and_nothing_is_written(
+    sec: FakeSec, tmp_path: Path
+) -> None:
+    broken = tmp_path / "companyfacts.zip"
+    broken.write_text("<html>Request Rate Threshold Exceeded</html>")
+
+    result = run_quantdesk(_cli_env(sec, tmp_path / "desk"), "data", "sec-mirror", str(broken))
+
+    assert result.returncode == 1 and "is not a zip file" in result.stderr
+    assert not (tmp_path / "desk" / MIRROR_DIR / "companyfacts.zip").exists()

@@ -75,9 +75,13 @@ def _fred(settings: Settings) -> DataVendor:
 
 def _sec(settings: Settings) -> DataVendor:
     from shared.data.sec import SecVendor
+    from shared.data.sec_mirror import MIRROR_DIR, SecMirror
 
     return SecVendor(
-        settings.sec, price_at=others_than("sec", settings).close, gate=desk_gate("sec", settings)
+        settings.sec,
+        price_at=others_than("sec", settings).close,
+        gate=desk_gate("sec", settings),
+        mirror=SecMirror(settings.data_dir / MIRROR_DIR),
     )
 
 

@@ -15,6 +15,9 @@ global state. Its bulk-file readers are not needed either: the JSON is the same.
 - a Form 4's XML under ``www.sec.gov/Archives/edgar/data/``: an insider's trades, dated by
   the filing's acceptance.
 
+With `quantdesk data sec-mirror`, the ticker list, the facts and the submissions are read from
+the SEC's bulk files in the data directory instead (``shared.data.sec_mirror``).
+
 The SEC refuses (403) a request whose User-Agent names no contact, so one is required
 (``EDGAR_IDENTITY``: "Name email@example.com"), and allows 10 requests a second: each request
 first passes the desk's quota (``gate``, ``shared.data.quota``).
@@ -46,6 +49,7 @@ from shared.data.figures import compute_fundamentals
 from shared.data.http_vendor import get, json_of, retry_after
 from shared.data.quota import Gate, LocalQuota
 from shared.data.sec_facts import statements_known_at
+from shared.data.sec_mirror import SecMirror
 from shared.errors import NoData, NotConfigured, RateLimited, VendorFailure
 
 NAME = "sec"
@@ -137,6 +141,7 @@ class SecVendor(DataVendor):
         settings: SecSettings,
         price_at: PriceAt = lambda symbol, as_of: None,
         gate: Gate | None = None,
+        mirror: SecMirror | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not settings.identity or "@" not in settings.identity:
@@ -154,6 +159,7 @@ class SecVendor(DataVendor):
         self._www_url = settings.www_url.rstrip("/")
         self._price_at = price_at
         self._gate = gate or LocalQuota(NAME, DEFAULT_QUOTAS[NAME])
+        self._mirror = mirror
         self._documents: dict[str, tuple[float, Any]] = {}
 
     def reach(self, kind: DataKind) -> Reach:
@@ -216,13 +222,17 @@ class SecVendor(DataVendor):
         ticker = symbol.upper()
         cik = self._cik(ticker)
         accepted = {f["accession"]: f["accepted"] for f in self._recent_filings(ticker)}
+        mirrored = self._mirror.facts(cik) if self._mirror else None
         url = f"{self._data_url}/api/xbrl/companyfacts/CIK{cik:010d}.json"
-        facts = self._json(url, f"company facts of CIK {cik}").get("facts", {})
+        facts = (mirrored or self._json(url, f"company facts of CIK {cik}")).get("facts", {})
         return statements_known_at(ticker, kind, facts, as_of, accepted)
 
     def _tickers(self) -> dict[str, tuple[int, str]]:
         """Ticker → (CIK, name)."""
-        rows = self._json(f"{self._www_url}/files/company_tickers.json", "the ticker list")
+        mirrored = self._mirror.tickers() if self._mirror else None
+        rows = mirrored or self._json(
+            f"{self._www_url}/files/company_tickers.json", "the ticker list"
+        )
         return {
             str(row["ticker"]).upper(): (int(row["cik_str"]), str(row["title"]))
             for row in rows.values()
@@ -244,6 +254,9 @@ class SecVendor(DataVendor):
         )
 
     def _submissions(self, cik: int) -> dict[str, Any]:
+        mirrored = self._mirror.submissions(cik) if self._mirror else None
+        if mirrored is not None:
+            return dict(mirrored)
         return self._json(
             f"{self._data_url}/submissions/CIK{cik:010d}.json", f"filings of CIK {cik}"
         )

@@ -4,7 +4,9 @@ schema), with a fictional company's data of our own.
 
 It serves ``/files/company_tickers.json``, ``/submissions/CIK##########.json``,
 ``/api/xbrl/companyfacts/CIK##########.json`` and filings under ``/Archives/edgar/data/``
-(one server stands for both www.sec.gov and data.sec.gov). As the SEC does, it refuses with
+(one server stands for both www.sec.gov and data.sec.gov), and the nightly bulk files
+``Archives/edgar/daily-index/xbrl/companyfacts.zip`` and ``.../bulkdata/submissions.zip``
+(one ``CIK##########.json`` per company, as the APIs answer). As the SEC does, it refuses with
 403 a request whose User-Agent names no contact (no e-mail address), answers 429 past 10
 requests in a second, and 404 for a CIK or a document it does not have. ``fail_next``
 queues a fault for the next request. Every request is recorded.
@@ -12,10 +14,13 @@ queues a fault for the next request. Every request is recorded.
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 import time
+import zipfile
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -76,7 +81,7 @@ class FakeSec(ServedInThread):
             def do_GET(self) -> None:
                 agent = self.headers.get("User-Agent", "")
                 status, body, kind = fake.answer(self.path, agent)
-                data = body.encode()
+                data = body if isinstance(body, bytes) else body.encode()
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
@@ -85,7 +90,7 @@ class FakeSec(ServedInThread):
 
         return ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 
-    def answer(self, path: str, agent: str) -> tuple[int, str, str]:
+    def answer(self, path: str, agent: str) -> tuple[int, str | bytes, str]:
         """Status, body and content type of one request."""
         html, js = "text/html", "application/json"
         with self._lock:
@@ -113,6 +118,12 @@ class FakeSec(ServedInThread):
                 if company is None:
                     break
                 return 200, json.dumps(build(company)), js
+        bulk = {
+            "/Archives/edgar/daily-index/xbrl/companyfacts.zip": self._facts,
+            "/Archives/edgar/daily-index/bulkdata/submissions.zip": self._submissions,
+        }
+        if path in bulk:
+            return 200, self._zipped(bulk[path]), "application/zip"
         if path.startswith("/Archives/edgar/data/"):
             cik, _, rest = path[len("/Archives/edgar/data/") :].partition("/")
             company = self.companies.get(int(cik)) if cik.isdigit() else None
@@ -126,6 +137,14 @@ class FakeSec(ServedInThread):
             self._times.popleft()
         self._times.append(now)
         return len(self._times) > self.per_second
+
+    def _zipped(self, build: Callable[[SecCompany], dict[str, Any]]) -> bytes:
+        """Every company's document as ``CIK##########.json`` in one zip."""
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for company in self.companies.values():
+                archive.writestr(f"CIK{company.cik:010d}.json", json.dumps(build(company)))
+        return buffer.getvalue()
 
     @staticmethod
     def _submissions(company: SecCompany) -> dict[str, Any]:
