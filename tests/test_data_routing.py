@@ -549,3 +549,27 @@ def test_a_tool_answer_names_the_vendors_passed_over_and_why() -> None:
     assert isinstance(answer.value, dict) and answer.vendor == "archive"
     [reason] = answer.value["vendors_passed_over"]
     assert reason.startswith("live: skipped: it answers news only about now")
+
+
+def test_the_reports_data_section_names_each_vendor_and_those_passed_over() -> None:
+    from shared.agents.pipeline.schemas import AnalystKind
+    from workflows.pipeline import render_data_sources
+    from workflows.pipeline_contracts import DataSource
+
+    skipped = "yfinance: skipped: it answers news only about now (...)"
+    section = render_data_sources(
+        [
+            DataSource(
+                analyst=AnalystKind.NEWS, tool="get_news", vendor="sim", passed_over=[skipped]
+            ),
+            DataSource(
+                analyst=AnalystKind.NEWS, tool="get_news", vendor="sim", passed_over=[skipped]
+            ),
+            DataSource(analyst=AnalystKind.MARKET, tool="get_ohlcv", vendor="bundled"),
+        ]
+    )
+
+    assert section.splitlines()[0] == "# Data"
+    assert f"| news | get_news | sim | {skipped} |" in section
+    assert "| market | get_ohlcv | bundled | - |" in section
+    assert section.count("get_news") == 1

@@ -291,10 +291,14 @@ async def test_a_sim_ticker_gets_four_informed_reports_and_a_stored_report(
     with urllib.request.urlopen(result.report.url, timeout=10) as response:
         markdown = response.read().decode()
     order = ["Market analyst report", "Bull/bear debate", "Research plan", "Trader's proposal"]
-    order += ["Risk debate", "Portfolio manager's decision"]
+    order += ["Risk debate", "Portfolio manager's decision", "# Data"]
     positions = [markdown.index(heading) for heading in order]
     assert positions == sorted(positions)
     assert result.report.report.key.startswith(f"pipeline/{result.workflow_id}/")
+    # Every analyst's data tools name the vendor that answered, in the result and the report.
+    assert {source.analyst for source in result.data} == set(AnalystKind)
+    assert {source.vendor for source in result.data} <= {"sim", "local", "bundled", "sim+bundled"}
+    assert "| market | get_ohlcv | sim | - |" in markdown
 
 
 async def test_each_agent_reads_only_what_it_should(

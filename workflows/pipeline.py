@@ -100,6 +100,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.pipeline_contracts import (
         MACRO_CONTEXT_MAX,
+        DataSource,
         PipelineDigest,
         PipelineInput,
         PipelineProgress,
@@ -175,9 +176,26 @@ def render_run_report(state: PipelineState) -> str:
         f"# Portfolio manager's decision\n**{decision.rating.value}** ({decision.signal.value}), "
         f"price target {target}, horizon {decision.time_horizon}\n\n{decision.investment_thesis}"
     )
+    if state.data:
+        parts.append(render_data_sources(state.data))
     usage = state.usage.total
     parts.append(f"---\nLLM calls {usage.calls}, tokens {usage.total_tokens}")
     return "\n\n".join(parts) + "\n"
+
+
+def render_data_sources(sources: list[DataSource]) -> str:
+    """The Data section: per analyst and tool, the vendor that answered and those passed over
+    for the run's time (each with why), once per distinct row."""
+    rows = dict.fromkeys(
+        (s.analyst.value, s.tool, s.vendor or "no data", "; ".join(s.passed_over) or "-")
+        for s in sources
+    )
+    table = [
+        "| analyst | tool | vendor | passed over for this time |",
+        "|---|---|---|---|",
+    ]
+    table += [f"| {' | '.join(cell.replace('|', '/') for cell in row)} |" for row in rows]
+    return "# Data\n" + "\n".join(table)
 
 
 def _turns(turns: list[DebateTurn]) -> str:
@@ -196,6 +214,7 @@ class AnalystOutcome:
     report: AnalystReport | None
     missing: MissingStep | None = None
     facts: PriceFacts | None = None
+    sources: tuple[DataSource, ...] = ()
 
 
 @workflow.defn(name="Pipeline")
@@ -379,6 +398,7 @@ class PipelineWorkflow(TrackedRun):
                 non_retryable=True,
             )
         state.price = next((o.facts for o in done if o.facts is not None), None)
+        state.data = [source for outcome in done for source in outcome.sources]
 
     async def _analyst(
         self, args: PipelineInput, kind: AnalystKind, inputs: AnalystInputs
@@ -420,7 +440,13 @@ class PipelineWorkflow(TrackedRun):
         if run.output is None:
             return self._missing(kind, MissingStep(step=spec.name, reason=run.problem or ""))
         facts = price_facts(payloads_of_results(run.loop.tool_results))
-        return AnalystOutcome(kind, run.output, facts=facts if kind is AnalystKind.MARKET else None)
+        sources = tuple(
+            DataSource(analyst=kind, tool=r.name, vendor=r.vendor, passed_over=r.passed_over)
+            for r in run.loop.tool_results
+            if r.ok and (r.vendor or r.passed_over)
+        )
+        market = kind is AnalystKind.MARKET
+        return AnalystOutcome(kind, run.output, facts=facts if market else None, sources=sources)
 
     def _missing(self, kind: AnalystKind, missing: MissingStep) -> AnalystOutcome:
         """Record an analyst's report as missing; the run goes on without it."""

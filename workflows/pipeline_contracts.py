@@ -98,6 +98,17 @@ class PipelineProgress(RunProgress):
     """The answer of the ``progress`` query."""
 
 
+class DataSource(BaseModel):
+    """Where one analyst's data tool read from: for the report's Data section."""
+
+    analyst: AnalystKind
+    tool: str
+    vendor: str | None = Field(description="the vendor(s) that answered; None for no data")
+    passed_over: list[str] = Field(
+        default_factory=list, description="vendors not asked for the run's time, and why"
+    )
+
+
 class PipelineState(BaseModel):
     """Everything the run has produced so far (the ``state`` query); the debates restart
     from it."""
@@ -121,6 +132,9 @@ class PipelineState(BaseModel):
     decision: PortfolioDecision | None = None
     report: StoredReport | None = None
     usage: UsageReport = UsageReport()
+    data: list[DataSource] = Field(
+        default_factory=list, description="each analyst's data tools and the vendors they read"
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property

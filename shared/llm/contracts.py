@@ -168,6 +168,10 @@ class ToolResult(BaseModel):
     content: str
     ok: bool = True
     vendor: str | None = Field(None, description="the data vendor(s) that answered, e.g. sim")
+    passed_over: list[str] = Field(
+        default_factory=list,
+        description="vendors not asked because they answer only about now, each with why",
+    )
     full_result: ObjectRef | None = Field(
         None, description="where the whole answer is stored when content is only a preview"
     )

@@ -103,7 +103,7 @@ class DataReader:
             **({"vendors_passed_over": self.passed} if self.passed else {}),
             "data": to_jsonable_python(value),
         }
-        return ToolOutput(frame, vendor=vendor)
+        return ToolOutput(frame, vendor=vendor, passed_over=tuple(self.passed))
 
 
 def _flagged(value: object) -> bool:

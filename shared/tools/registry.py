@@ -55,10 +55,12 @@ ServicesProvider = Callable[[], ToolServices]
 
 @dataclass(frozen=True)
 class ToolOutput:
-    """A tool's answer with the vendor that gave it, recorded on the ``ToolResult``."""
+    """A tool's answer with the vendor that gave it and those passed over for its time,
+    recorded on the ``ToolResult``."""
 
     value: object
     vendor: str | None = None
+    passed_over: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,12 @@ def run_tool(request: ToolRequest, services: ServicesProvider | None = None) -> 
     output = answer if isinstance(answer, ToolOutput) else ToolOutput(answer)
     content, ref = _capped(_render(output.value), request, arguments, services)
     return ToolResult(
-        call_id=call.id, name=call.name, content=content, vendor=output.vendor, full_result=ref
+        call_id=call.id,
+        name=call.name,
+        content=content,
+        vendor=output.vendor,
+        passed_over=list(output.passed_over),
+        full_result=ref,
     )
 
 
