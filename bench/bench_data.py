@@ -205,7 +205,7 @@ def main() -> None:
             f"desk of {names - 1} names, first run: {wall:.1f} s against the SEC quota's bound {bound:.1f} s ({wall / bound:.2f}x); requests SEC {first_sec}, FRED {first_fred}"
         )
         print(
-            f"  most SEC requests in any 1 s: {most_in_window(sec_times, 1.0)} (limit {limit.requests}); FRED in any 60 s: {most_in_window(fred.arrivals, 60.0)} (limit {DEFAULT_QUOTAS['fred'].requests})"
+            f"  most SEC requests in any 1 s: {most_in_window(sec_times, 1.0)} (quota {limit.requests}, the SEC allows 10); FRED in any 60 s: {most_in_window(fred.arrivals, 60.0)} (quota {DEFAULT_QUOTAS['fred'].requests})"
         )
 
         sec.requests.clear()

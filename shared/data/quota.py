@@ -35,7 +35,7 @@ COMPONENT = "vendor_quota"
 PG_SCHEMA_LOCK = 0x7164717565756F
 WAIT_AT_MOST = 30.0
 """Seconds a request may wait for its turn before the tool call is retried later instead."""
-MARGIN = 0.05
+MARGIN = 0.2
 """Seconds added to every window: the vendor counts requests as they arrive, a little after
 they leave, so a window measured here exactly would let one too many into its own."""
 
