@@ -76,8 +76,8 @@ def _check_kind(router: DataRouter, query: CheckQuery, kind: DataKind) -> KindCh
         routed = router.call(kind, lambda vendor: read(vendor, query), as_of=query.as_of)
     except QuantdeskError as error:
         return KindCheck(kind=kind, vendor=None, passed=[], problem=str(error))
-    records = list(_records(routed.value))
-    dates = [when for record in records for when in _dates(record)]
+    records = list(records_of(routed.value))
+    dates = [when for record in records for when in dates_of(record)]
     return KindCheck(
         kind=kind,
         vendor=routed.vendor,
@@ -88,12 +88,12 @@ def _check_kind(router: DataRouter, query: CheckQuery, kind: DataKind) -> KindCh
     )
 
 
-def _records(value: object) -> Iterator[object]:
+def records_of(value: object) -> Iterator[object]:
     """The records of an answer: its items, or the records a model lists (a series' points,
     the movers of each list), or the model itself."""
     if isinstance(value, list | tuple):
         for item in value:
-            yield from _records(item)
+            yield from records_of(item)
         return
     if isinstance(value, BaseModel):
         groups = [
@@ -103,12 +103,13 @@ def _records(value: object) -> Iterator[object]:
         ]
         if groups:
             for group in groups:
-                yield from _records(group)
+                yield from records_of(group)
             return
     yield value
 
 
-def _dates(record: object) -> Iterator[datetime | date]:
+def dates_of(record: object) -> Iterator[datetime | date]:
+    """Every date a record carries in ``TIME_FIELDS``."""
     for name in TIME_FIELDS:
         when = getattr(record, name, None)
         if isinstance(when, datetime | date):
