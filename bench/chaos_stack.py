@@ -26,8 +26,8 @@ from typing import TypeVar
 
 from temporalio.client import Client
 
-from cli.stack.servers import s3_server, temporal_dev_server
-from shared.config import ENV_PREFIX, Settings, load_settings
+from shared.config import ENV_PREFIX, Settings
+from tests.cli_process import stack_env, stack_ports, stack_settings
 from tests.servers import free_port_base
 from workers.client import ServerLost, across_outages, connect, quiet_client_logs
 
@@ -59,14 +59,12 @@ class ChaosStack:
     @classmethod
     def in_dir(cls, data_dir: Path) -> ChaosStack:
         """A stack in ``data_dir`` on a block of free loopback ports (nothing started yet)."""
-        base = free_port_base(lambda base: _claimed_ports(data_dir, base), high=29000)
-        values = _variables(data_dir, base)
-        clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+        base = free_port_base(lambda base: stack_ports(data_dir, base), high=29000)
+        own, settings = stack_settings(data_dir, base)
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        # Its `up` writes the `temporal` CLI's profile in the stack's data dir, not the user's.
-        profile = {"TEMPORAL_CONFIG_FILE": str(data_dir / "temporal.toml")}
-        env = {**clean, **values, **profile, "PYTHONPATH": path, "COLUMNS": "200"}
-        return cls(env, _settings(data_dir, base))
+        # Its `up` writes the `temporal` CLI's profile beside the stack, not the user's.
+        env = stack_env(own, **{f"{ENV_PREFIX}DEFAULT_PROVIDER": "offline", "PYTHONPATH": path})
+        return cls(env, settings)
 
     async def quantdesk(self, *args: str) -> CliResult:
         """Run the real CLI with the stack's variables; killed if it outlives the timeout."""
@@ -119,37 +117,6 @@ class ChaosStack:
         retries them."""
         quiet_client_logs()
         return await connect(self.settings)
-
-
-def _variables(data_dir: Path, base: int) -> dict[str, str]:
-    """The QUANTDESK_* variables of a stack on ports from ``base`` on."""
-    values = {
-        "DATA_DIR": str(data_dir),
-        "TEMPORAL__ADDRESS": f"127.0.0.1:{base}",
-        "TEMPORAL__UI_PORT": str(base + 1),
-        "S3__ENDPOINT": f"127.0.0.1:{base + 20}",
-        "CONSOLE__PORT": str(base + 2),
-        "DEFAULT_PROVIDER": "offline",
-    }
-    return {f"{ENV_PREFIX}{key}": value for key, value in values.items()}
-
-
-def _settings(data_dir: Path, base: int) -> Settings:
-    """The settings the CLI reads from ``_variables`` (no .env file, no outside variables)."""
-    return load_settings(
-        _env_file=None,
-        data_dir=data_dir,
-        temporal={"address": f"127.0.0.1:{base}", "ui_port": base + 1},
-        s3={"endpoint": f"127.0.0.1:{base + 20}"},
-        console={"port": base + 2},
-    )
-
-
-def _claimed_ports(data_dir: Path, base: int) -> list[int]:
-    """Every port the two servers bind with ``base`` (see ``ServerLaunch.ports``)."""
-    settings = _settings(data_dir, base)
-    launches = [temporal_dev_server(settings, {}), s3_server(settings, "k", "s")]
-    return [claim.port for launch in launches for claim in launch.ports] + [settings.console.port]
 
 
 def _alive(pid: int) -> bool:

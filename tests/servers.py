@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from itertools import count
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from sqlalchemy import Table, create_engine, func, select, text
@@ -39,6 +39,10 @@ from shared.storage.credentials import ensure_generated_credentials
 from shared.storage.objects import ObjectStore
 from tests.hosts import Host
 from workers.main import WorkerPlan, build_worker
+
+if TYPE_CHECKING:
+    from shared.data.router import DataRouter
+    from shared.memory import MemoryStore
 
 S3_START_TIMEOUT = 60.0
 PG_START_TIMEOUT = 30.0
@@ -264,6 +268,57 @@ def quantagent_plans(queue: str, settings: Settings, llm_queue: str) -> list[Wor
         ),
         WorkerPlan(queue=llm_queue, activities=[LlmActivities(settings, llm_queue).chat]),
     ]
+
+
+@asynccontextmanager
+async def pipeline_workers(
+    client: Client, queue: str, settings: Settings, router: DataRouter, memory: MemoryStore
+) -> AsyncIterator[None]:
+    """A Pipeline's workers on their own queue (the Pipeline, its debates and Reflect), the
+    tools, market, research and reflection activities reading through ``router``, and the
+    offline chat, until the block ends."""
+    import activities.tools as tool_activities
+    from activities.llm import LlmActivities
+    from activities.market import MARKET_ACTIVITIES
+    from activities.reflection import ReflectionActivities
+    from activities.research import ResearchActivities
+    from activities.tools import run_tool_activity
+    from shared.llm.providers import QUEUE_OFFLINE
+    from shared.queues import TOOLS_QUEUE
+    from shared.storage.claim_check import ClaimCheck
+    from shared.tools.registry import ToolServices
+    from workflows.debates import DebateWorkflow, RiskWorkflow
+    from workflows.pipeline import PipelineWorkflow
+    from workflows.reflect import ReflectWorkflow
+
+    store = ObjectStore.from_settings(settings)
+    claims = ClaimCheck.from_settings(settings, store)
+    research = ResearchActivities(settings, router=router, memory=memory, store=store)
+    reflection = ReflectionActivities(settings, router=router, memory=memory)
+    plans = [
+        WorkerPlan(
+            queue=queue, workflows=[PipelineWorkflow, DebateWorkflow, RiskWorkflow, ReflectWorkflow]
+        ),
+        WorkerPlan(
+            queue=TOOLS_QUEUE,
+            activities=[
+                run_tool_activity,
+                *MARKET_ACTIVITIES,
+                *research.activities(),
+                *reflection.activities(),
+            ],
+            threads=True,
+        ),
+        WorkerPlan(queue=QUEUE_OFFLINE, activities=[LlmActivities(settings, QUEUE_OFFLINE).chat]),
+    ]
+    original = tool_activities.tool_services
+    # run_tool reads through the worker's own settings; here, through ``router``.
+    tool_activities.tool_services = lambda: ToolServices(router=router, store=store, claims=claims)
+    try:
+        async with running_workers(client, plans):
+            yield
+    finally:
+        tool_activities.tool_services = original
 
 
 def evaluate_plans(queue: str, settings: Settings, llm_plans: list[WorkerPlan]) -> list[WorkerPlan]:

@@ -26,12 +26,6 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-import activities.tools as tool_activities
-from activities.llm import LlmActivities
-from activities.market import MARKET_ACTIVITIES
-from activities.reflection import ReflectionActivities
-from activities.research import ResearchActivities
-from activities.tools import run_tool_activity
 from shared.agents.pipeline.analyst import Desk, analyst_spec
 from shared.agents.pipeline.evidence import Evidence
 from shared.agents.pipeline.facts import Payloads
@@ -54,25 +48,18 @@ from shared.data.local import LocalVendor
 from shared.data.router import DEFAULT_ROUTES, DataRouter
 from shared.data.sim import SimVendor
 from shared.llm.contracts import ChatRequest
-from shared.llm.providers import QUEUE_OFFLINE
 from shared.memory import Lesson, MemoryRole, MemoryStore, Outcome, SourceRun
-from shared.queues import TOOLS_QUEUE
 from shared.storage.buckets import REPORTS_BUCKET
-from shared.storage.claim_check import ClaimCheck
 from shared.storage.objects import ObjectRef, ObjectStore
-from shared.tools.registry import ToolServices
-from tests.servers import running_workers
-from workers.main import WorkerPlan
+from tests.servers import pipeline_workers
 from workflows.debate_contracts import DebateResult, RiskResult
-from workflows.debates import DebateWorkflow, RiskWorkflow
-from workflows.pipeline import PipelineWorkflow
 from workflows.pipeline_contracts import (
     PipelineDigest,
     PipelineProgress,
     PipelineResult,
     PipelineState,
 )
-from workflows.reflect import ReflectResult, ReflectWorkflow
+from workflows.reflect import ReflectResult
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 QUEUE = "test-pipeline"
@@ -146,39 +133,10 @@ async def workers(
         },
         DEFAULT_ROUTES,
     )
-    store = ObjectStore.from_settings(s3_settings)
-    claims = ClaimCheck.from_settings(s3_settings, store)
-    memory = _memory(tmp / "memory.db")
-    research = ResearchActivities(s3_settings, router=router, memory=memory, store=store)
-    reflection = ReflectionActivities(s3_settings, router=router, memory=memory)
-    plans = [
-        WorkerPlan(
-            queue=QUEUE,
-            workflows=[PipelineWorkflow, DebateWorkflow, RiskWorkflow, ReflectWorkflow],
-        ),
-        WorkerPlan(
-            queue=TOOLS_QUEUE,
-            activities=[
-                run_tool_activity,
-                *MARKET_ACTIVITIES,
-                *research.activities(),
-                *reflection.activities(),
-            ],
-            threads=True,
-        ),
-        WorkerPlan(
-            queue=QUEUE_OFFLINE, activities=[LlmActivities(s3_settings, QUEUE_OFFLINE).chat]
-        ),
-    ]
-    with pytest.MonkeyPatch.context() as patch:
-        # run_tool reads through the worker's own settings; here, through the test's router.
-        patch.setattr(
-            tool_activities,
-            "tool_services",
-            lambda: ToolServices(router=router, store=store, claims=claims),
-        )
-        async with running_workers(ts_env.client, plans):
-            yield
+    async with pipeline_workers(
+        ts_env.client, QUEUE, s3_settings, router, _memory(tmp / "memory.db")
+    ):
+        yield
 
 
 RESULTS: dict[str, type] = {

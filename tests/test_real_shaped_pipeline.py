@@ -13,12 +13,6 @@ import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-import activities.tools as tool_activities
-from activities.llm import LlmActivities
-from activities.market import MARKET_ACTIVITIES
-from activities.reflection import ReflectionActivities
-from activities.research import ResearchActivities
-from activities.tools import run_tool_activity
 from shared.config import FredSettings, Settings
 from shared.data.check import dates_of, records_of
 from shared.data.contracts import DataKind, DataVendor
@@ -27,22 +21,13 @@ from shared.data.local import LocalVendor
 from shared.data.router import DEFAULT_ROUTES, DataRouter, Routed
 from shared.data.sec import SecVendor
 from shared.data.sim import SimVendor
-from shared.llm.providers import QUEUE_OFFLINE
 from shared.memory import MemoryStore
-from shared.queues import TOOLS_QUEUE
-from shared.storage.claim_check import ClaimCheck
-from shared.storage.objects import ObjectStore
-from shared.tools.registry import ToolServices
 from tests.fakes.fred import KEY, FakeFred
 from tests.fakes.sec import FakeSec
-from tests.servers import running_workers
+from tests.servers import pipeline_workers
 from tests.test_data_fred import CORE_CPI
 from tests.test_data_sec import ACME, _settings
-from workers.main import WorkerPlan
-from workflows.debates import DebateWorkflow, RiskWorkflow
-from workflows.pipeline import PipelineWorkflow
 from workflows.pipeline_contracts import PipelineResult
-from workflows.reflect import ReflectWorkflow
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 T = TypeVar("T")
@@ -99,38 +84,9 @@ async def router(
             "sim": SimVendor(seed=s3_settings.data_seed),
         }
         recording = RecordingRouter(vendors, ROUTES)
-        store = ObjectStore.from_settings(s3_settings)
-        claims = ClaimCheck.from_settings(s3_settings, store)
         memory = MemoryStore(f"sqlite:///{tmp / 'memory.db'}")
-        research = ResearchActivities(s3_settings, router=recording, memory=memory, store=store)
-        reflection = ReflectionActivities(s3_settings, router=recording, memory=memory)
-        plans = [
-            WorkerPlan(
-                queue=QUEUE,
-                workflows=[PipelineWorkflow, DebateWorkflow, RiskWorkflow, ReflectWorkflow],
-            ),
-            WorkerPlan(
-                queue=TOOLS_QUEUE,
-                activities=[
-                    run_tool_activity,
-                    *MARKET_ACTIVITIES,
-                    *research.activities(),
-                    *reflection.activities(),
-                ],
-                threads=True,
-            ),  # fmt: skip
-            WorkerPlan(
-                queue=QUEUE_OFFLINE, activities=[LlmActivities(s3_settings, QUEUE_OFFLINE).chat]
-            ),
-        ]
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(
-                tool_activities,
-                "tool_services",
-                lambda: ToolServices(router=recording, store=store, claims=claims),
-            )
-            async with running_workers(ts_env.client, plans):
-                yield recording
+        async with pipeline_workers(ts_env.client, QUEUE, s3_settings, recording, memory):
+            yield recording
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")

@@ -55,7 +55,7 @@ from shared.data.contracts import (
     Statement,
     StatementKind,
 )
-from shared.data.figures import compute_fundamentals
+from shared.data.figures import compute_fundamentals, index_levels, return_over
 from shared.errors import InvalidInput, NoData, NotConfigured
 from shared.extras import install_command
 from shared.market.bar_source import BarQuery, BarSource
@@ -276,19 +276,7 @@ class YFinanceVendor(DataVendor, NewsSearch):
 
     def indices(self, as_of: datetime) -> list[IndexLevel]:
         """The main US indices' last close up to ``as_of`` and their 1- and 21-session changes."""
-        levels = []
-        for symbol, name in INDEX_SYMBOLS.items():
-            bars = self._daily(symbol, as_of, 22)
-            if bars:
-                levels.append(
-                    IndexLevel(
-                        symbol=symbol,
-                        name=name,
-                        level=bars[-1].close,
-                        change_1d_pct=_percent(_change(bars, 1)),
-                        change_21d_pct=_percent(_change(bars, 21)),
-                    )
-                )
+        levels = index_levels(lambda symbol: self._daily(symbol, as_of, 22), INDEX_SYMBOLS)
         if not levels:
             raise NoData("Yahoo Finance has no index bars up to as_of")
         return levels
@@ -398,9 +386,9 @@ class YFinanceVendor(DataVendor, NewsSearch):
         return SectorPerformance(
             sector=sector,
             etf=etf,
-            return_1d=_change(bars, 1),
-            return_5d=_change(bars, 5),
-            return_21d=_change(bars, 21),
+            return_1d=return_over(bars, 1),
+            return_5d=return_over(bars, 5),
+            return_21d=return_over(bars, 21),
             return_ytd=bars[-1].close / before_year[-1].close - 1 if before_year else None,
         )
 
@@ -465,12 +453,3 @@ def _since(cutoff: pd.Timestamp, window: timedelta) -> pd.Timestamp:
             "window", f"{window!r} is not a positive duration", fix="Use e.g. timedelta(days=7)."
         )
     return cutoff - window
-
-
-def _change(bars: Sequence[Bar], sessions: int) -> float | None:
-    """The return over the last ``sessions`` bars, as a fraction; None if history is too short."""
-    return bars[-1].close / bars[-1 - sessions].close - 1 if len(bars) > sessions else None
-
-
-def _percent(fraction: float | None) -> float | None:
-    return None if fraction is None else fraction * 100
