@@ -302,7 +302,9 @@ def test_a_repeated_read_is_served_from_disk(tmp_path: Path) -> None:
     assert first == again == NEWS
     assert inner.calls == 1
     (file,) = (tmp_path / "net" / "news").iterdir()
-    assert json.loads(file.read_text())["key"]["args"]["as_of"] == PAST.isoformat()
+    stored = json.loads(file.read_text())
+    assert stored["key"]["args"]["as_of"] == PAST.isoformat()
+    assert datetime.fromisoformat(stored["fetched_at"]) > PAST  # what was asked, and when
 
 
 def test_bars_round_trip_through_the_cache(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 One JSON file per answer, at ``<directory>/<vendor>/<kind>/<sha256>.json``, the
 hash taken over the vendor, the kind and every argument of the read (``as_of``
-in UTC, windows in seconds). The file repeats that key, and a file whose key or
+in UTC, windows in seconds). The file repeats that key, with when the answer was fetched
+(``fetched_at``), and a file whose key or
 value does not read back is ignored and rewritten, so a format change is never
 an error. Writes go to a temporary file in the same directory, then
 ``os.replace``: a reader sees a whole file or none, even with several workers.
@@ -145,12 +146,13 @@ class CachedVendor:
                 return result.validate_python(stored["value"])
             except (KeyError, ValidationError) as error:
                 log.warning("ignoring cache file %s: %s", path, error)
+        fetched = {"key": key, "fetched_at": self._now().isoformat()}
         try:
             value = fetch()
         except NoData as error:
-            _write(path, {"key": key, "no_data": str(error)})
+            _write(path, {**fetched, "no_data": str(error)})
             raise
-        _write(path, {"key": key, "value": result.dump_python(value, mode="json")})
+        _write(path, {**fetched, "value": result.dump_python(value, mode="json")})
         return value
 
     def _settled(self, as_of: object) -> bool:
