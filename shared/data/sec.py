@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 from xml.etree import ElementTree
 
@@ -222,17 +223,15 @@ class SecVendor(DataVendor):
         ticker = symbol.upper()
         cik = self._cik(ticker)
         accepted = {f["accession"]: f["accepted"] for f in self._recent_filings(ticker)}
-        mirrored = self._mirror.facts(cik) if self._mirror else None
         url = f"{self._data_url}/api/xbrl/companyfacts/CIK{cik:010d}.json"
-        facts = (mirrored or self._json(url, f"company facts of CIK {cik}")).get("facts", {})
+        mirrored = partial(self._mirror.facts, cik) if self._mirror else None
+        facts = self._json(url, f"company facts of CIK {cik}", mirrored).get("facts", {})
         return statements_known_at(ticker, kind, facts, as_of, accepted)
 
     def _tickers(self) -> dict[str, tuple[int, str]]:
         """Ticker → (CIK, name)."""
-        mirrored = self._mirror.tickers() if self._mirror else None
-        rows = mirrored or self._json(
-            f"{self._www_url}/files/company_tickers.json", "the ticker list"
-        )
+        url = f"{self._www_url}/files/company_tickers.json"
+        rows = self._json(url, "the ticker list", self._mirror.tickers if self._mirror else None)
         return {
             str(row["ticker"]).upper(): (int(row["cik_str"]), str(row["title"]))
             for row in rows.values()
@@ -254,12 +253,9 @@ class SecVendor(DataVendor):
         )
 
     def _submissions(self, cik: int) -> dict[str, Any]:
-        mirrored = self._mirror.submissions(cik) if self._mirror else None
-        if mirrored is not None:
-            return dict(mirrored)
-        return self._json(
-            f"{self._data_url}/submissions/CIK{cik:010d}.json", f"filings of CIK {cik}"
-        )
+        url = f"{self._data_url}/submissions/CIK{cik:010d}.json"
+        mirrored = partial(self._mirror.submissions, cik) if self._mirror else None
+        return dict(self._json(url, f"filings of CIK {cik}", mirrored))
 
     def _recent_filings(self, ticker: str) -> list[dict[str, Any]]:
         """The recent filings of ``ticker``'s company: accession, form, acceptance, document."""
@@ -291,13 +287,15 @@ class SecVendor(DataVendor):
                 f"the SEC's Form 4 {filing['accession']} is not XML ({error})"
             ) from None
 
-    def _json(self, url: str, what: str) -> Any:
-        """The JSON at ``url``, reused for ``FRESH_FOR`` seconds."""
+    def _json(self, url: str, what: str, mirrored: Callable[[], Any | None] | None = None) -> Any:
+        """The JSON at ``url`` (from the mirror when it has it), reused for ``FRESH_FOR``
+        seconds: a mirrored company's facts are parsed once, not once per tool call."""
         now = time.monotonic()
         kept = self._documents.get(url)
         if kept is not None and now - kept[0] < FRESH_FOR:
             return kept[1]
-        document = json_of(self._get(url, what), "the SEC")
+        found = mirrored() if mirrored is not None else None
+        document = found if found is not None else json_of(self._get(url, what), "the SEC")
         self._documents.pop(url, None)
         self._documents[url] = (now, document)
         while len(self._documents) > KEPT_DOCUMENTS:
