@@ -15,7 +15,7 @@ import socket
 from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -425,6 +425,54 @@ class FredSettings(BaseModel):
         return _from_vendor_variables(data, {"api_key": FRED_KEY_ENV})
 
 
+FINNHUB_KEY_ENV = "FINNHUB_API_KEY"
+
+
+class FinnhubSettings(BaseModel):
+    """Finnhub: company news, insider transactions and financials as reported (a free key;
+    60 requests a minute and 30 a second)."""
+
+    base_url: str = Field("https://finnhub.io/api/v1", description="the API root")
+    timeout_seconds: float = Field(10, gt=0, le=120, description="one HTTP call's limit")
+    api_key: SecretStr | None = Field(None, description=f"default: ${FINNHUB_KEY_ENV}")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _key_from_finnhubs_variable(cls, data: object) -> object:
+        """``FINNHUB_API_KEY`` when no key is given."""
+        return _from_vendor_variables(data, {"api_key": FINNHUB_KEY_ENV})
+
+
+MASSIVE_KEY_ENV = "MASSIVE_API_KEY"
+
+
+class MassiveSettings(BaseModel):
+    """Massive (formerly Polygon): raw daily bars with their splits and dividends, the grouped
+    daily file, the ticker list as of a date, news (a free key; 5 requests a minute)."""
+
+    base_url: str = Field("https://api.massive.com", description="the API root")
+    timeout_seconds: float = Field(10, gt=0, le=120, description="one HTTP call's limit")
+    api_key: SecretStr | None = Field(None, description=f"default: ${MASSIVE_KEY_ENV}")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _key_from_massives_variable(cls, data: object) -> object:
+        """``MASSIVE_API_KEY``, as Massive's client reads it, when no key is given."""
+        return _from_vendor_variables(data, {"api_key": MASSIVE_KEY_ENV})
+
+
+class CcxtSettings(BaseModel):
+    """ccxt: public crypto market data from one exchange (no key)."""
+
+    exchange: Literal["binance", "kraken", "coinbase"] = Field(
+        "binance", description="the exchange whose public candles are read"
+    )
+    base_url: str | None = Field(
+        None, description="the exchange's public API root instead of its own (a stand-in, a proxy)"
+    )
+    timeout_seconds: float = Field(10, gt=0, le=120, description="one HTTP call's limit")
+
+
 class VendorQuota(BaseModel):
     """At most ``requests`` in any ``seconds``, for the whole desk (``shared.data.quota``)."""
 
@@ -435,6 +483,9 @@ class VendorQuota(BaseModel):
 DEFAULT_QUOTAS: dict[str, VendorQuota] = {
     "sec": VendorQuota(requests=8, seconds=1),
     "fred": VendorQuota(requests=110, seconds=60),
+    "finnhub": VendorQuota(requests=55, seconds=60),
+    "finnhub/burst": VendorQuota(requests=25, seconds=1),
+    "massive": VendorQuota(requests=5, seconds=60),
 }
 """What the desk asks of each metered data vendor: under what its documentation allows (the
 SEC 10 a second, FRED 120 a minute), since a request reaches the vendor a little after its
@@ -607,6 +658,17 @@ class Settings(_ProviderBlocks):
     fred: FredSettings = Field(
         default_factory=FredSettings,
         description="FRED / ALFRED (QUANTDESK_FRED__*; the key from FRED_API_KEY)",
+    )
+    finnhub: FinnhubSettings = Field(
+        default_factory=FinnhubSettings,
+        description="Finnhub (QUANTDESK_FINNHUB__*; the key from FINNHUB_API_KEY)",
+    )
+    massive: MassiveSettings = Field(
+        default_factory=MassiveSettings,
+        description="Massive, formerly Polygon (QUANTDESK_MASSIVE__*; the key from MASSIVE_API_KEY)",
+    )
+    ccxt: CcxtSettings = Field(
+        default_factory=CcxtSettings, description="ccxt's crypto exchange (QUANTDESK_CCXT__*)"
     )
     data_cache: bool = Field(True, description="keep network vendors' answers in data_dir")
     broker_limits: BrokerLimits = Field(

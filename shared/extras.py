@@ -28,6 +28,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "xllamacpp": "local-llm",
     "psycopg": "postgres",
     "yfinance": "online",
+    "ccxt": "crypto",
     "pyarrow": "parquet",
 }
 """Top-level module → the extra of ``pyproject.toml`` that installs it."""

@@ -25,7 +25,7 @@ from shared.data.router import DataRouter
 from shared.errors import ConfigError, NotConfigured, lookup
 
 if TYPE_CHECKING:
-    from shared.config import Settings
+    from shared.config import Settings, VendorQuota
     from shared.data.from_bars import OtherVendors
 
 log = logging.getLogger(__name__)
@@ -85,11 +85,51 @@ def _sec(settings: Settings) -> DataVendor:
     )
 
 
-def desk_gate(vendor: str, settings: Settings) -> Callable[[], None]:
-    """The desk's quota of ``vendor``, counted in the desk's database (``shared.data.quota``)."""
+def _finnhub(settings: Settings) -> DataVendor:
+    from shared.data.finnhub import FinnhubVendor
+
+    return FinnhubVendor(settings.finnhub, gate=desk_gate("finnhub", settings))
+
+
+def _massive(settings: Settings) -> DataVendor:
+    from shared.data.massive import MassiveVendor
+
+    return MassiveVendor(settings.massive, gate=desk_gate("massive", settings))
+
+
+def _ccxt(settings: Settings) -> DataVendor:
+    from shared.data.crypto import CcxtVendor
+
+    return CcxtVendor(settings.ccxt, gate_of=lambda quota: desk_gate("ccxt", settings, quota))
+
+
+def desk_gate(
+    vendor: str, settings: Settings, default: VendorQuota | None = None
+) -> Callable[[], None]:
+    """The desk's quotas of ``vendor``, counted in the desk's database (``shared.data.quota``):
+    ``vendor``'s own (``settings.data_quotas[vendor]``, else ``default``) and every further
+    window named ``vendor/...`` (Finnhub allows 60 a minute *and* 30 a second), passed in
+    that order before each request."""
     from shared.data.quota import QuotaStore
 
-    return QuotaStore.from_settings(settings).gate(vendor, settings.data_quotas[vendor])
+    store = QuotaStore.from_settings(settings)
+    quotas = {k: q for k, q in settings.data_quotas.items() if k.startswith(f"{vendor}/")}
+    own = settings.data_quotas.get(vendor, default)
+    if own is not None:
+        quotas = {vendor: own, **quotas}
+    if not quotas:
+        raise ConfigError(
+            "data_quotas",
+            f"no quota for the data vendor {vendor}",
+            fix=f'Set QUANTDESK_DATA_QUOTAS=\'{{"{vendor}": {{"requests": 1, "seconds": 1}}}}\'.',
+        )
+    gates = [store.gate(key, quota) for key, quota in quotas.items()]
+
+    def gate() -> None:
+        for each in gates:
+            each()
+
+    return gate
 
 
 def others_than(vendor: str, settings: Settings) -> OtherVendors:
@@ -120,6 +160,9 @@ VENDORS: dict[str, VendorSpec] = {
     "fred": VendorSpec(_fred, cacheable=True),
     "sec": VendorSpec(_sec, cacheable=True),
     "bars": VendorSpec(_bars),
+    "finnhub": VendorSpec(_finnhub, cacheable=True),
+    "massive": VendorSpec(_massive, cacheable=True),
+    "ccxt": VendorSpec(_ccxt, cacheable=True),
 }
 """Every vendor a route may name."""
 
