@@ -20,7 +20,7 @@ from cli.exit import fail_on_quantdesk_errors, finish
 from shared.config import load_settings
 from shared.data.check import CheckQuery, KindCheck, check
 from shared.data.contracts import DataKind, Sector
-from shared.data.factory import build_router
+from shared.data.factory import Routes, build_router, routes_of
 from shared.errors import InvalidInput
 
 data_app = typer.Typer(help="The data layer: which vendor serves what, as of when.")
@@ -120,10 +120,33 @@ def check_command(
     with fail_on_quantdesk_errors():
         query = CheckQuery(symbol.strip().upper(), _as_of(as_of), series.upper(), sector)
         kinds = _kinds(kind)
-        checks = check(build_router(load_settings()), query, kinds)
+        settings = load_settings()
+        checks = check(build_router(settings), query, kinds)
     if as_json:
         print(json.dumps([c.model_dump(mode="json") for c in checks], indent=2), flush=True)
     else:
+        console.print(_chains_table(routes_of(settings), kinds))
         console.print(f"{query.symbol} as of {query.as_of.isoformat()}", highlight=False)
         console.print(_table(checks))
     finish(0)
+
+
+@data_app.command("chains")
+def chains_command() -> None:
+    """The chain of vendors each kind is asked in, and the vendors left out (not set up) and
+    why: your QUANTDESK_DATA_ROUTES where set, else the defaults with what you have set up."""
+    with fail_on_quantdesk_errors():
+        routes = routes_of(load_settings())
+    console.print(_chains_table(routes, list(DataKind)))
+    finish(0)
+
+
+def _chains_table(routes: Routes, kinds: list[DataKind]) -> Table:
+    table = Table(title="chains (first that answers wins)", show_edge=False)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("vendors, in order", overflow="fold")
+    for kind in kinds:
+        table.add_row(kind.value, " → ".join(routes.chains[kind]))
+    for vendor, why in routes.left_out.items():
+        table.add_row(Text(f"({vendor})", style="dim"), Text(f"left out: {why}", style="dim"))
+    return table

@@ -31,7 +31,6 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from shared.broker.guardrails import BrokerLimits
 from shared.data.contracts import DataKind
 from shared.data.factory import VENDORS
-from shared.data.router import DEFAULT_ROUTES
 from shared.errors import ConfigError
 from shared.llm.pricing import ModelPrice
 from shared.llm.providers import PROVIDERS, LlmRole, ProviderSpec, Serving, list_prices
@@ -639,10 +638,11 @@ class Settings(_ProviderBlocks):
     )
 
     data_routes: Annotated[dict[DataKind, list[str]], NoDecode] = Field(
-        default_factory=lambda: {kind: list(chain) for kind, chain in DEFAULT_ROUTES.items()},
+        default_factory=dict,
         description=(
-            'vendors per data kind, in order; JSON like {"news": ["local", "yfinance", "sim"]}, '
-            "merged over the defaults"
+            'your vendors per data kind, in order; JSON like {"news": ["local", "yfinance", '
+            '"sim"]}; a kind not given takes the default chain of the vendors set up '
+            "(`quantdesk data check` shows the chains in use)"
         ),
     )
     data_seed: int = Field(7, description="seed of the simulated market (the sim vendor)")
@@ -754,7 +754,7 @@ class Settings(_ProviderBlocks):
     @field_validator("data_routes", mode="before")
     @classmethod
     def _known_routes(cls, value: object) -> object:
-        """JSON or a mapping, over the defaults; unknown kinds or vendors are named."""
+        """JSON or a mapping; unknown kinds or vendors are named."""
         if isinstance(value, str):
             try:
                 value = json.loads(value)
@@ -777,7 +777,7 @@ class Settings(_ProviderBlocks):
             raise ValueError(
                 f"unknown data vendor(s) {', '.join(unknown)}; accepted: {', '.join(VENDORS)}"
             )
-        return {**{k.value: list(c) for k, c in DEFAULT_ROUTES.items()}, **value}
+        return value
 
     @field_validator("host_name")
     @classmethod

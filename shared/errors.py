@@ -151,6 +151,12 @@ class NotConfigured(QuantdeskError):
     """A vendor does not serve this kind, or lacks what it needs (a key, a package, files)."""
 
 
+class NotCovered(NotConfigured):
+    """A vendor serves this kind, but not for this symbol by its nature (a crypto exchange asked
+    for a company's bars): the router asks the next vendor without listing this one, since
+    saying so on every read would tell the reader nothing."""
+
+
 class RateLimited(QuantdeskError):
     """A vendor throttled the call; another attempt after ``retry_after`` may succeed."""
 

@@ -23,6 +23,7 @@ from shared.errors import (
     InvalidInput,
     NoData,
     NotConfigured,
+    NotCovered,
     RateLimited,
     VendorFailure,
 )
@@ -159,17 +160,54 @@ def test_an_unknown_vendor_in_routes_is_invalid_input() -> None:
 # -- settings ----------------------------------------------------------------------------------
 
 
-def test_routes_default_to_the_router_defaults() -> None:
-    assert load_settings().data_routes == {k: list(v) for k, v in DEFAULT_ROUTES.items()}
+def test_a_desk_with_nothing_set_up_routes_to_the_offline_vendors(tmp_path: Path) -> None:
+    routes = factory.routes_of(load_settings(data_dir=tmp_path))
+
+    for kind, chain in routes.chains.items():
+        assert [n for n in chain if n != "ccxt"] == list(DEFAULT_ROUTES[kind])
+    assert routes.left_out["finnhub"] == "no key: FINNHUB_API_KEY"
+    assert routes.left_out["sec"] == "no contact: EDGAR_IDENTITY"
+    assert "neither massive nor yfinance" in routes.left_out["bars"]
 
 
-def test_routes_from_env_json_merge_over_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_key_puts_its_vendor_in_the_default_chains_in_their_order(tmp_path: Path) -> None:
+    settings = load_settings(
+        data_dir=tmp_path,
+        finnhub={"api_key": "k1"},
+        massive={"api_key": "k2"},
+        sec={"identity": "Jane Doe jane@example.com"},
+    )
+
+    chains = factory.routes_of(settings).chains
+
+    assert chains[DataKind.NEWS] == ["local", "finnhub", "massive", "sim"]
+    assert chains[DataKind.INSIDER] == ["local", "sec", "finnhub", "sim"]
+    assert chains[DataKind.MOVERS] == ["local", "massive", "bars", "sim"]
+    assert chains[DataKind.UNIVERSE] == ["local", "massive", "sim"]
+    assert chains[DataKind.MACRO] == ["local", "sim"]
+
+
+def test_routes_from_env_json_replace_the_default_chain_of_their_kind(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("QUANTDESK_DATA_ROUTES", '{"news": ["local", "yfinance", "sim"]}')
+    settings = load_settings(data_dir=tmp_path)
 
-    routes = load_settings().data_routes
+    chains = factory.routes_of(settings).chains
 
-    assert routes[DataKind.NEWS] == ["local", "yfinance", "sim"]
-    assert routes[DataKind.OHLCV] == list(DEFAULT_ROUTES[DataKind.OHLCV])
+    assert settings.data_routes == {DataKind.NEWS: ["local", "yfinance", "sim"]}
+    assert chains[DataKind.NEWS] == ["local", "yfinance", "sim"]
+    assert chains[DataKind.MACRO] == list(DEFAULT_ROUTES[DataKind.MACRO])
+
+
+def test_a_vendor_that_does_not_cover_a_symbol_is_passed_silently() -> None:
+    exchange = FakeVendor("exchange", NotCovered("exchange serves crypto pairs only"))
+    sim = FakeVendor("sim", NEWS)
+    router = DataRouter({"exchange": exchange, "sim": sim}, {DataKind.NEWS: ["exchange", "sim"]})
+
+    routed = router.call(DataKind.NEWS, lambda v: v.news(PAST, WEEK), as_of=PAST)
+
+    assert (routed.vendor, routed.passed, exchange.calls) == ("sim", (), 1)
 
 
 @pytest.mark.parametrize(
@@ -216,7 +254,7 @@ def test_importing_settings_does_not_import_pandas() -> None:
 def test_factory_builds_the_routed_vendors_by_name(tmp_path: Path) -> None:
     built = build_router(load_settings(data_dir=tmp_path))
 
-    assert set(built.vendors) == {"local", "bundled", "sim"}
+    assert set(built.vendors) - {"ccxt"} == {"local", "bundled", "sim"}
     assert isinstance(built.vendors["local"], LocalVendor)
     assert built.vendors["local"].root == tmp_path / "data"
     assert isinstance(built.vendors["bundled"], BundledVendor)
@@ -282,7 +320,7 @@ def test_protocol_methods_are_named_after_the_kinds() -> None:
 
 
 def test_an_unknown_vendor_name_is_invalid_input(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInput, match="bundled, fred, local, sec, sim, yfinance"):
+    with pytest.raises(InvalidInput, match="bundled, ccxt, finnhub, fred, local, massive, sec, sim, yfinance"):
         build_vendor("bloomberg", load_settings(data_dir=tmp_path))
 
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.util import find_spec
 from typing import TYPE_CHECKING, NoReturn
 
 from shared.data.cache import CachedVendor
 from shared.data.contracts import POINT_IN_TIME, DataKind, DataVendor, Reach
-from shared.data.router import DataRouter
+from shared.data.router import DEFAULT_CHAINS, DataRouter
 from shared.errors import ConfigError, NotConfigured, lookup
 
 if TYPE_CHECKING:
@@ -34,12 +35,18 @@ LOCAL_DATA_DIR = "data"
 CACHE_DIR = "data-cache"
 
 
+def _always(settings: Settings) -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class VendorSpec:
-    """How to build a vendor, and whether its answers are worth keeping on disk."""
+    """How to build a vendor, whether its answers are worth keeping on disk, and whether it is
+    set up (``ready``: None, else why not; a default chain leaves out a vendor not set up)."""
 
     build: Callable[[Settings], DataVendor]
     cacheable: bool = False
+    ready: Callable[[Settings], str | None] = _always
 
 
 def _local(settings: Settings) -> DataVendor:
@@ -139,7 +146,7 @@ def others_than(vendor: str, settings: Settings) -> OtherVendors:
 
     def build() -> DataRouter:
         kinds = (DataKind.OHLCV, DataKind.UNIVERSE)
-        chains = {k: [n for n in settings.data_routes.get(k, []) if n != vendor] for k in kinds}
+        chains = {k: [n for n in routes_of(settings).chains[k] if n != vendor] for k in kinds}
         names = sorted({name for chain in chains.values() for name in chain})
         return DataRouter({name: build_vendor(name, settings) for name in names}, chains)
 
@@ -152,19 +159,80 @@ def _bars(settings: Settings) -> DataVendor:
     return FromBarsVendor(others_than("bars", settings))
 
 
+def _keyed(block: str) -> Callable[[Settings], str | None]:
+    """Set up when ``settings.<block>.api_key`` holds a key."""
+
+    def ready(settings: Settings) -> str | None:
+        from shared import config
+
+        key = getattr(settings, block).api_key
+        variable = getattr(config, f"{block.upper()}_KEY_ENV")
+        return None if key is not None and key.get_secret_value() else f"no key: {variable}"
+
+    return ready
+
+
+def _installed(module: str, extra: str) -> Callable[[Settings], str | None]:
+    """Set up when ``module`` (of the extra ``extra``) is installed; found without importing it."""
+
+    def ready(settings: Settings) -> str | None:
+        from shared.extras import install_command
+
+        return None if find_spec(module) else f"not installed: {install_command(extra)}"
+
+    return ready
+
+
+def _sec_ready(settings: Settings) -> str | None:
+    from shared.config import EDGAR_IDENTITY_ENV
+
+    return None if settings.sec.identity else f"no contact: {EDGAR_IDENTITY_ENV}"
+
+
+def _bars_ready(settings: Settings) -> str | None:
+    """The figures computed from bars are worth asking for only over real bars of the whole
+    market: with neither vendor of them set up they would restate the simulated market's own."""
+    if any(VENDORS[name].ready(settings) is None for name in ("massive", "yfinance")):
+        return None
+    return "computes from real bars: neither massive nor yfinance is set up"
+
+
 VENDORS: dict[str, VendorSpec] = {
     "local": VendorSpec(_local),
     "bundled": VendorSpec(_bundled),
     "sim": VendorSpec(_sim),
-    "yfinance": VendorSpec(_yfinance, cacheable=True),
-    "fred": VendorSpec(_fred, cacheable=True),
-    "sec": VendorSpec(_sec, cacheable=True),
-    "bars": VendorSpec(_bars),
-    "finnhub": VendorSpec(_finnhub, cacheable=True),
-    "massive": VendorSpec(_massive, cacheable=True),
-    "ccxt": VendorSpec(_ccxt, cacheable=True),
+    "yfinance": VendorSpec(_yfinance, cacheable=True, ready=_installed("yfinance", "online")),
+    "fred": VendorSpec(_fred, cacheable=True, ready=_keyed("fred")),
+    "sec": VendorSpec(_sec, cacheable=True, ready=_sec_ready),
+    "bars": VendorSpec(_bars, ready=_bars_ready),
+    "finnhub": VendorSpec(_finnhub, cacheable=True, ready=_keyed("finnhub")),
+    "massive": VendorSpec(_massive, cacheable=True, ready=_keyed("massive")),
+    "ccxt": VendorSpec(_ccxt, cacheable=True, ready=_installed("ccxt", "crypto")),
 }
 """Every vendor a route may name."""
+
+
+@dataclass(frozen=True)
+class Routes:
+    """The chains a desk uses: yours where ``data_routes`` sets a kind, else the default
+    chain less the vendors not set up (``left_out``: vendor -> why)."""
+
+    chains: dict[DataKind, list[str]]
+    left_out: dict[str, str]
+
+
+def routes_of(settings: Settings) -> Routes:
+    """The chains ``settings`` make: ``DEFAULT_CHAINS`` with what is set up, under your own."""
+    left_out = {
+        name: why
+        for name in sorted({n for chain in DEFAULT_CHAINS.values() for n in chain})
+        if (why := VENDORS[name].ready(settings)) is not None
+    }
+    chains = {
+        kind: list(settings.data_routes.get(kind) or [n for n in chain if n not in left_out])
+        for kind, chain in DEFAULT_CHAINS.items()
+    }
+    return Routes(chains, left_out)
 
 
 _READS = frozenset(kind.value for kind in DataKind)
@@ -211,6 +279,7 @@ def build_vendor(name: str, settings: Settings) -> DataVendor:
 
 
 def build_router(settings: Settings) -> DataRouter:
-    """A router over the vendors ``settings.data_routes`` names, in its order per kind."""
-    names = sorted({name for chain in settings.data_routes.values() for name in chain})
-    return DataRouter({name: build_vendor(name, settings) for name in names}, settings.data_routes)
+    """A router over the chains of ``routes_of(settings)``, in their order per kind."""
+    chains = routes_of(settings).chains
+    names = sorted({name for chain in chains.values() for name in chain})
+    return DataRouter({name: build_vendor(name, settings) for name in names}, chains)

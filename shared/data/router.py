@@ -23,17 +23,50 @@ from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
 from shared.data.contracts import DataKind, DataVendor, Reach
-from shared.errors import InvalidInput, NoData, NotConfigured, RateLimited, VendorFailure
+from shared.errors import (
+    InvalidInput,
+    NoData,
+    NotConfigured,
+    NotCovered,
+    RateLimited,
+    VendorFailure,
+)
 
 T = TypeVar("T")
 
 # Vendors a route may name though they are not built here (an optional extra).
-_OPTIONAL_VENDORS = frozenset({"yfinance"})
+_OPTIONAL_VENDORS = frozenset({"yfinance", "ccxt"})
+
+DEFAULT_CHAINS: dict[DataKind, tuple[str, ...]] = {
+    DataKind.OHLCV: ("local", "bundled", "massive", "ccxt", "yfinance", "sim"),
+    DataKind.NEWS: ("local", "finnhub", "massive", "yfinance", "sim"),
+    DataKind.SOCIAL: ("local", "sim"),
+    DataKind.FUNDAMENTALS: ("local", "sec", "yfinance", "sim"),
+    DataKind.STATEMENTS: ("local", "sec", "finnhub", "yfinance", "sim"),
+    DataKind.INSIDER: ("local", "sec", "finnhub", "yfinance", "sim"),
+    DataKind.SECTORS: ("local", "bars", "yfinance", "sim"),
+    DataKind.INDUSTRY: ("local", "yfinance", "sim"),
+    DataKind.MOVERS: ("local", "massive", "bars", "yfinance", "sim"),
+    DataKind.INDICES: ("local", "bars", "yfinance", "sim"),
+    DataKind.MACRO: ("local", "fred", "sim"),
+    DataKind.UNIVERSE: ("local", "massive", "sim"),
+}
+"""Every kind's chain on a desk with every vendor set up: your files first; then the vendors
+that answer for any past ``as_of`` from what was public then (point-in-time vendors, the most
+exact first: the SEC's filings before Finnhub's copy of them, Massive's raw bars before
+Yahoo's, which a later split rewrites); then Yahoo, which answers most kinds only about now
+(the router asks it only then); the simulated market last, whose records say they are
+simulated. A vendor that is not set up (no key, no contact, its extra not installed) is left
+out (``shared.data.factory.routes_of``), so a desk with no key runs on what it has."""
+
+OFFLINE_VENDORS = frozenset({"local", "bundled", "sim"})
+"""The vendors that need no network: a desk with nothing set up runs on them alone."""
 
 DEFAULT_ROUTES: dict[DataKind, tuple[str, ...]] = {
-    **{kind: ("local", "sim") for kind in DataKind},
-    DataKind.OHLCV: ("local", "bundled", "sim"),
+    kind: tuple(name for name in chain if name in OFFLINE_VENDORS)
+    for kind, chain in DEFAULT_CHAINS.items()
 }
+"""The default chains of a desk with no network vendor set up."""
 
 
 def _utc_now() -> datetime:
@@ -105,6 +138,8 @@ class DataRouter:
                     continue
             try:
                 return Routed(read(vendor), name, tuple(said), tuple(timed))
+            except NotCovered:
+                continue
             except NotConfigured as error:
                 said.append(f"{name}: {error}")
             except NoData as error:
