@@ -521,15 +521,13 @@ def test_every_record_is_marked_simulated_unless_its_values_are_real() -> None:
 # --- errors ----------------------------------------------------------------------------
 
 
-def test_an_unknown_symbol_is_invalid_input_pointing_at_the_universe() -> None:
-    with pytest.raises(InvalidInput, match="universe") as raised:
-        SIM.ohlcv("AAPL", Timeframe.D1, utc(2015, 1, 5), 10)
-    assert raised.value.field == "symbol"
+def test_an_unknown_symbol_is_no_data_pointing_at_the_universe() -> None:
     for read in (
+        lambda: SIM.ohlcv("AAPL", Timeframe.D1, utc(2015, 1, 5), 10),
         lambda: SIM.fundamentals("GOOG", utc(2015, 1, 5)),
         lambda: SIM.news(utc(2015, 1, 5), timedelta(days=1), symbol="MSFT"),
     ):
-        with pytest.raises(InvalidInput, match="universe"):
+        with pytest.raises(NoData, match="fictional.*universe"):
             read()
 
 

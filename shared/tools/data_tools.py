@@ -57,6 +57,15 @@ class AsOfArguments(BaseModel):
     )
 
 
+NO_DATA_NOTES: dict[DataKind, str] = {
+    DataKind.SOCIAL: (
+        " (No free source serves what was said on a past date: only posts recorded while "
+        "they were new, by `quantdesk data record social`, can be read as of then.)"
+    ),
+}
+"""Why a kind may have no data at all for a past ``as_of``, said with its "no data"."""
+
+
 class DataReader:
     """Reads through the router as of one time, remembering which vendors answered."""
 
@@ -86,7 +95,8 @@ class DataReader:
             about = f" for {subject}" if subject else ""
             as_of = self.as_of.isoformat()
             span = f"in the window ({window} up to {as_of})" if window else f"as of {as_of}"
-            raise NoData(f"no {kind.value} data{about} {span}: {error}") from None
+            note = NO_DATA_NOTES.get(kind, "")
+            raise NoData(f"no {kind.value} data{about} {span}: {error}{note}") from None
         self.vendors.add(routed.vendor)
         self.passed.extend(reason for reason in routed.timed if reason not in self.passed)
         self.simulated |= routed.vendor in SIMULATED_VENDORS or _flagged(routed.value)

@@ -387,11 +387,12 @@ class SimVendor(DataVendor, NewsSearch):
         key = symbol.upper() if isinstance(symbol, str) else symbol
         if key not in _COLUMN:
             examples = ", ".join([c.symbol for c in COMPANIES[:3]] + ["XLK", TBILL_ETF, "^GSPC"])
-            raise InvalidInput(
-                "symbol",
-                f"{symbol!r} is not in the simulated market",
-                fix=f"Its symbols (e.g. {examples}) are listed by the universe read "
-                f"(DataKind.UNIVERSE); its {_COMPANIES} companies are fictional.",
+            # "No data", not a wrong input: sim ends every chain, so a real name that no real
+            # vendor had anything for reaches it, and their answers must stand.
+            raise NoData(
+                f"sim has no {symbol!r}: the simulated market's {_COMPANIES} companies are "
+                "fictional.",
+                fix=f"Its symbols (e.g. {examples}) are listed by the universe read.",
             )
         return key
 
