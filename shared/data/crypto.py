@@ -8,8 +8,9 @@ backtested on it), so a candle is kept only once it is complete: its period's en
 
 - Symbols: our ``BTC-USD`` (Yahoo's form), ``BTC/USDT`` or ``eth-usdt`` name the exchange's
   spot market base/quote; Binance lists no US-dollar pairs, so there ``USD`` reads as ``USDT``.
-  A symbol that is not such a pair (AAPL, a simulated ticker) is ``NotConfigured`` before any
-  request; a pair the exchange does not list is ``NoData`` naming the exchange.
+  A symbol that is not such a pair (AAPL, a simulated ticker) is ``NotCovered`` (a
+  ``NotConfigured``) before any request; a pair the exchange does not list is ``NoData``
+  naming the exchange.
 - Requests: public endpoints only, no key. Candles are asked for in windows of at most the
   exchange's rows per call (ccxt's ``features``: Binance 1000, Kraken 720, Coinbase 300),
   from the lookback's first period to ``as_of``. Kraken's OHLC keeps only its latest 720
@@ -49,6 +50,7 @@ from shared.errors import (
     InvalidInput,
     NoData,
     NotConfigured,
+    NotCovered,
     QuantdeskError,
     RateLimited,
     VendorFailure,
@@ -104,11 +106,11 @@ def quota_of(rate_limit_ms: float) -> VendorQuota:
 
 
 def pair_of(symbol: str, exchange: str) -> str:
-    """``symbol`` as the exchange's unified market (``BASE/QUOTE``), or ``NotConfigured``
-    when it is not a crypto pair."""
+    """``symbol`` as the exchange's unified market (``BASE/QUOTE``), or ``NotCovered`` (a
+    ``NotConfigured`` the router passes over silently) when it is not a crypto pair."""
     found = PAIR.match(symbol.strip().upper())
     if found is None or found[2] not in QUOTES:
-        raise NotConfigured(
+        raise NotCovered(
             f"ccxt serves crypto pairs only, and {symbol!r} is not one (a pair is BASE-QUOTE or "
             f"BASE/QUOTE with a quote among {', '.join(sorted(QUOTES))})",
             fix="Route this symbol's bars to a stock vendor; for crypto write e.g. BTC-USD.",
@@ -146,8 +148,8 @@ class CcxtVendor(DataVendor):
         )
         if settings.base_url:
             _redirect(self._exchange.urls["api"], settings.base_url)
-        self.quota = quota_of(self._exchange.rateLimit)
-        gate = gate_of(self.quota) if gate_of else LocalQuota(NAME, self.quota)
+        quota = quota_of(self._exchange.rateLimit)
+        gate = gate_of(quota) if gate_of else LocalQuota(NAME, quota)
         self._waits = threading.local()
         _hook(self._exchange, gate, self._waits)
         self._rows_per_call = int(self._exchange.features["spot"]["fetchOHLCV"]["limit"])
@@ -234,8 +236,10 @@ class CcxtVendor(DataVendor):
                 fix="Route these bars to another vendor.",
             ) from None
         except ccxt.BaseError as error:
-            raise VendorFailure(f"ccxt: {self._id} answered the {what} with an error: "
-                                f"{type(error).__name__}: {_detail(error)}") from None  # fmt: skip
+            raise VendorFailure(
+                f"ccxt: {self._id} answered the {what} with an error: "
+                f"{type(error).__name__}: {_detail(error)}"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -267,8 +271,9 @@ class _Candles(BarSource):
             raise NoData(f"ccxt: {self.vendor.exchange} has no {where} since {first.isoformat()}")
         if not (bucket_starts(complete, self.timeframe) == complete).all():
             raise NotConfigured(
-                f"ccxt: {self.vendor.exchange}'s {CCXT_TIMEFRAMES[self.timeframe]} candles do not open on quantdesk's "
-                f"{self.timeframe} periods (UTC; weeks on Monday, months on the 1st)",
+                f"ccxt: {self.vendor.exchange}'s {CCXT_TIMEFRAMES[self.timeframe]} candles do "
+                f"not open on quantdesk's {self.timeframe} periods (UTC; weeks on Monday, months "
+                "on the 1st)",
                 fix="Use another timeframe, or another exchange for it.",
             )
         try:
@@ -300,8 +305,9 @@ def _hook(exchange: Any, gate: Gate, waits: threading.local) -> None:
         gate()
         return send(url, method, headers, body)
 
-    def on_rest_response(code: int, reason: str, url: str, method: str, response_headers: Any,
-                         *rest: Any) -> Any:  # fmt: skip
+    def on_rest_response(
+        code: int, reason: str, url: str, method: str, response_headers: Any, *rest: Any
+    ) -> Any:
         waits.retry_after = (response_headers or {}).get("Retry-After")
         return received(code, reason, url, method, response_headers, *rest)
 

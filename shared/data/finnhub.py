@@ -60,9 +60,9 @@ quotas for both (``gate``). A refused key (401) is ``NotConfigured``, a 429 ``Ra
 
 from __future__ import annotations
 
-import time as clock_time
 from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
+from time import monotonic
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
@@ -103,7 +103,7 @@ FREE_NEWS_HISTORY = timedelta(days=365)
 LATE_FILING = timedelta(days=31)
 """How long before the window an insider request starts, for trades filed late."""
 FRESH_FOR = 600.0
-"""Seconds a company's filings are reused in one process: the three statements of one read
+"""Seconds a company's filings are reused in one process: its three statements
 cost two requests, not six (reads still filter them by ``as_of``)."""
 KEPT_FILINGS = 64
 """At most this many (company, frequency) answers kept."""
@@ -248,7 +248,10 @@ class FinnhubVendor(DataVendor, NewsSearch):
         ]
         if not items:
             why = f": {too_old}" if start < horizon else ""
-            raise NoData(f"Finnhub has no news of {ticker} published in the window{why}")
+            raise NoData(
+                f"Finnhub has no news of {ticker} published in the {query.window} to "
+                f"{query.as_of.isoformat()}{why}"
+            )
         return sorted(items, key=lambda item: item.published_at, reverse=True)[: query.limit]
 
     def insider(self, symbol: str, as_of: datetime, window: timedelta) -> list[InsiderTransaction]:
@@ -296,7 +299,7 @@ class FinnhubVendor(DataVendor, NewsSearch):
 
     def _reports(self, ticker: str, freq: str) -> list[_Report]:
         """``ticker``'s filings of ``freq``, reused for ``FRESH_FOR`` seconds."""
-        now = clock_time.monotonic()
+        now = monotonic()
         kept = self._filings.get((ticker, freq))
         if kept is not None and now - kept[0] < FRESH_FOR:
             return kept[1]
@@ -332,7 +335,9 @@ class FinnhubVendor(DataVendor, NewsSearch):
         if status >= 500:
             return VendorFailure(said)
         if status == 401:
-            return NotConfigured(f"Finnhub refused the key in {FINNHUB_KEY_ENV}: {said}", fix=KEY_FIX)
+            return NotConfigured(
+                f"Finnhub refused the key in {FINNHUB_KEY_ENV}: {said}", fix=KEY_FIX
+            )
         if status == 403:
             return NotConfigured(
                 f"{said} (an endpoint of a paid plan, which the key in {FINNHUB_KEY_ENV} lacks)",

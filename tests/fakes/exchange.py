@@ -95,6 +95,8 @@ class Fault:
     """What the next request gets instead of its answer."""
 
     status: int = 0
+    """A 429 is Binance's ``-1003`` with ``Retry-After``; any other status its ``-1001``."""
+    retry_after: int = 60
     delay: float = 0.0
     drop: bool = False
 
@@ -167,16 +169,25 @@ class FakeBinance(ServedInThread):
             if fault.drop:
                 handler.connection.close()
                 return
-            if fault.status:
-                error = BinanceError(fault.status, -1001, "Internal error; unable to process "
-                                     "your request. Please try again.")  # fmt: skip
+            if fault.status == 429:
+                wait = fault.retry_after
+            elif fault.status:
+                error = BinanceError(
+                    fault.status,
+                    -1001,
+                    "Internal error; unable to process your request. Please try again.",
+                )
                 return _send(handler, error.status, _body(error), headers)
         if wait is not None:
             headers["Retry-After"] = str(wait)
-            limited = BinanceError(429, -1003, "Too much request weight used; current limit is "
-                                   f"{self.weight_per_minute} request weight per 1 MINUTE. Please "
-                                   "use WebSocket Streams for live updates to avoid polling the "
-                                   "API.")  # fmt: skip
+            limited = BinanceError(
+                429,
+                -1003,
+                "Too much request weight used; current limit is "
+                f"{self.weight_per_minute} request weight per 1 MINUTE. Please "
+                "use WebSocket Streams for live updates to avoid polling the "
+                "API.",
+            )
             return _send(handler, 429, _body(limited), headers)
         try:
             if path == EXCHANGE_INFO:
@@ -184,15 +195,20 @@ class FakeBinance(ServedInThread):
             elif path == KLINES:
                 body = self._klines(params)
             else:
-                return _send(handler, 404, b"<html><body><h1>404 Not Found</h1></body></html>",
-                             headers, content_type="text/html")  # fmt: skip
+                return _send(
+                    handler,
+                    404,
+                    b"<html><body><h1>404 Not Found</h1></body></html>",
+                    headers,
+                    content_type="text/html",
+                )
         except BinanceError as error:
             return _send(handler, error.status, _body(error), headers)
         _send(handler, 200, json.dumps(body).encode(), headers)
 
     def _spend(self, weight: int) -> tuple[int, int | None]:
         """Count ``weight`` in the rolling minute: the weight used, and the seconds to wait
-        (None when within the limit; a refused request counts too, as Binance's does)."""
+        (None when within the limit; a refused request's weight counts too, a simple model)."""
         now = time.monotonic()
         while self._spent and now - self._spent[0][0] >= 60:
             self._spent.popleft()
@@ -226,7 +242,7 @@ class FakeBinance(ServedInThread):
                     "intervalNum": 5,
                     "limit": 61000,
                 },
-            ],  # fmt: skip
+            ],
             "exchangeFilters": [],
             "symbols": [_symbol_info(pair) for pair in self.pairs.values()],
         }
@@ -340,7 +356,7 @@ def _symbol_info(pair: Pair) -> dict[str, object]:
                 "minNotional": "5.00000000",
                 "maxNotional": "9000000.00000000",
             },
-        ],  # fmt: skip
+        ],
         "permissions": [],
         "permissionSets": [["SPOT"]],
         "defaultSelfTradePreventionMode": "EXPIRE_MAKER",
