@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from cli.data_record import record_app
 from cli.exit import fail_on_quantdesk_errors, finish
 from shared.config import load_settings
 from shared.data.check import CheckQuery, KindCheck, check
@@ -24,6 +25,7 @@ from shared.data.factory import Routes, build_router, routes_of
 from shared.errors import InvalidInput
 
 data_app = typer.Typer(help="The data layer: which vendor serves what, as of when.")
+data_app.add_typer(record_app, name="record")
 console = Console()
 guidance = Console(stderr=True)
 

@@ -472,6 +472,18 @@ class CcxtSettings(BaseModel):
     timeout_seconds: float = Field(10, gt=0, le=120, description="one HTTP call's limit")
 
 
+class StocktwitsSettings(BaseModel):
+    """StockTwits' public streams: what is said about a symbol now (no key; about 200
+    requests an hour). Only ``quantdesk data record social`` reads it, to keep posts for later
+    runs."""
+
+    base_url: str = Field(
+        "https://api.stocktwits.com/api/2",
+        description="the API root; a stand-in or a proxy may take it",
+    )
+    timeout_seconds: float = Field(10, gt=0, le=120, description="one HTTP call's limit")
+
+
 class VendorQuota(BaseModel):
     """At most ``requests`` in any ``seconds``, for the whole desk (``shared.data.quota``)."""
 
@@ -485,6 +497,7 @@ DEFAULT_QUOTAS: dict[str, VendorQuota] = {
     "finnhub": VendorQuota(requests=55, seconds=60),
     "finnhub/burst": VendorQuota(requests=25, seconds=1),
     "massive": VendorQuota(requests=5, seconds=60),
+    "stocktwits": VendorQuota(requests=180, seconds=3600),
 }
 """What the desk asks of each metered data vendor: under what its documentation allows (the
 SEC 10 a second, FRED 120 a minute), since a request reaches the vendor a little after its
@@ -666,6 +679,10 @@ class Settings(_ProviderBlocks):
     massive: MassiveSettings = Field(
         default_factory=MassiveSettings,
         description="Massive, formerly Polygon (QUANTDESK_MASSIVE__*; the key from MASSIVE_API_KEY)",
+    )
+    stocktwits: StocktwitsSettings = Field(
+        default_factory=StocktwitsSettings,
+        description="StockTwits' public streams (QUANTDESK_STOCKTWITS__*; no key)",
     )
     ccxt: CcxtSettings = Field(
         default_factory=CcxtSettings, description="ccxt's crypto exchange (QUANTDESK_CCXT__*)"

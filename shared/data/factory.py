@@ -110,6 +110,15 @@ def _ccxt(settings: Settings) -> DataVendor:
     return CcxtVendor(settings.ccxt, gate_of=lambda quota: desk_gate("ccxt", settings, quota))
 
 
+def _stocktwits(settings: Settings) -> DataVendor:
+    from shared.data.stocktwits import StocktwitsVendor
+
+    own = settings.stocktwits
+    return StocktwitsVendor(
+        own.base_url, own.timeout_seconds, gate=desk_gate("stocktwits", settings)
+    )
+
+
 def desk_gate(
     vendor: str, settings: Settings, default: VendorQuota | None = None
 ) -> Callable[[], None]:
@@ -208,6 +217,8 @@ VENDORS: dict[str, VendorSpec] = {
     "finnhub": VendorSpec(_finnhub, cacheable=True, ready=_keyed("finnhub")),
     "massive": VendorSpec(_massive, cacheable=True, ready=_keyed("massive")),
     "ccxt": VendorSpec(_ccxt, cacheable=True, ready=_installed("ccxt", "crypto")),
+    # Now only, so nothing of it is worth caching; `quantdesk data record social` reads it.
+    "stocktwits": VendorSpec(_stocktwits),
 }
 """Every vendor a route may name."""
 
