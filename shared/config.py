@@ -434,6 +434,12 @@ class FinnhubSettings(BaseModel):
     base_url: str = Field("https://finnhub.io/api/v1", description="the API root")
     timeout_seconds: float = Field(10, gt=0, le=120, description="one HTTP call's limit")
     api_key: SecretStr | None = Field(None, description=f"default: ${FINNHUB_KEY_ENV}")
+    news_history_days: int | None = Field(
+        365,
+        ge=1,
+        description="how far back your plan serves company news (the free tier: about a "
+        "year); None: no limit",
+    )
 
     @model_validator(mode="before")
     @classmethod

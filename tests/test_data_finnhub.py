@@ -97,9 +97,17 @@ def test_news_older_than_the_free_tiers_year_is_no_data_saying_why(
     settings = _settings(finnhub, tmp_path).finnhub
     a_year_on = FinnhubVendor(settings, clock=lambda: utc(2024, 3, 1))
 
-    with pytest.raises(NoData, match="free tier keeps about a year of company news"):
+    with pytest.raises(NoData, match="from 2023-03-02 on .*free tier keeps about a year"):
         a_year_on.news(utc(2023, 2, 3, 18), timedelta(days=2), symbol="AAPL")
     assert finnhub.requests == []
+
+    # A plan that serves more: the same read goes to Finnhub.
+    paid = settings.model_copy(update={"news_history_days": None})
+    assert FinnhubVendor(paid, clock=lambda: utc(2024, 3, 1)).news(
+        utc(2023, 2, 3, 18), timedelta(days=2), symbol="AAPL"
+    )
+    assert len(finnhub.requests) == 1
+    finnhub.requests.clear()
 
     # A window reaching past the year: Finnhub answers an empty list, read as the tier's limit.
     finnhub.today = date(2024, 2, 4)

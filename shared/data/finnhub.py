@@ -98,8 +98,6 @@ KEY_FIX = (
 DEFAULT_RETRY_AFTER = timedelta(seconds=20)
 """Finnhub's 429 names no wait and does not say which of its two windows is full: a third
 of the minute."""
-FREE_NEWS_HISTORY = timedelta(days=365)
-"""How far back the free tier serves company news ("1 year of historical news")."""
 LATE_FILING = timedelta(days=31)
 """How long before the window an insider request starts, for trades filed late."""
 FRESH_FOR = 600.0
@@ -215,6 +213,8 @@ class FinnhubVendor(DataVendor, NewsSearch):
         )
         self._gate = gate or _local_gate()
         self._clock = clock
+        days = settings.news_history_days
+        self._news_history = timedelta(days=days) if days is not None else None
         self._filings: dict[tuple[str, str], tuple[float, list[_Report]]] = {}
 
     # --- the DataVendor interface -----------------------------------------------------
@@ -227,10 +227,11 @@ class FinnhubVendor(DataVendor, NewsSearch):
             )
         ticker = query.symbol.upper()
         start = query.as_of - query.window
-        horizon = self._clock() - FREE_NEWS_HISTORY
+        history = self._news_history
+        horizon = self._clock() - history if history else datetime.min.replace(tzinfo=UTC)
         too_old = (
-            f"Finnhub's free tier keeps about a year of company news (from "
-            f"{horizon.date().isoformat()} on)"
+            f"Finnhub serves company news from {horizon.date().isoformat()} on (the free "
+            "tier keeps about a year; QUANTDESK_FINNHUB__NEWS_HISTORY_DAYS sets your plan's)"
         )
         if query.as_of <= horizon:
             raise NoData(f"{too_old}, and {query.as_of.isoformat()} is older")
