@@ -84,6 +84,11 @@ class ListCandidatesRequest(BaseModel):
 
     watchlist: str | None = Field(None, description="a watchlist in the book's database")
     symbols: list[str] | None = Field(None, description="symbols, upper-case, each once")
+    as_of: AwareDatetime | None = Field(
+        None,
+        description="the run's analysis time: a name is known if it had bars by then (one "
+        "delisted since still is); default now",
+    )
 
 
 class ListedCandidates(BaseModel):
@@ -152,7 +157,8 @@ class AutoRunActivities(Services):
                 field, given = "watchlist", self.watchlists.get(request.watchlist).symbols
             else:
                 field, given = "symbols", request.symbols or []
-            return ListedCandidates(symbols=known_symbols(self.router, given, field))
+            known = known_symbols(self.router, given, field, not_after=request.as_of)
+            return ListedCandidates(symbols=known)
 
     @activity_on(TOOLS_QUEUE, "open_book")
     def open_book(self, request: OpenBookRequest) -> OpenedBook:

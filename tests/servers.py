@@ -367,8 +367,9 @@ def isolated_settings(s3: Settings, folder: Path, queue: str, **extra: object) -
 
 
 @contextmanager
-def tools_reading(settings: Settings) -> Iterator[None]:
-    """``run_tool`` reads through ``settings``' router and store (the worker's own otherwise)."""
+def tools_reading(settings: Settings, router: DataRouter | None = None) -> Iterator[None]:
+    """``run_tool`` reads through ``router`` (default: ``settings``' own) and ``settings``' store
+    (the worker's own otherwise)."""
     import activities.tools as tool_activities
     from shared.data.factory import build_router
     from shared.storage.claim_check import ClaimCheck
@@ -376,7 +377,9 @@ def tools_reading(settings: Settings) -> Iterator[None]:
 
     store = ObjectStore.from_settings(settings)
     services = ToolServices(
-        router=build_router(settings), store=store, claims=ClaimCheck.from_settings(settings, store)
+        router=router or build_router(settings),
+        store=store,
+        claims=ClaimCheck.from_settings(settings, store),
     )
     original = tool_activities.tool_services
     tool_activities.tool_services = lambda: services

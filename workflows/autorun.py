@@ -534,7 +534,9 @@ class AutoRunWorkflow(TrackedRun):
             LIST_CANDIDATES,
             run_activity(
                 AutoRunActivities.list_candidates,
-                ListCandidatesRequest(watchlist=args.watchlist, symbols=args.symbols),
+                ListCandidatesRequest(
+                    watchlist=args.watchlist, symbols=args.symbols, as_of=args.as_of
+                ),
                 **durable(STEP_START_TO_CLOSE),
             ),
         )

@@ -5,6 +5,7 @@ written or an AutoRun starts, so each unknown symbol is named at once."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from shared.data.analysis_time import latest_time
 from shared.data.router import DataRouter
@@ -12,12 +13,15 @@ from shared.errors import InvalidInput
 from shared.watchlists.symbols import symbol_list
 
 
-def unknown_symbols(router: DataRouter, symbols: Iterable[str]) -> list[str]:
-    """The symbols for which no data the Pipeline reads have daily bars."""
+def unknown_symbols(
+    router: DataRouter, symbols: Iterable[str], not_after: datetime | None = None
+) -> list[str]:
+    """The symbols for which no data the Pipeline reads have daily bars (by ``not_after``,
+    default now)."""
     unknown = []
     for symbol in symbols:
         try:
-            latest_time(router, symbol)
+            latest_time(router, symbol, not_after)
         except InvalidInput as error:
             if error.field != "symbol":
                 raise
@@ -25,11 +29,16 @@ def unknown_symbols(router: DataRouter, symbols: Iterable[str]) -> list[str]:
     return unknown
 
 
-def known_symbols(router: DataRouter, raw: Iterable[str], field: str = "symbols") -> list[str]:
-    """``symbol_list(raw)``, every symbol known to the data; the unknown ones are refused,
-    each named."""
+def known_symbols(
+    router: DataRouter,
+    raw: Iterable[str],
+    field: str = "symbols",
+    not_after: datetime | None = None,
+) -> list[str]:
+    """``symbol_list(raw)``, every symbol known to the data (by ``not_after``, default now);
+    the unknown ones are refused, each named."""
     symbols = symbol_list(raw, field)
-    unknown = unknown_symbols(router, symbols)
+    unknown = unknown_symbols(router, symbols, not_after)
     if unknown:
         raise InvalidInput(
             field,
