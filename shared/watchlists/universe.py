@@ -16,17 +16,25 @@ from shared.watchlists.symbols import symbol_list
 def unknown_symbols(
     router: DataRouter, symbols: Iterable[str], not_after: datetime | None = None
 ) -> list[str]:
-    """The symbols for which no data the Pipeline reads have daily bars (by ``not_after``,
-    default now)."""
-    unknown = []
-    for symbol in symbols:
-        try:
-            latest_time(router, symbol, not_after)
-        except InvalidInput as error:
-            if error.field != "symbol":
-                raise
-            unknown.append(symbol)
-    return unknown
+    """The symbols for which no data the Pipeline reads have daily bars, neither by
+    ``not_after`` (a name delisted since) nor by now (a name listed since: its Pipeline then
+    says it has no bars by its time)."""
+    return [
+        symbol
+        for symbol in symbols
+        if not _has_bars(router, symbol, not_after)
+        and (not_after is None or not _has_bars(router, symbol, None))
+    ]
+
+
+def _has_bars(router: DataRouter, symbol: str, not_after: datetime | None) -> bool:
+    try:
+        latest_time(router, symbol, not_after)
+    except InvalidInput as error:
+        if error.field != "symbol":
+            raise
+        return False
+    return True
 
 
 def known_symbols(
