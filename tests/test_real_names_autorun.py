@@ -28,6 +28,7 @@ from shared.data.contracts import SECTOR_ETFS, DataKind, DataVendor
 from shared.data.factory import build_vendor, routes_of
 from shared.data.router import DataRouter, Routed
 from shared.market.bars import Timeframe
+from tests.fakes.finnhub import KEY as FINNHUB_KEY
 from tests.fakes.finnhub import FakeFinnhub, FinnhubCompany, Story, sample_company
 from tests.fakes.fred import KEY as FRED_KEY
 from tests.fakes.fred import FakeFred
@@ -133,7 +134,7 @@ def settings(s3_settings: Settings, tmp_path_factory: pytest.TempPathFactory) ->
             massive={"base_url": massive.base_url, "api_key": MASSIVE_KEY},
             finnhub={
                 "base_url": finnhub.base_url,
-                "api_key": "c0ffee0c0ffee0c0ffee",
+                "api_key": FINNHUB_KEY,
                 "news_history_days": None,
             },
             fred={"base_url": fred.base_url, "api_key": FRED_KEY},
@@ -210,13 +211,19 @@ async def test_every_record_read_is_dated_by_as_of(
     assert not [title for title in titles if "after as_of" in title]
 
 
-async def test_the_analysts_read_massives_bars_and_news_of_that_day(
+async def test_the_analysts_read_the_real_vendors_of_that_day(
     run: tuple[AutoRunResult, RecordingRouter, list[PipelineState]],
 ) -> None:
     _, _, pipelines = run
     read = {(s.tool, s.vendor) for pipeline in pipelines for s in pipeline.data}
 
-    assert {("get_ohlcv", "massive"), ("get_global_news", "massive")} <= read
+    assert {
+        ("get_ohlcv", "massive"),
+        ("get_global_news", "massive"),
+        ("get_company_news", "finnhub"),
+        ("get_income_statement", "finnhub"),
+        ("get_fundamentals", "finnhub"),
+    } <= read, read
 
 
 async def test_movers_and_sectors_of_that_day_come_from_real_bars(settings: Settings) -> None:

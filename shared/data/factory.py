@@ -95,7 +95,11 @@ def _sec(settings: Settings) -> DataVendor:
 def _finnhub(settings: Settings) -> DataVendor:
     from shared.data.finnhub import FinnhubVendor
 
-    return FinnhubVendor(settings.finnhub, gate=desk_gate("finnhub", settings))
+    return FinnhubVendor(
+        settings.finnhub,
+        gate=desk_gate("finnhub", settings),
+        price_at=others_than("finnhub", settings).close,
+    )
 
 
 def _massive(settings: Settings) -> DataVendor:

@@ -73,6 +73,7 @@ from shared.config import DEFAULT_QUOTAS, FINNHUB_KEY_ENV, FinnhubSettings
 from shared.data.contracts import (
     DataKind,
     DataVendor,
+    Fundamentals,
     InsiderTransaction,
     NewsItem,
     NewsQuery,
@@ -80,9 +81,10 @@ from shared.data.contracts import (
     Statement,
     StatementKind,
 )
+from shared.data.figures import compute_fundamentals
 from shared.data.http_vendor import get, json_of, retry_after
 from shared.data.quota import Gate, LocalQuota
-from shared.data.sec import OPEN_MARKET
+from shared.data.sec import OPEN_MARKET, PriceAt
 from shared.data.sec_facts import statements_known_at
 from shared.errors import InvalidInput, NoData, NotConfigured, RateLimited, VendorFailure
 
@@ -191,7 +193,7 @@ class FinnhubVendor(DataVendor, NewsSearch):
     """Company news, insider trades and financials as reported, from Finnhub's free tier."""
 
     name = NAME
-    kinds = frozenset({DataKind.NEWS, DataKind.INSIDER, DataKind.STATEMENTS})
+    kinds = frozenset({DataKind.NEWS, DataKind.INSIDER, DataKind.STATEMENTS, DataKind.FUNDAMENTALS})
 
     def __init__(
         self,
@@ -199,6 +201,7 @@ class FinnhubVendor(DataVendor, NewsSearch):
         gate: Gate | None = None,
         transport: httpx.BaseTransport | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        price_at: PriceAt = lambda symbol, as_of: None,
     ) -> None:
         if settings.api_key is None or not settings.api_key.get_secret_value():
             raise NotConfigured(
@@ -213,6 +216,7 @@ class FinnhubVendor(DataVendor, NewsSearch):
         )
         self._gate = gate or _local_gate()
         self._clock = clock
+        self._price_at = price_at
         days = settings.news_history_days
         self._news_history = timedelta(days=days) if days is not None else None
         self._filings: dict[tuple[str, str], tuple[float, list[_Report]]] = {}
@@ -295,6 +299,20 @@ class FinnhubVendor(DataVendor, NewsSearch):
                 f"Finnhub has no {kind.value} statement of {ticker} filed by {as_of.isoformat()}"
             )
         return found[:periods]
+
+    def fundamentals(self, symbol: str, as_of: datetime) -> Fundamentals:
+        """Ratios from the statements filed by ``as_of`` (``statements``) and the close at
+        ``as_of`` (``price_at``: the bars' vendors), never Finnhub's own snapshot of today."""
+        ticker = symbol.upper()
+        found = []
+        for kind in StatementKind:
+            try:
+                found += self.statements(ticker, kind, as_of)
+            except NoData:
+                continue
+        if not found:
+            raise NoData(f"Finnhub has no statement of {ticker} filed by {as_of.isoformat()}")
+        return compute_fundamentals(ticker, as_of, found, self._price_at(ticker, as_of), None)
 
     # --- reading Finnhub --------------------------------------------------------------
 

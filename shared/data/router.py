@@ -41,7 +41,7 @@ DEFAULT_CHAINS: dict[DataKind, tuple[str, ...]] = {
     DataKind.OHLCV: ("local", "bundled", "massive", "ccxt", "yfinance", "sim"),
     DataKind.NEWS: ("local", "finnhub", "massive", "yfinance", "sim"),
     DataKind.SOCIAL: ("local", "sim"),
-    DataKind.FUNDAMENTALS: ("local", "sec", "yfinance", "sim"),
+    DataKind.FUNDAMENTALS: ("local", "sec", "finnhub", "yfinance", "sim"),
     DataKind.STATEMENTS: ("local", "sec", "finnhub", "yfinance", "sim"),
     DataKind.INSIDER: ("local", "sec", "finnhub", "yfinance", "sim"),
     DataKind.SECTORS: ("local", "bars", "yfinance", "sim"),
