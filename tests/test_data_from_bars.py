@@ -12,6 +12,7 @@ from shared.config import load_settings
 from shared.data.bundled import BundledVendor
 from shared.data.contracts import DataKind, Sector
 from shared.data.factory import build_router
+from shared.errors import NoData
 from shared.market.bars import Timeframe
 
 AS_OF = datetime(2012, 6, 1, 21, tzinfo=UTC)
@@ -38,10 +39,12 @@ def settings(tmp_path: Path) -> object:
     _write_bars(bars, "AAA", [50.0] * at + [55.0] + [90.0] * (len(DAYS) - at - 1), volume=5000)
     _write_bars(bars, "BBB", [20.0] * at + [19.0] + [5.0] * (len(DAYS) - at - 1))
     _write_bars(bars, "CCC", [10.0] * (at - 7))
+    _write_bars(bars, "DDD", [33.0] * len(DAYS))
     (data / "universe.csv").write_text(
         "symbol,name,sector,industry,asset_type\n"
         "AAA,Aaa Corp,Energy,Oil,equity\nBBB,Bbb Inc,Utilities,Power,equity\n"
         "CCC,Ccc plc,Industrials,Rail,equity\nXLK,Tech ETF,,,etf\n"
+        "DDD,Ddd Energy,Energy,Gas,equity\n"
     )
     return load_settings(
         data_dir=tmp_path,
@@ -51,6 +54,7 @@ def settings(tmp_path: Path) -> object:
             "sectors": ["bars"],
             "indices": ["bars"],
             "movers": ["bars"],
+            "industry": ["bars"],
         },
     )
 
@@ -89,3 +93,20 @@ def test_movers_are_the_universes_equities_on_the_last_session(settings: object)
     assert movers.gainers[0].change_pct == pytest.approx(10.0)
     assert [m.symbol for m in movers.losers] == ["BBB"]
     assert "CCC" not in {m.symbol for m in movers.most_active}
+
+
+def test_a_sectors_companies_come_most_traded_first_with_their_months_return(
+    settings: object,
+) -> None:
+    energy = _read(settings, DataKind.INDUSTRY, lambda v: v.industry(Sector.ENERGY, AS_OF))
+
+    # AAA trades 5000 shares at ~50 a day, DDD 1000 at ~33: AAA first; no market cap in bars.
+    assert [(c.symbol, c.industry, c.market_cap) for c in energy] == [
+        ("AAA", "Oil", None),
+        ("DDD", "Gas", None),
+    ]
+    assert energy[0].return_21d == pytest.approx(55.0 / 50.0 - 1)
+    with pytest.raises(NoData, match="no equity of Materials"):
+        build_router(settings).call(  # type: ignore[arg-type]
+            DataKind.INDUSTRY, lambda v: v.industry(Sector.MATERIALS, AS_OF), as_of=AS_OF
+        )

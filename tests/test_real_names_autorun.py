@@ -2,12 +2,12 @@
 chains the desk makes by default from the keys it has (``routes_of``): Finnhub's company news
 and filings, Massive's bars, grouped daily file and ticker list, FRED's vintages, the figures
 computed from bars. The run completes; every record any tool read is dated at or before
-``as_of``; movers and sectors of that day come from real bars; each Pipeline's report names
-its vendors in its Data section; and NVDA's split, announced after ``as_of``, never touched
-the bars a run saw.
+``as_of``; the Scan read the movers, sectors and sector companies of that day from real bars;
+each Pipeline's report names its vendors in its Data section; and NVDA's split, announced
+after ``as_of``, never touched the bars a run saw.
 
-The Scan is not part of the run: it shortlists only names of a known sector, and Massive's
-ticker list carries none (its per-ticker details would cost a request a name).
+The names' sectors come from the user's ``universe.csv`` (the local vendor): Massive's ticker
+list carries none, and the Scan shortlists only names of a known sector.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -61,6 +62,9 @@ def _market() -> MassiveMarket:
     names = [Listed(symbol, f"{symbol} Inc", "CS", date(1990, 1, 2)) for symbol in NAMES]
     bars = {listed.ticker: _bars(FIRST, LAST, 100.0 + 10 * n, 2e6, {}) for n, listed in
             enumerate(names + etfs)}  # fmt: skip
+    # Technology led the month to as_of: the deep dive looks at it.
+    rally = {date(2024, 3, day): 0.01 for day in range(4, 28)}
+    bars["XLK"] = _bars(FIRST, LAST, 180.0, 2e6, rally)
     bars["NVDA"] = [
         bar if bar.day < NVDA_SPLIT else type(bar)(bar.day, bar.open / 10, bar.high / 10,
                                                    bar.low / 10, bar.close / 10, bar.volume * 10)
@@ -120,6 +124,16 @@ def tools_router(settings: Settings) -> RecordingRouter:
     return RecordingRouter({name: build_vendor(name, settings) for name in names}, chains)
 
 
+def _universe_file(folder: Path) -> None:
+    """The user's file of the names' sectors: Massive's ticker list carries none, and the
+    Scan shortlists only names of a known sector."""
+    rows = ["symbol,name,sector,industry,asset_type"]
+    rows += [f"{s},{s} Inc,Information Technology,Semiconductors,equity" for s in NAMES]
+    rows += [f"{etf},{sector.value} ETF,,,etf" for sector, etf in SECTOR_ETFS.items()]
+    folder.mkdir(parents=True)
+    (folder / "universe.csv").write_text("\n".join(rows) + "\n")
+
+
 @pytest.fixture(scope="module")
 def settings(s3_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
     with (
@@ -127,9 +141,11 @@ def settings(s3_settings: Settings, tmp_path_factory: pytest.TempPathFactory) ->
         FakeFinnhub(_companies(), today=date(2024, 7, 1)) as finnhub,
         FakeFred({"CPILFESL": CORE_CPI}) as fred,
     ):
+        folder = tmp_path_factory.mktemp("real-names")
+        _universe_file(folder / "data")
         yield isolated_settings(
             s3_settings,
-            tmp_path_factory.mktemp("real-names"),
+            folder,
             QUEUE,
             massive={"base_url": massive.base_url, "api_key": MASSIVE_KEY},
             finnhub={
@@ -156,7 +172,7 @@ async def run(
                 {
                     "symbols": list(NAMES),
                     "as_of": AS_OF.isoformat(),
-                    "scan": False,
+                    "scan": True,
                     "max_tickers": 4,
                     "portfolio": f"real{uuid.uuid4().hex[:6]}",
                 },  # fmt: skip
@@ -226,18 +242,18 @@ async def test_the_analysts_read_the_real_vendors_of_that_day(
     } <= read, read
 
 
-async def test_movers_and_sectors_of_that_day_come_from_real_bars(settings: Settings) -> None:
-    # What the Scan's movers and sector scanners read, through the same default chains.
-    router = tools_router(settings)
-    movers = router.call(DataKind.MOVERS, lambda v: v.movers(AS_OF), as_of=AS_OF)
-    sectors = router.call(DataKind.SECTORS, lambda v: v.sectors(AS_OF), as_of=AS_OF)
+async def test_the_scan_read_real_movers_sectors_and_companies_of_that_day(
+    run: tuple[AutoRunResult, RecordingRouter, list[PipelineState]],
+) -> None:
+    result, router, _ = run
+    vendors = {kind: answer.vendor for kind, answer in router.answers}
+    movers = next(a.value for k, a in router.answers if k is DataKind.MOVERS)
+    sectors = next(a.value for k, a in router.answers if k is DataKind.SECTORS)
 
-    assert (movers.vendor, movers.value.as_of.date()) == ("massive", date(2024, 3, 28))
-    assert {m.symbol for m in movers.value.most_active} <= {
-        listed.ticker for listed in _market().listed
-    }
-    assert sectors.vendor == "bars" and len(sectors.value) == len(SECTOR_ETFS)
-    assert all(move.return_21d is not None for move in sectors.value)
+    assert (vendors[DataKind.MOVERS], movers.as_of) == ("massive", AS_OF)
+    assert vendors[DataKind.SECTORS] == "bars" and len(sectors) == len(SECTOR_ETFS)
+    assert vendors[DataKind.INDUSTRY] == "bars" and vendors[DataKind.MACRO] == "fred"
+    assert result.shortlist and set(result.shortlist) <= set(NAMES)
 
 
 async def test_a_split_announced_after_as_of_never_changed_the_bars_read(

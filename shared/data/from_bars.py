@@ -19,14 +19,17 @@ from shared.data.contracts import (
     DataKind,
     DataVendor,
     IndexLevel,
+    IndustryCompany,
     Listing,
     MarketMovers,
+    Sector,
     SectorPerformance,
 )
 from shared.data.figures import (
     RELATIVE_VOLUME_DAYS,
     index_levels,
     market_movers,
+    return_over,
     sector_performance,
 )
 from shared.data.router import DataRouter
@@ -37,7 +40,9 @@ NAME = "bars"
 SECTOR_SESSIONS = 300
 """Daily bars read per sector ETF: enough for the year to date."""
 MOVERS_AT_MOST = 1000
-"""Universe equities read for movers (each one series of bars)."""
+"""Universe equities read for movers or a sector's companies (each one series of bars)."""
+MONTH = 21
+"""Sessions of a month: an industry company's return and its average traded value."""
 
 
 class OtherVendors:
@@ -83,7 +88,7 @@ class FromBarsVendor(DataVendor):
     """Sectors, indices and movers computed from ``others``' bars as of any time."""
 
     name = NAME
-    kinds = frozenset({DataKind.SECTORS, DataKind.INDICES, DataKind.MOVERS})
+    kinds = frozenset({DataKind.SECTORS, DataKind.INDICES, DataKind.MOVERS, DataKind.INDUSTRY})
 
     def __init__(self, others: OtherVendors) -> None:
         self.others = others
@@ -117,3 +122,34 @@ class FromBarsVendor(DataVendor):
                 f"{as_of.isoformat()}"
             )
         return found
+
+    def industry(self, sector: Sector, as_of: datetime, limit: int = 10) -> list[IndustryCompany]:
+        """The universe's equities of ``sector`` with bars by ``as_of``, the most traded first
+        (a month's average close times volume: the size bars can tell, since a market cap
+        needs share counts they do not have), each with its month's return."""
+        members = [
+            x
+            for x in self.others.universe(as_of)
+            if x.asset_type == "equity" and x.sector is sector
+        ]
+        ranked: list[tuple[float, IndustryCompany]] = []
+        for listing in members[:MOVERS_AT_MOST]:
+            bars = self.others.daily(listing.symbol, as_of, MONTH + 1)
+            if not bars:
+                continue
+            traded = sum(bar.close * bar.volume for bar in bars[-MONTH:]) / len(bars[-MONTH:])
+            company = IndustryCompany(
+                symbol=listing.symbol,
+                name=listing.name,
+                sector=sector,
+                industry=listing.industry or sector.value,
+                market_cap=None,
+                return_21d=return_over(bars, MONTH),
+            )
+            ranked.append((traded, company))
+        if not ranked:
+            raise NoData(
+                f"no equity of {sector.value} in the universe has bars by {as_of.isoformat()} "
+                f"({len(members)} listed with that sector)"
+            )
+        return [company for _, company in sorted(ranked, key=lambda r: -r[0])[:limit]]

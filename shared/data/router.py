@@ -45,7 +45,7 @@ DEFAULT_CHAINS: dict[DataKind, tuple[str, ...]] = {
     DataKind.STATEMENTS: ("local", "sec", "finnhub", "yfinance", "sim"),
     DataKind.INSIDER: ("local", "sec", "finnhub", "yfinance", "sim"),
     DataKind.SECTORS: ("local", "bars", "yfinance", "sim"),
-    DataKind.INDUSTRY: ("local", "yfinance", "sim"),
+    DataKind.INDUSTRY: ("local", "bars", "yfinance", "sim"),
     DataKind.MOVERS: ("local", "massive", "bars", "yfinance", "sim"),
     DataKind.INDICES: ("local", "bars", "yfinance", "sim"),
     DataKind.MACRO: ("local", "fred", "sim"),
