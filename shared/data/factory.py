@@ -153,13 +153,17 @@ def desk_gate(
 
 
 def others_than(vendor: str, settings: Settings) -> OtherVendors:
-    """The bars' and the universe's chains less ``vendor``, for a vendor that computes from
-    other vendors' data; built on first use."""
+    """The bars' and the universe's chains less ``vendor`` and less the simulated market, for
+    a vendor that computes from other vendors' real data (a figure computed from the sim's bars
+    would lose the mark that says it is simulated; the sim computes its own); built on first
+    use."""
     from shared.data.from_bars import OtherVendors
 
     def build() -> DataRouter:
         kinds = (DataKind.OHLCV, DataKind.UNIVERSE)
-        chains = {k: [n for n in routes_of(settings).chains[k] if n != vendor] for k in kinds}
+        chains = {
+            k: [n for n in routes_of(settings).chains[k] if n not in (vendor, "sim")] for k in kinds
+        }
         names = sorted({name for chain in chains.values() for name in chain})
         return DataRouter({name: build_vendor(name, settings) for name in names}, chains)
 
