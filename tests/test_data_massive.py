@@ -24,11 +24,18 @@ from shared.data.quota import LocalQuota
 from shared.errors import NoData, NotConfigured, NotCovered, RateLimited, VendorFailure
 from shared.market.bars import Bar, Timeframe
 from shared.tools.data_tools import DataReader
-from tests.fakes.massive import KEY, DayBar, FakeMassive, Fault, Listed, MassiveMarket
+from tests.fakes.massive import (
+    KEY,
+    DayBar,
+    FakeMassive,
+    Fault,
+    Listed,
+    MassiveMarket,
+    day_bars,
+)
 
 TODAY = date(2025, 7, 1)
 FIRST, LAST = date(2024, 1, 2), date(2025, 6, 30)
-HOLIDAYS = frozenset({date(2024, 5, 27), date(2024, 7, 4), date(2024, 12, 25), date(2025, 1, 1)})
 SPLIT_DAY = date(2024, 6, 10)  # GRWT splits 4 for 1
 EX_DAY = date(2024, 5, 10)  # SLOW goes ex a $1 dividend, declared on April 20
 MOVERS_DAY = date(2024, 7, 5)  # the session after the July 4 holiday
@@ -36,33 +43,6 @@ MOVERS_DAY = date(2024, 7, 5)  # the session after the July 4 holiday
 
 def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
     return datetime(year, month, day, hour, minute, tzinfo=UTC)
-
-
-def _sessions(first: date, last: date) -> list[date]:
-    days = (first + timedelta(n) for n in range((last - first).days + 1))
-    return [day for day in days if day.weekday() < 5 and day not in HOLIDAYS]
-
-
-def _bars(
-    first: date,
-    last: date,
-    price: float,
-    volume: float,
-    moves: dict[date, float],
-    split: date | None = None,
-) -> list[DayBar]:
-    """A made-up history: small alternating moves, ``moves`` on their days, and prices and
-    volumes as traded around a 4-for-1 ``split``."""
-    bars, prior = [], price
-    for index, day in enumerate(_sessions(first, last)):
-        close = prior * (1 + moves.get(day, 0.002 * (index % 5 - 2)))
-        shares = 4 if split is not None and day >= split else 1
-        low, high = sorted((prior / shares, close / shares))
-        bars.append(
-            DayBar(day, prior / shares, high * 1.005, low * 0.995, close / shares, volume * shares)
-        )
-        prior = close
-    return bars
 
 
 def _dividend(declared: str, ex: str, paid: str) -> dict[str, object]:
@@ -101,14 +81,14 @@ MARKET = MassiveMarket(
         Listed("XLE", f"Energy {SPDR}", "ETF", date(1998, 12, 16), exchange="ARCX"),
     ],
     bars={
-        "GRWT": _bars(FIRST, LAST, 400, 2e6, {SPLIT_DAY: 0.02, MOVERS_DAY: 0.08}, SPLIT_DAY),
-        "SLOW": _bars(FIRST, LAST, 50, 1e6, {MOVERS_DAY: -0.03}),
-        "GONE": _bars(FIRST, date(2024, 6, 28), 30, 5e5, {}),
-        "NEWC": _bars(date(2024, 9, 3), LAST, 20, 3e5, {}),
-        "PENY": _bars(FIRST, LAST, 0.5, 9e6, {MOVERS_DAY: 0.40}),
-        "THIN": _bars(FIRST, LAST, 20, 5e3, {MOVERS_DAY: 0.30}),
-        "XLK": _bars(FIRST, LAST, 200, 5e6, {MOVERS_DAY: 0.01}),
-        "XLE": _bars(FIRST, LAST, 90, 3e6, {MOVERS_DAY: -0.015}),
+        "GRWT": day_bars(FIRST, LAST, 400, 2e6, {SPLIT_DAY: 0.02, MOVERS_DAY: 0.08}, SPLIT_DAY),
+        "SLOW": day_bars(FIRST, LAST, 50, 1e6, {MOVERS_DAY: -0.03}),
+        "GONE": day_bars(FIRST, date(2024, 6, 28), 30, 5e5, {}),
+        "NEWC": day_bars(date(2024, 9, 3), LAST, 20, 3e5, {}),
+        "PENY": day_bars(FIRST, LAST, 0.5, 9e6, {MOVERS_DAY: 0.40}),
+        "THIN": day_bars(FIRST, LAST, 20, 5e3, {MOVERS_DAY: 0.30}),
+        "XLK": day_bars(FIRST, LAST, 200, 5e6, {MOVERS_DAY: 0.01}),
+        "XLE": day_bars(FIRST, LAST, 90, 3e6, {MOVERS_DAY: -0.015}),
     },
     splits=[
         {

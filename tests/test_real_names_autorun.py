@@ -34,10 +34,10 @@ from tests.fakes.finnhub import FakeFinnhub, FinnhubCompany, Story, sample_compa
 from tests.fakes.fred import KEY as FRED_KEY
 from tests.fakes.fred import FakeFred
 from tests.fakes.massive import KEY as MASSIVE_KEY
-from tests.fakes.massive import FakeMassive, Listed, MassiveMarket
+from tests.fakes.massive import FakeMassive, Listed, MassiveMarket, day_bars
 from tests.servers import isolated_settings, running_workers, tools_reading
 from tests.test_data_fred import CORE_CPI
-from tests.test_data_massive import _article, _bars
+from tests.test_data_massive import _article
 from workers.main import plan_for
 from workers.roles import WorkerRole
 from workflows.autorun import AutoRunResult
@@ -60,11 +60,11 @@ def _market() -> MassiveMarket:
             SECTOR_ETFS.items()] + [Listed("SGOV", "0-3 Month Treasury Bond ETF", "ETF",
                                            date(2020, 5, 26))]  # fmt: skip
     names = [Listed(symbol, f"{symbol} Inc", "CS", date(1990, 1, 2)) for symbol in NAMES]
-    bars = {listed.ticker: _bars(FIRST, LAST, 100.0 + 10 * n, 2e6, {}) for n, listed in
+    bars = {listed.ticker: day_bars(FIRST, LAST, 100.0 + 10 * n, 2e6, {}) for n, listed in
             enumerate(names + etfs)}  # fmt: skip
     # Technology led the month to as_of: the deep dive looks at it.
     rally = {date(2024, 3, day): 0.01 for day in range(4, 28)}
-    bars["XLK"] = _bars(FIRST, LAST, 180.0, 2e6, rally)
+    bars["XLK"] = day_bars(FIRST, LAST, 180.0, 2e6, rally)
     bars["NVDA"] = [
         bar if bar.day < NVDA_SPLIT else type(bar)(bar.day, bar.open / 10, bar.high / 10,
                                                    bar.low / 10, bar.close / 10, bar.volume * 10)

@@ -244,6 +244,38 @@ class Listed:
         return self.listed <= day and (self.delisted is None or day <= self.delisted)
 
 
+HOLIDAYS = frozenset({date(2024, 5, 27), date(2024, 7, 4), date(2024, 12, 25), date(2025, 1, 1)})
+"""The fixtures' market holidays: no session, and an empty grouped daily file."""
+
+
+def sessions(first: date, last: date) -> list[date]:
+    """The weekdays from ``first`` to ``last`` that are not ``HOLIDAYS``."""
+    days = (first + timedelta(n) for n in range((last - first).days + 1))
+    return [day for day in days if day.weekday() < 5 and day not in HOLIDAYS]
+
+
+def day_bars(
+    first: date,
+    last: date,
+    price: float,
+    volume: float,
+    moves: dict[date, float],
+    split: date | None = None,
+) -> list[DayBar]:
+    """A made-up history: small alternating moves, ``moves`` on their days, and prices and
+    volumes as traded around a 4-for-1 ``split``."""
+    bars, prior = [], price
+    for index, day in enumerate(sessions(first, last)):
+        close = prior * (1 + moves.get(day, 0.002 * (index % 5 - 2)))
+        shares = 4 if split is not None and day >= split else 1
+        low, high = sorted((prior / shares, close / shares))
+        bars.append(
+            DayBar(day, prior / shares, high * 1.005, low * 0.995, close / shares, volume * shares)
+        )
+        prior = close
+    return bars
+
+
 @dataclass
 class MassiveMarket:
     """What the stand-in knows. Splits, dividends and news are rows in Massive's own shape."""
