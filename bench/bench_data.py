@@ -12,9 +12,18 @@ tools worker does (``build_router``, the disk cache, the desk's quotas in its da
    bound the quotas set, and the most requests the SEC saw in any second and FRED in any
    minute, against their limits;
 3. the same desk again, same dates, new processes' routers: the vendor requests it made
-   (none, if the cache holds) and the cache's hit rate.
+   (none, if the cache holds) and the cache's hit rate;
+4. a market desk of N names through Massive and Finnhub at their free tiers (Massive 5
+   requests a minute; Finnhub 60 a minute and 30 a second), by the default chains: what a
+   Pipeline's analysts read of each name (a year of bars, a week of news, the statements,
+   the fundamentals, insider trades) and the Scan's movers, eight reads at once; a read
+   refused for the quota waits what the vendor says and is asked again, as Temporal retries a
+   tool call. Wall time against the bound the quotas set, the most requests each vendor saw in
+   its windows and its 429s; then the same desk again from the cache. ``--minute S`` plays
+   the vendors' minute in S seconds, on both sides (stand-ins and quotas): the requests and
+   their order are those of the real pace, and the bound scales with it.
 
-    .venv/bin/python bench/bench_data.py [--names 100] [--quick]
+    .venv/bin/python bench/bench_data.py [--names 100] [--quick] [--market-names 100] [--minute 60]
 """
 
 from __future__ import annotations
@@ -31,11 +40,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from shared.config import DEFAULT_QUOTAS, Settings, load_settings  # noqa: E402
+from shared.config import DEFAULT_QUOTAS, Settings, VendorQuota, load_settings  # noqa: E402
 from shared.data.contracts import DataKind, StatementKind  # noqa: E402
 from shared.data.factory import build_router  # noqa: E402
 from shared.data.router import DataRouter  # noqa: E402
+from shared.errors import NoData, RateLimited  # noqa: E402
+from shared.market.bars import Timeframe  # noqa: E402
+from tests.fakes.finnhub import KEY as FINNHUB_KEY  # noqa: E402
+from tests.fakes.finnhub import FakeFinnhub, Story, sample_company  # noqa: E402
 from tests.fakes.fred import KEY, FakeFred, FredSeries, Version  # noqa: E402
+from tests.fakes.massive import KEY as MASSIVE_KEY  # noqa: E402
+from tests.fakes.massive import FakeMassive, Listed, MassiveMarket, day_bars  # noqa: E402
 from tests.fakes.sec import FakeSec, SecCompany  # noqa: E402
 
 AS_OF = datetime(2023, 9, 1, 21, tzinfo=UTC)
@@ -161,12 +176,142 @@ def desk(settings: Settings, tickers: list[str]) -> float:
     return time.monotonic() - started
 
 
+MARKET_AS_OF = datetime(2024, 3, 28, 20, 30, tzinfo=UTC)
+STAND_INS_TODAY = date(2024, 7, 1)
+"""The stand-ins' "today": within their free tiers' history of ``MARKET_AS_OF``."""
+
+
+def market_desk(count: int) -> tuple[MassiveMarket, list[Any]]:
+    """``count`` companies: Massive's bars and listing, Finnhub's filings and a story each."""
+    names = [f"M{i:03d}" for i in range(count)]
+    bars = {
+        name: day_bars(date(2023, 1, 3), date(2024, 6, 28), 20.0 + i % 80, 1e6 + 1e4 * i, {})
+        for i, name in enumerate(names)
+    }
+    listed = [Listed(name, f"{name} Corp", "CS", date(2000, 1, 3)) for name in names]
+    companies = []
+    for i, name in enumerate(names):
+        company = sample_company(name, cik=str(1_800_000 + i))
+        company.news = [Story(i, MARKET_AS_OF - timedelta(days=1), f"{name} news", "Up.")]
+        companies.append(company)
+    return MassiveMarket(listed=listed, bars=bars), companies
+
+
+def asked_again(router: DataRouter, kind: DataKind, read: Any) -> str:
+    """``read`` through the router: the vendor that answered, or "no data" (an answer); refused
+    for a quota, asked again after the wait named."""
+    while True:
+        try:
+            return router.call(kind, read, as_of=MARKET_AS_OF).vendor
+        except NoData:
+            return "no data"
+        except RateLimited as refused:
+            time.sleep(refused.retry_after.total_seconds() if refused.retry_after else 1.0)
+
+
+def analyst_reads(router: DataRouter, ticker: str) -> Counter[str]:
+    """What a Pipeline's analysts read of one name: tool calls by vendor."""
+    week, quarter = timedelta(days=7), timedelta(days=90)
+    reads = [
+        (DataKind.OHLCV, lambda v: v.ohlcv(ticker, Timeframe.D1, MARKET_AS_OF, 250)),
+        (DataKind.NEWS, lambda v: v.news(MARKET_AS_OF, week, symbol=ticker)),
+        *[
+            (DataKind.STATEMENTS, lambda v, k=k: v.statements(ticker, k, MARKET_AS_OF))
+            for k in StatementKind
+        ],
+        (DataKind.FUNDAMENTALS, lambda v: v.fundamentals(ticker, MARKET_AS_OF)),
+        (DataKind.INSIDER, lambda v: v.insider(ticker, MARKET_AS_OF, quarter)),
+    ]
+    return Counter(asked_again(router, kind, read) for kind, read in reads)
+
+
+def market_desk_run(settings: Settings, tickers: list[str]) -> tuple[float, Counter[str]]:
+    router = build_router(settings)
+    started = time.monotonic()
+    calls: Counter[str] = Counter()
+    with ThreadPoolExecutor(8) as pool:
+        for counted in pool.map(lambda t: analyst_reads(router, t), tickers):
+            calls.update(counted)
+    calls[asked_again(router, DataKind.MOVERS, lambda v: v.movers(MARKET_AS_OF))] += 1
+    return time.monotonic() - started, calls
+
+
+def arrivals(fake: Any, method: str) -> list[tuple[float, int]]:
+    """Each answer of ``fake`` from now on: when, and its status."""
+    seen: list[tuple[float, int]] = []
+    original = getattr(fake, method)
+
+    def timed(*args: Any) -> Any:
+        answer = original(*args)
+        seen.append((time.monotonic(), answer[0]))
+        return answer
+
+    setattr(fake, method, timed)
+    return seen
+
+
+def market_bench(count: int, minute: float) -> None:
+    """Section 4 of the docstring."""
+    massive_data, companies = market_desk(count)
+    tickers = [company.symbol for company in companies]
+    massive_quota = VendorQuota(requests=5, seconds=minute)
+    finnhub_quota = VendorQuota(requests=DEFAULT_QUOTAS["finnhub"].requests, seconds=minute)
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        FakeMassive(massive_data, today=STAND_INS_TODAY, window=minute) as massive,
+        FakeFinnhub(companies, today=STAND_INS_TODAY, minute=minute) as finnhub,
+    ):
+        settings = load_settings(
+            data_dir=Path(folder),
+            massive={"base_url": massive.base_url, "api_key": MASSIVE_KEY},
+            finnhub={"base_url": finnhub.base_url, "api_key": FINNHUB_KEY, "news_history_days": None},
+            data_quotas={"massive": massive_quota.model_dump(), "finnhub": finnhub_quota.model_dump()},
+        )  # fmt: skip
+        massive_seen, finnhub_seen = arrivals(massive, "answer"), arrivals(finnhub, "answer")
+        wall, calls = market_desk_run(settings, tickers)
+        sent = {"massive": len(massive_seen), "finnhub": len(finnhub_seen)}
+        bound = max(
+            sent["massive"] / massive_quota.requests * massive_quota.seconds,
+            sent["finnhub"] / finnhub_quota.requests * finnhub_quota.seconds,
+            sent["finnhub"] / DEFAULT_QUOTAS["finnhub/burst"].requests,
+        )
+        scale = 60 / minute
+        print(
+            f"market desk of {count} names (a vendor minute played in {minute:g} s): tool calls by vendor {dict(calls)}; requests {sent}"
+        )
+        print(
+            f"  first run: {wall:.1f} s against the quotas' bound {bound:.1f} s ({wall / bound:.2f}x); at the real pace {wall * scale / 60:.1f} min against {bound * scale / 60:.1f} min"
+        )
+        print(
+            f"  most in a vendor minute: Massive {most_in_window([t for t, _ in massive_seen], minute)} (allows 5), Finnhub {most_in_window([t for t, _ in finnhub_seen], minute)} (allows 60); Finnhub in any 1 s: {most_in_window([t for t, _ in finnhub_seen], 1.0)} (allows 30); 429s: Massive {sum(c == 429 for _, c in massive_seen)}, Finnhub {sum(c == 429 for _, c in finnhub_seen)}"
+        )
+        massive_seen.clear()
+        finnhub_seen.clear()
+        again, _ = market_desk_run(settings, tickers)
+        asked = len(massive_seen) + len(finnhub_seen)
+        print(f"  same desk again: {again:.2f} s, vendor requests {asked}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--names", type=int, default=100)
-    parser.add_argument("--quick", action="store_true", help="10 names")
+    parser.add_argument(
+        "--quick", action="store_true", help="10 names; a market desk of 5, its minute 1 s"
+    )
+    parser.add_argument("--market-names", type=int, default=100, help="names of the market desk")
+    parser.add_argument("--minute", type=float, default=60.0, help="seconds a vendor minute lasts")
+    parser.add_argument("--only-market", action="store_true", help="section 4 alone")
     args = parser.parse_args()
-    names = 10 if args.quick else args.names
+    if not args.only_market:
+        filings_bench(10 if args.quick else args.names)
+    if args.quick:
+        market_bench(5, 1.0)
+    else:
+        market_bench(args.market_names, args.minute)
+
+
+def filings_bench(names: int) -> None:
+    """Sections 1 to 3 of the docstring."""
     companies = [company(i) for i in range(names)]
     tickers = [c.ticker for c in companies]
     with (

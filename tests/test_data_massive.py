@@ -170,6 +170,19 @@ def test_once_executed_a_split_divides_the_bars_before_it(vendor: MassiveVendor)
     assert after[0].close / before[-1].close == pytest.approx(1.02)  # the day's move, no drop
 
 
+def test_a_close_is_one_request_and_the_last_bar_of_a_longer_read(
+    vendor: MassiveVendor, massive: FakeMassive
+) -> None:
+    as_of = utc(2024, 6, 12)
+
+    [close] = vendor.ohlcv("GRWT", Timeframe.D1, as_of, 1)
+    asked = len(massive.requests)
+    longer = vendor.ohlcv("GRWT", Timeframe.D1, as_of, 7)
+
+    assert asked == 1  # the bars; no splits or dividends for the last one
+    assert close == longer[-1] and _as_traded("GRWT", close)
+
+
 def test_a_dividend_adjusts_the_bars_before_its_ex_date_once_it_has_passed(
     vendor: MassiveVendor,
 ) -> None:

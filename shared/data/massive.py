@@ -121,10 +121,19 @@ class MassiveVendor(DataVendor, NewsSearch):
         first = last - timedelta(days=lookback * 3 // 2 + 10)  # weekends and holidays
         aggs = self._raw_bars(ticker, first, last, cutoff)
         known = cutoff.date()
-        splits = self._client.rows(Split, SPLITS, _dated("execution_date", first, known, ticker))
-        dividends = self._client.rows(
-            Dividend, DIVIDENDS, _dated("ex_dividend_date", first, known, ticker)
-        )
+        if lookback == 1:
+            # The last close as traded: an action moves only the bars before its day, so this
+            # is the adjusted one too, unless an action falls between the last session and
+            # as_of's date (then it is the price the share counts filed until then go with).
+            # One request, not three.
+            splits, dividends = [], []
+        else:
+            splits = self._client.rows(
+                Split, SPLITS, _dated("execution_date", first, known, ticker)
+            )
+            dividends = self._client.rows(
+                Dividend, DIVIDENDS, _dated("ex_dividend_date", first, known, ticker)
+            )
         try:
             bars = adjusted_bars(aggs, splits, dividends, known)[-lookback:]
             validate_bars(bars, field=f"{NAME} {ticker}")
