@@ -15,7 +15,7 @@ import socket
 from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal, NamedTuple
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -407,33 +407,42 @@ def _from_vendor_variables(data: object, variables: dict[str, str]) -> object:
 
 FRED_KEY_ENV = "FRED_API_KEY"
 FRED_URL = "https://api.stlouisfed.org/fred"
+FINNHUB_KEY_ENV = "FINNHUB_API_KEY"
+MASSIVE_KEY_ENV = "MASSIVE_API_KEY"
 
 
-class FredSettings(BaseModel):
-    """FRED / ALFRED, the St. Louis Fed's macro series with their vintages (a free key;
-    120 requests a minute)."""
+class _KeyedVendor(BaseModel):
+    """A keyed HTTP data vendor: where its API is, how long one call may take, and the key,
+    read from the vendor's own variable (``KEY_VARIABLE``, as its clients read it) when not
+    given."""
 
-    base_url: str = Field(FRED_URL, description="the API root; a stand-in or a proxy may take it")
+    KEY_VARIABLE: ClassVar[str]
+
     timeout_seconds: float = Field(10, gt=0, le=120, description="one HTTP call's limit")
-    api_key: SecretStr | None = Field(None, description=f"default: ${FRED_KEY_ENV}")
+    api_key: SecretStr | None = Field(
+        None, description="default: the vendor's variable (FRED_API_KEY, FINNHUB_API_KEY...)"
+    )
 
     @model_validator(mode="before")
     @classmethod
-    def _key_from_freds_variable(cls, data: object) -> object:
-        """``FRED_API_KEY``, as FRED's clients read it, when no key is given."""
-        return _from_vendor_variables(data, {"api_key": FRED_KEY_ENV})
+    def _key_from_the_vendors_variable(cls, data: object) -> object:
+        return _from_vendor_variables(data, {"api_key": cls.KEY_VARIABLE})
 
 
-FINNHUB_KEY_ENV = "FINNHUB_API_KEY"
+class FredSettings(_KeyedVendor):
+    """FRED / ALFRED, the St. Louis Fed's macro series with their vintages (a free key;
+    120 requests a minute)."""
+
+    KEY_VARIABLE = FRED_KEY_ENV
+    base_url: str = Field(FRED_URL, description="the API root; a stand-in or a proxy may take it")
 
 
-class FinnhubSettings(BaseModel):
+class FinnhubSettings(_KeyedVendor):
     """Finnhub: company news, insider transactions and financials as reported (a free key;
     60 requests a minute and 30 a second)."""
 
+    KEY_VARIABLE = FINNHUB_KEY_ENV
     base_url: str = Field("https://finnhub.io/api/v1", description="the API root")
-    timeout_seconds: float = Field(10, gt=0, le=120, description="one HTTP call's limit")
-    api_key: SecretStr | None = Field(None, description=f"default: ${FINNHUB_KEY_ENV}")
     news_history_days: int | None = Field(
         365,
         ge=1,
@@ -441,29 +450,13 @@ class FinnhubSettings(BaseModel):
         "year); None: no limit",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _key_from_finnhubs_variable(cls, data: object) -> object:
-        """``FINNHUB_API_KEY`` when no key is given."""
-        return _from_vendor_variables(data, {"api_key": FINNHUB_KEY_ENV})
 
-
-MASSIVE_KEY_ENV = "MASSIVE_API_KEY"
-
-
-class MassiveSettings(BaseModel):
+class MassiveSettings(_KeyedVendor):
     """Massive (formerly Polygon): raw daily bars with their splits and dividends, the grouped
     daily file, the ticker list as of a date, news (a free key; 5 requests a minute)."""
 
+    KEY_VARIABLE = MASSIVE_KEY_ENV
     base_url: str = Field("https://api.massive.com", description="the API root")
-    timeout_seconds: float = Field(10, gt=0, le=120, description="one HTTP call's limit")
-    api_key: SecretStr | None = Field(None, description=f"default: ${MASSIVE_KEY_ENV}")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _key_from_massives_variable(cls, data: object) -> object:
-        """``MASSIVE_API_KEY``, as Massive's client reads it, when no key is given."""
-        return _from_vendor_variables(data, {"api_key": MASSIVE_KEY_ENV})
 
 
 class CcxtSettings(BaseModel):
