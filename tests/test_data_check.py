@@ -60,7 +60,9 @@ def test_check_shows_the_vendors_passed_over(fred: FakeFred, tmp_path: Path) -> 
     )  # fmt: skip
 
     assert result.returncode == 0, result.stderr
-    [row] = [line for line in result.stdout.splitlines() if line.strip().startswith("ohlcv")]
+    chain, row = [line for line in result.stdout.splitlines() if line.strip().startswith("ohlcv")]
+    assert "local → bundled" in chain and "→ sim" in chain  # the chain asked, above the table
+    assert "(finnhub)" in result.stdout and "left out: no key: FINNHUB_API_KEY" in result.stdout
     assert "bundled" in row and "2012-06-01" in row and "local: does not serve ohlcv" in row
 
 
