@@ -13,12 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from shared.config import ENV_PREFIX, FRED_KEY_ENV, VendorQuota
+from bench.bench_data import arrivals
+from shared.config import ENV_PREFIX, FRED_KEY_ENV, MASSIVE_KEY_ENV, VendorQuota
 from shared.data.quota import MARGIN, LocalQuota, QuotaStore
 from shared.errors import RateLimited
 from tests.cli_process import ROOT
 from tests.fakes.fred import KEY, FakeFred
+from tests.fakes.massive import KEY as MASSIVE_KEY
+from tests.fakes.massive import FakeMassive
 from tests.test_data_fred import CORE_CPI
+from tests.test_data_massive import MARKET, TODAY
 
 QUOTA = VendorQuota(requests=4, seconds=0.5)
 
@@ -121,3 +125,45 @@ def test_two_worker_processes_keep_to_one_quota(tmp_path: Path) -> None:
     assert len(fred.arrivals) == 14
     assert _most_in_any_window(fred.arrivals, 1.0) <= 4
     assert elapsed >= 2.5
+
+
+MASSIVE_READER = """
+import sys
+from datetime import UTC, datetime
+from shared.config import load_settings
+from shared.data.contracts import DataKind
+from shared.data.factory import build_router
+from shared.market.bars import Timeframe
+
+router = build_router(load_settings())
+as_of = datetime(2024, 6, 20, tzinfo=UTC)
+for symbol in sys.argv[1:]:
+    router.call(DataKind.OHLCV, lambda v: v.ohlcv(symbol, Timeframe.D1, as_of, 5), as_of=as_of)
+"""
+
+
+def test_two_worker_processes_keep_to_massives_quota(tmp_path: Path) -> None:
+    """Massive's free tier, its minute played as a second: two processes read two names each
+    (three requests a name: the bars, the splits, the dividends), twelve requests in all,
+    never more than three in a second at the stand-in, none refused with a 429."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+    with FakeMassive(MARKET, today=TODAY, per_minute=3, window=1.0) as massive:
+        seen = arrivals(massive, "answer")
+        env = {
+            **clean,
+            f"{ENV_PREFIX}DATA_DIR": str(tmp_path),
+            f"{ENV_PREFIX}DATA_CACHE": "false",
+            f"{ENV_PREFIX}MASSIVE__BASE_URL": massive.base_url,
+            MASSIVE_KEY_ENV: MASSIVE_KEY,
+            f"{ENV_PREFIX}DATA_QUOTAS": json.dumps({"massive": {"requests": 3, "seconds": 1}}),
+        }
+        readers = [
+            subprocess.Popen([sys.executable, "-c", MASSIVE_READER, *names], cwd=ROOT, env=env,
+                             stderr=subprocess.PIPE, text=True)
+            for names in (("GRWT", "SLOW"), ("XLK", "XLE"))
+        ]  # fmt: skip
+        errors = [reader.communicate(timeout=120)[1] for reader in readers]
+
+    assert [reader.returncode for reader in readers] == [0, 0], errors
+    assert len(seen) == 12 and {status for _, status in seen} == {200}
+    assert _most_in_any_window([at for at, _ in seen], 1.0) <= 3
