@@ -9,7 +9,7 @@ with the tools workers), so no stack is needed.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import typer
 from rich.console import Console
@@ -18,9 +18,7 @@ from rich.text import Text
 
 from cli.exit import fail_on_quantdesk_errors, finish
 from shared.config import Settings, load_settings
-from shared.data.factory import LOCAL_DATA_DIR, build_vendor
-from shared.data.local import SOCIAL_FILE
-from shared.data.social_record import DEFAULT_LIMIT, RecordReport, record_social
+from shared.data.social_record import DEFAULT_LIMIT, RecordReport, record_for_desk
 from shared.errors import InvalidInput
 from shared.watchlists.store import WatchlistStore
 from shared.watchlists.symbols import split_symbols, symbol_list
@@ -79,16 +77,14 @@ def social(
     data dir's data/social.jsonl; later runs read them as of their own time. Exit status 1
     when a symbol could not be read.
 
-    Meant for cron, e.g. every 15 minutes of the US session:
-    `*/15 13-21 * * 1-5 quantdesk data record social --watchlist core`
+    On a schedule, as a flow: `quantdesk schedule create social-core --flow record-social
+    --cron "*/15 13-21 * * 1-5" --input '{"watchlist": "core"}'`.
     """
     with fail_on_quantdesk_errors():
         settings = load_settings()
-        report = record_social(
-            build_vendor("stocktwits", settings),
+        report = record_for_desk(
+            settings,
             chosen_symbols(settings, watchlist, symbols),
-            settings.data_dir / LOCAL_DATA_DIR / SOCIAL_FILE,
-            datetime.now(UTC),
             window=timedelta(days=days),
             limit=limit,
         )

@@ -41,6 +41,7 @@ from workflows.autorun import AutoRunInput
 from workflows.pipeline_contracts import PipelineInput
 from workflows.quantagent import QuantAgentInput
 from workflows.reconcile import ReconcileInput
+from workflows.record_social import RecordSocialInput
 from workflows.scan import ScanInput
 
 schedule_app = typer.Typer(help="Run flows on cron schedules (Temporal Schedules).")
@@ -51,6 +52,7 @@ SCHEDULABLE: dict[str, tuple[str, type[BaseModel]]] = {
     "pipeline": ("Pipeline", PipelineInput),
     "scan": ("Scan", ScanInput),
     "reconcile": ("Reconcile", ReconcileInput),
+    "record-social": ("RecordSocial", RecordSocialInput),
 }
 """``--flow`` name → (workflow type, input model checked at creation)."""
 

@@ -80,6 +80,7 @@ def activity_groups(settings: Settings) -> list[ActivityGroup | Callable[..., An
     from activities.reflection import ReflectionActivities
     from activities.research import ResearchActivities
     from activities.scan import SCAN_ACTIVITIES
+    from activities.social import SocialActivities
 
     return [
         run_tool_activity,
@@ -93,6 +94,7 @@ def activity_groups(settings: Settings) -> list[ActivityGroup | Callable[..., An
         AutoRunActivities(settings),
         PortfolioActivities(settings),
         BrokerActivities(settings),
+        SocialActivities(settings),
     ]
 
 

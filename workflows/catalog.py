@@ -12,6 +12,7 @@ from workflows.pipeline_batch import PipelineBatchWorkflow
 from workflows.portfolio import PortfolioWorkflow
 from workflows.quantagent import QuantAgentWorkflow
 from workflows.reconcile import ReconcileWorkflow
+from workflows.record_social import RecordSocialWorkflow
 from workflows.reflect import ReflectWorkflow
 from workflows.scan import ScanWorkflow
 
@@ -29,4 +30,5 @@ WORKFLOWS: list[type] = [
     PortfolioWorkflow,
     BrokerOrdersWorkflow,
     ReconcileWorkflow,
+    RecordSocialWorkflow,
 ]

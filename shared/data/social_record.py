@@ -34,9 +34,9 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import AwareDatetime, BaseModel, Field
 
@@ -44,6 +44,9 @@ from shared.data.bundled import check_as_of
 from shared.data.contracts import DataVendor, SocialPost
 from shared.data.local_files import jsonl_parser
 from shared.errors import InvalidInput, NoData, QuantdeskError
+
+if TYPE_CHECKING:
+    from shared.config import Settings
 
 DEFAULT_WINDOW = timedelta(days=7)
 """How far back a pass keeps posts: a first pass on a quiet symbol stores its last week."""
@@ -194,3 +197,26 @@ def _append(store: Path, posts: list[SocialPost]) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def record_for_desk(
+    settings: Settings,
+    symbols: list[str],
+    *,
+    window: timedelta = DEFAULT_WINDOW,
+    limit: int = DEFAULT_LIMIT,
+) -> RecordReport:
+    """One pass as the desk makes it (``quantdesk data record social``, the ``RecordSocial``
+    flow): StockTwits, its requests in the desk's quota, into the local vendor's
+    ``social.jsonl`` under the data dir."""
+    from shared.data.factory import LOCAL_DATA_DIR, build_vendor
+    from shared.data.local import SOCIAL_FILE
+
+    return record_social(
+        build_vendor("stocktwits", settings),
+        symbols,
+        settings.data_dir / LOCAL_DATA_DIR / SOCIAL_FILE,
+        datetime.now(UTC),
+        window=window,
+        limit=limit,
+    )
