@@ -208,8 +208,11 @@ def test_the_10k_gives_the_fourth_quarters_cash_flows_and_balance_from_its_filin
     assert round(cash[0].items["free_cash_flow"] / 1e9, 1) == 19.4 and cash[0].reported_at == filed
     assert (balance.period_end, balance.items["total_assets"]) == (date(2023, 9, 30), 352.6e9)
     assert day_before[0].period_end == date(2023, 7, 1)
-    # The fourth quarter's income is left to the SEC, ahead in the chain.
-    assert _income(vendor, filed)[0][0] == "2023Q3"
+    # The fourth quarter's income: the 10-K's year less the three 10-Qs' quarters (the second
+    # as amended by then).
+    q4, q3 = _income(vendor, filed)
+    assert (q4[0], q3[0]) == ("2023Q4", "2023Q3")
+    assert q4[1] == pytest.approx(383.3e9 - 117.2e9 - 94.5e9 - 81.8e9) and q4[2] == filed
     # One request per frequency, shared by the three statements.
     assert sorted(r.params["freq"] for r in finnhub.requests) == ["annual", "quarterly"]
 

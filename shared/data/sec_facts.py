@@ -34,6 +34,8 @@ from shared.data.contracts import Statement, StatementKind
 NEW_YORK = ZoneInfo("America/New_York")
 QUARTER_DAYS = range(80, 101)
 """A duration this long is one quarter."""
+YEAR_DAYS = range(350, 380)
+"""A duration this long is one fiscal year (52 or 53 weeks, or a calendar year)."""
 
 CONCEPTS: dict[StatementKind, dict[str, tuple[str, ...]]] = {
     StatementKind.INCOME: {
@@ -129,7 +131,8 @@ Dated = tuple[float, datetime]
 
 def quarters(periods: Mapping[tuple[date | None, date], Version]) -> dict[date, Dated]:
     """Quarter end → its value: reported as a quarter, or the difference of two year-to-date
-    periods that start on the same day."""
+    periods that start on the same day, or a year less its three other quarters (a filer whose
+    10-Qs report the quarter alone states the fourth only inside its 10-K's year)."""
     found: dict[date, Dated] = {}
     for (start, end), version in periods.items():
         if start is not None and (end - start).days in QUARTER_DAYS:
@@ -144,6 +147,13 @@ def quarters(periods: Mapping[tuple[date | None, date], Version]) -> dict[date, 
             if end not in found and (end - shorter_end).days in QUARTER_DAYS:
                 public = max(longer.public_at, shorter.public_at)
                 found[end] = (longer.fact.val - shorter.fact.val, public)
+    for (start, end), year in periods.items():
+        if start is None or end in found or (end - start).days not in YEAR_DAYS:
+            continue
+        inside = [dated for quarter_end, dated in found.items() if start < quarter_end < end]
+        if len(inside) == 3:
+            public = max(year.public_at, *(when for _, when in inside))
+            found[end] = (year.fact.val - sum(value for value, _ in inside), public)
     return found
 
 
