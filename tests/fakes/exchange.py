@@ -29,24 +29,24 @@ so a test can say exactly what a candle holds.
 
 from __future__ import annotations
 
-import json
 import math
-import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from http.server import BaseHTTPRequestHandler
 
-from tests.fakes.served import ServedInThread
+from tests.fakes import served
+from tests.fakes.served import JsonStandIn
 
 EXCHANGE_INFO = "/api/v3/exchangeInfo"
 KLINES = "/api/v3/klines"
 WEIGHTS = {EXCHANGE_INFO: 20, KLINES: 2}
 """Each endpoint's request weight, as Binance's documentation gives it."""
 WEIGHT_PER_MINUTE = 6000
+NOT_FOUND_PAGE = b"<html><body><h1>404 Not Found</h1></body></html>"
+"""Binance's 404 for a path it does not serve: an HTML page, not its JSON error."""
 DEFAULT_LIMIT, MAX_LIMIT = 500, 1000
 KLINE_PARAMETERS = frozenset({"symbol", "interval", "startTime", "endTime", "limit", "timeZone"})
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -91,14 +91,12 @@ class Pair:
 
 
 @dataclass(frozen=True)
-class Fault:
-    """What the next request gets instead of its answer."""
+class Fault(served.Fault):
+    """What the next request gets instead of its answer. A ``status`` of 429 is Binance's
+    ``-1003`` with ``Retry-After: retry_after``; any other its ``-1001``, in Binance's words
+    (``message`` is not sent)."""
 
-    status: int = 0
-    """A 429 is Binance's ``-1003`` with ``Retry-After``; any other status its ``-1001``."""
     retry_after: int = 60
-    delay: float = 0.0
-    drop: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,8 +115,11 @@ class BinanceError(Exception):
         self.status, self.code, self.msg = status, code, msg
 
 
-class FakeBinance(ServedInThread):
+class FakeBinance(JsonStandIn[Fault]):
     """Binance's public spot REST on a loopback port; ``base_url`` replaces its origin."""
+
+    content_type = "application/json;charset=UTF-8"
+    keep_blank_values = True  # an empty value is Binance's -1102 or -1100, not absent
 
     def __init__(
         self, pairs: Sequence[Pair], *, now: datetime, weight_per_minute: int = WEIGHT_PER_MINUTE
@@ -131,53 +132,28 @@ class FakeBinance(ServedInThread):
         self.requests: list[Served] = []
         self.forming_served: list[tuple[str, str, datetime]] = []
         """(symbol, interval, open) of every forming candle sent."""
-        self.faults: deque[Fault] = deque()
         self._spent: deque[tuple[float, int]] = deque()
-        self._lock = threading.Lock()
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def fail_next(self, fault: Fault) -> None:
-        self.faults.append(fault)
-
-    def _server(self) -> ThreadingHTTPServer:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                """Quiet."""
-
-            def do_GET(self) -> None:
-                url = urlparse(self.path)
-                params = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
-                fake.answer(url.path, params, self)
-
-        return ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-
-    def answer(self, path: str, params: dict[str, str], handler: BaseHTTPRequestHandler) -> None:
-        """Record the request, then send its answer, its fault or Binance's error."""
+    def answer(
+        self, path: str, params: dict[str, str], handler: BaseHTTPRequestHandler
+    ) -> tuple[int, object, dict[str, str]]:
+        """Record the request; its answer, its fault or Binance's error, with the weight used."""
         with self._lock:
             self.requests.append(Served(path, params))
-            fault = self.faults.popleft() if self.faults else None
+            fault = self._next_fault()
             used, wait = self._spend(WEIGHTS.get(path, 1))
         headers = {"X-MBX-USED-WEIGHT-1M": str(used)}
-        if fault is not None:
-            if fault.delay:
-                self.stopping.wait(fault.delay)
-            if fault.drop:
-                handler.connection.close()
-                return
-            if fault.status == 429:
-                wait = fault.retry_after
-            elif fault.status:
-                error = BinanceError(
-                    fault.status,
-                    -1001,
-                    "Internal error; unable to process your request. Please try again.",
-                )
-                return _send(handler, error.status, _body(error), headers)
+        if self._dropped(fault, handler):
+            return 0, None, headers
+        if fault is not None and fault.status == 429:
+            wait = fault.retry_after
+        elif fault is not None and fault.status:
+            error = BinanceError(
+                fault.status,
+                -1001,
+                "Internal error; unable to process your request. Please try again.",
+            )
+            return error.status, _body(error), headers
         if wait is not None:
             headers["Retry-After"] = str(wait)
             limited = BinanceError(
@@ -188,23 +164,15 @@ class FakeBinance(ServedInThread):
                 "use WebSocket Streams for live updates to avoid polling the "
                 "API.",
             )
-            return _send(handler, 429, _body(limited), headers)
+            return 429, _body(limited), headers
         try:
             if path == EXCHANGE_INFO:
-                body: object = self._exchange_info(params)
-            elif path == KLINES:
-                body = self._klines(params)
-            else:
-                return _send(
-                    handler,
-                    404,
-                    b"<html><body><h1>404 Not Found</h1></body></html>",
-                    headers,
-                    content_type="text/html",
-                )
+                return 200, self._exchange_info(params), headers
+            if path == KLINES:
+                return 200, self._klines(params), headers
         except BinanceError as error:
-            return _send(handler, error.status, _body(error), headers)
-        _send(handler, 200, json.dumps(body).encode(), headers)
+            return error.status, _body(error), headers
+        return 404, NOT_FOUND_PAGE, {"Content-Type": "text/html", **headers}
 
     def _spend(self, weight: int) -> tuple[int, int | None]:
         """Count ``weight`` in the rolling minute: the weight used, and the seconds to wait
@@ -433,22 +401,5 @@ def _take(opens: Iterator[datetime], limit: int) -> list[datetime]:
     return [opened for _, opened in zip(range(limit), opens, strict=False)]
 
 
-def _body(error: BinanceError) -> bytes:
-    return json.dumps({"code": error.code, "msg": error.msg}).encode()
-
-
-def _send(
-    handler: BaseHTTPRequestHandler,
-    status: int,
-    body: bytes,
-    headers: dict[str, str],
-    *,
-    content_type: str = "application/json;charset=UTF-8",
-) -> None:
-    handler.send_response(status)
-    handler.send_header("Content-Type", content_type)
-    handler.send_header("Content-Length", str(len(body)))
-    for name, value in headers.items():
-        handler.send_header(name, value)
-    handler.end_headers()
-    handler.wfile.write(body)
+def _body(error: BinanceError) -> dict[str, object]:
+    return {"code": error.code, "msg": error.msg}

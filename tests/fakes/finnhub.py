@@ -32,17 +32,14 @@ the key came in the header.
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
-from tests.fakes.served import ServedInThread
+from tests.fakes.served import Fault, JsonStandIn  # the tests take Fault from here
 
 KEY = "cq7fakekey0finnhub0a"
 NO_KEY = "Please use an API key."
@@ -168,16 +165,6 @@ class FinnhubCompany:
 
 
 @dataclass(frozen=True)
-class Fault:
-    """What the next request gets instead of its answer."""
-
-    status: int = 0
-    message: str = ""
-    delay: float = 0.0
-    drop: bool = False
-
-
-@dataclass(frozen=True)
 class Request:
     """One request as it arrived: path under ``/api/v1``, query, whether the key was a header."""
 
@@ -186,9 +173,12 @@ class Request:
     key_in_header: bool
 
 
-class FakeFinnhub(ServedInThread):
+class FakeFinnhub(JsonStandIn[Fault]):
     """Finnhub on a loopback port; ``base_url`` is what ``QUANTDESK_FINNHUB__BASE_URL`` takes.
     ``today`` is the free tier's "now" (its year of news ends there)."""
+
+    root = "/api/v1"
+    content_type = "application/json; charset=utf-8"
 
     def __init__(
         self,
@@ -206,38 +196,7 @@ class FakeFinnhub(ServedInThread):
         self.per_second = per_second
         self.per_minute = per_minute
         self.requests: list[Request] = []
-        self.faults: deque[Fault] = deque()
         self._times: deque[float] = deque()
-        self._lock = threading.Lock()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/api/v1"
-
-    def fail_next(self, fault: Fault) -> None:
-        self.faults.append(fault)
-
-    def _server(self) -> ThreadingHTTPServer:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                """Quiet."""
-
-            def do_GET(self) -> None:
-                url = urlparse(self.path)
-                params = {k: v[-1] for k, v in parse_qs(url.query).items()}
-                status, body = fake.answer(url.path, params, self)
-                if status == 0:
-                    return
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        return ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 
     def answer(
         self, path: str, params: dict[str, str], handler: BaseHTTPRequestHandler
@@ -247,16 +206,10 @@ class FakeFinnhub(ServedInThread):
         endpoint = path.removeprefix("/api/v1") if path.startswith("/api/v1/") else path
         with self._lock:
             self.requests.append(Request(endpoint, dict(params), header_key is not None))
-            fault = self.faults.popleft() if self.faults else None
+            fault = self._next_fault()
             limited = self._over_limit()
-        if fault is not None:
-            if fault.delay:
-                self.stopping.wait(fault.delay)
-            if fault.drop:
-                handler.connection.close()
-                return 0, None
-            if fault.status:
-                return fault.status, {"error": fault.message}
+        if faulted := self._faulted(fault, handler, lambda _, message: {"error": message}):
+            return faulted
         if limited:
             return 429, {"error": LIMIT_REACHED}
         key = header_key or params.pop("token", None)

@@ -21,16 +21,13 @@ Every request is recorded (path and parameters), so a test can count the vendor'
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import date
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from http.server import BaseHTTPRequestHandler
 
-from tests.fakes.served import ServedInThread
+from tests.fakes.served import Fault, JsonStandIn  # the tests take Fault from here
 
 KEY = "0123456789abcdef0123456789abcdef"
 FOREVER = date(9999, 12, 31)
@@ -54,18 +51,10 @@ class FredSeries:
     versions: list[Version] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Fault:
-    """What the next request gets instead of its answer."""
-
-    status: int = 0
-    message: str = ""
-    delay: float = 0.0
-    drop: bool = False
-
-
-class FakeFred(ServedInThread):
+class FakeFred(JsonStandIn[Fault]):
     """FRED on a loopback port; ``base_url`` is what ``QUANTDESK_FRED__BASE_URL`` takes."""
+
+    root = "/fred"
 
     def __init__(self, series: dict[str, FredSeries], *, per_minute: int = 120) -> None:
         super().__init__()
@@ -74,38 +63,7 @@ class FakeFred(ServedInThread):
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.arrivals: list[float] = []
         """When each request arrived (``time.monotonic``)."""
-        self.faults: deque[Fault] = deque()
         self._times: deque[float] = deque()
-        self._lock = threading.Lock()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/fred"
-
-    def fail_next(self, fault: Fault) -> None:
-        self.faults.append(fault)
-
-    def _server(self) -> ThreadingHTTPServer:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                """Quiet."""
-
-            def do_GET(self) -> None:
-                url = urlparse(self.path)
-                params = {k: v[-1] for k, v in parse_qs(url.query).items()}
-                status, body = fake.answer(url.path, params, self)
-                if status == 0:
-                    return
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                data = json.dumps(body).encode()
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        return ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 
     def answer(
         self, path: str, params: dict[str, str], handler: BaseHTTPRequestHandler
@@ -114,16 +72,10 @@ class FakeFred(ServedInThread):
         with self._lock:
             self.requests.append((path, params))
             self.arrivals.append(time.monotonic())
-            fault = self.faults.popleft() if self.faults else None
+            fault = self._next_fault()
             limited = self._over_limit()
-        if fault is not None:
-            if fault.delay:
-                self.stopping.wait(fault.delay)
-            if fault.drop:
-                handler.connection.close()
-                return 0, None
-            if fault.status:
-                return fault.status, _error(fault.status, fault.message)
+        if faulted := self._faulted(fault, handler, _error):
+            return faulted
         if limited:
             return 429, _error(429, "Too Many Requests.  Exceeded Rate Limit")
         problem = _key_problem(params.get("api_key"))

@@ -34,22 +34,20 @@ request target), so a test can count calls and check the key never travels in a 
 
 from __future__ import annotations
 
-import json
 import operator
 import re
 import secrets
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from zoneinfo import ZoneInfo
 
-from tests.fakes.served import ServedInThread
+from tests.fakes.served import Fault, JsonStandIn  # the tests take Fault from here
 
 KEY = "qd0Massive0Stand0In0Key000000001"
 HOST = "https://api.massive.com"
@@ -288,16 +286,6 @@ class MassiveMarket:
 
 
 @dataclass(frozen=True)
-class Fault:
-    """What the next request gets instead of its answer."""
-
-    status: int = 0
-    message: str = ""
-    delay: float = 0.0
-    drop: bool = False
-
-
-@dataclass(frozen=True)
 class Seen:
     """One request as it arrived."""
 
@@ -312,8 +300,10 @@ class Seen:
 Answer = tuple[int, dict[str, Any]]
 
 
-class FakeMassive(ServedInThread):
+class FakeMassive(JsonStandIn[Fault]):
     """Massive on a loopback port; ``base_url`` is what ``QUANTDESK_MASSIVE__BASE_URL`` takes."""
+
+    keep_blank_values = True  # an empty value is checked against the document, not dropped
 
     def __init__(
         self,
@@ -331,67 +321,39 @@ class FakeMassive(ServedInThread):
         self.per_minute, self.window = per_minute, window
         self.history_days, self.max_page, self.not_entitled = history_days, max_page, not_entitled
         self.requests: list[Seen] = []
-        self.faults: deque[Fault] = deque()
         self._answered: deque[float] = deque()
         self._cursors: dict[str, tuple[str, list[dict[str, Any]], int, int]] = {}
-        self._lock = threading.Lock()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def fail_next(self, fault: Fault) -> None:
-        self.faults.append(fault)
 
     def paths(self, name: str) -> list[Seen]:
         """The requests that reached endpoint ``name`` (cursor pages included)."""
         return [seen for seen in self.requests if _endpoint(seen.path)[0].name == name]
 
-    def _server(self) -> ThreadingHTTPServer:
-        fake = self
+    def _target(self, target: str) -> tuple[str, dict[str, str]]:
+        """Split by ``urlsplit``, not ``urlparse``: a ``;...`` ending the path stays in it (and
+        so matches no endpoint) rather than being cut off as a path parameter."""
+        url = urlsplit(target)
+        query = parse_qs(url.query, keep_blank_values=self.keep_blank_values)
+        return url.path, {name: values[-1] for name, values in query.items()}
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                """Quiet."""
-
-            def do_GET(self) -> None:
-                status, body = fake.answer(self)
-                if status == 0:
-                    return
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        return ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-
-    def answer(self, handler: BaseHTTPRequestHandler) -> Answer:
+    def answer(
+        self, path: str, params: dict[str, str], handler: BaseHTTPRequestHandler
+    ) -> tuple[int, object]:
         """The status and JSON body for one request (0: the connection was dropped)."""
-        url = urlsplit(handler.path)
-        params = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         key = params.pop("apiKey", None)
         bearer = handler.headers.get("Authorization", "")
         key_in = "header" if bearer else ("query" if key is not None else None)
         with self._lock:
-            self.requests.append(Seen(url.path, params, key_in, handler.path))
-            fault = self.faults.popleft() if self.faults else None
-        if fault is not None:
-            if fault.delay:
-                self.stopping.wait(fault.delay)
-            if fault.drop:
-                handler.connection.close()
-                return 0, {}
-            if fault.status:
-                return fault.status, _error(fault.message)
+            self.requests.append(Seen(path, params, key_in, handler.path))
+            fault = self._next_fault()
+        if faulted := self._faulted(fault, handler, lambda _, message: _error(message)):
+            return faulted
         if key is None and not bearer.startswith("Bearer "):
             return 401, _error("API Key was not provided")
         if KEY not in (key, bearer.removeprefix("Bearer ")):
             return 401, _error("Unknown API Key")
         if self._over_limit():
             return 429, _error(RATE_EXCEEDED)
-        endpoint, values = _endpoint(url.path)
+        endpoint, values = _endpoint(path)
         if "cursor" in params:
             return self._next_page(params)
         problem = _problem(endpoint, values, params)
@@ -399,7 +361,7 @@ class FakeMassive(ServedInThread):
             return 400, _error(problem)
         if endpoint.name in self.not_entitled:
             return 403, _refusal(f"You are not entitled to this data. {PRICING}")
-        return self._serve(endpoint, url.path, values, params)
+        return self._serve(endpoint, path, values, params)
 
     def _over_limit(self) -> bool:
         """Whether this request is one too many in the window (it then does not count)."""

@@ -22,10 +22,10 @@ import zipfile
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.served import ServedInThread
+from tests.fakes.served import GetStandIn, send
 
 UNDECLARED = (
     "<html><body><h1>Your Request Originates from an Undeclared Automated Tool</h1>"
@@ -51,7 +51,7 @@ class SecCompany:
     """Path under ``/Archives/edgar/data/<cik>/`` → the document's text."""
 
 
-class FakeSec(ServedInThread):
+class FakeSec(GetStandIn):
     """EDGAR on a loopback port; ``url`` is what both ``QUANTDESK_SEC__DATA_URL`` and
     ``QUANTDESK_SEC__WWW_URL`` take."""
 
@@ -71,24 +71,11 @@ class FakeSec(ServedInThread):
     def fail_next(self, status: int) -> None:
         self.statuses.append(status)
 
-    def _server(self) -> ThreadingHTTPServer:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                """Quiet."""
-
-            def do_GET(self) -> None:
-                agent = self.headers.get("User-Agent", "")
-                status, body, kind = fake.answer(self.path, agent)
-                data = body if isinstance(body, bytes) else body.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        return ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    def _get(self, handler: BaseHTTPRequestHandler) -> None:
+        """``answer`` takes the raw target as its path: none of the SEC's paths served here takes
+        a query, so one with a query is not found, as a path the SEC does not serve."""
+        status, body, kind = self.answer(handler.path, handler.headers.get("User-Agent", ""))
+        send(handler, status, body if isinstance(body, bytes) else body.encode(), kind, {})
 
     def answer(self, path: str, agent: str) -> tuple[int, str | bytes, str]:
         """Status, body and content type of one request."""

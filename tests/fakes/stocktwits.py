@@ -29,17 +29,15 @@ Every request is recorded (symbol and parameters), so a test can count the vendo
 from __future__ import annotations
 
 import html
-import json
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlparse
+from urllib.parse import unquote
 
-from tests.fakes.served import ServedInThread
+from tests.fakes.served import Fault, JsonStandIn  # the tests take Fault from here
 
 PREFIX = "/api/2/streams/symbol/"
 PAGE = 30
@@ -91,16 +89,6 @@ class Message:
 
 
 @dataclass(frozen=True)
-class Fault:
-    """What the next request gets instead of its answer."""
-
-    status: int = 0
-    message: str = ""
-    delay: float = 0.0
-    drop: bool = False
-
-
-@dataclass(frozen=True)
 class Request:
     """One request as it arrived: the symbol of its path and its query."""
 
@@ -108,9 +96,12 @@ class Request:
     params: dict[str, str]
 
 
-class FakeStocktwits(ServedInThread):
+class FakeStocktwits(JsonStandIn[Fault]):
     """StockTwits on a loopback port; ``base_url`` is what ``QUANTDESK_STOCKTWITS__BASE_URL``
     takes. ``titles`` names the symbols it knows; ``now`` is its clock (None: the real time)."""
+
+    root = "/api/2"
+    content_type = "application/json; charset=utf-8"
 
     def __init__(
         self,
@@ -126,40 +117,7 @@ class FakeStocktwits(ServedInThread):
         self.now = now
         self.per_hour = per_hour
         self.requests: list[Request] = []
-        self.faults: deque[Fault] = deque()
         self._times: deque[float] = deque()
-        self._lock = threading.Lock()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/api/2"
-
-    def fail_next(self, fault: Fault) -> None:
-        self.faults.append(fault)
-
-    def _server(self) -> ThreadingHTTPServer:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                """Quiet."""
-
-            def do_GET(self) -> None:
-                url = urlparse(self.path)
-                params = {k: v[-1] for k, v in parse_qs(url.query).items()}
-                status, body, headers = fake.answer(url.path, params, self)
-                if status == 0:
-                    return
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-        return ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 
     def answer(
         self, path: str, params: dict[str, str], handler: BaseHTTPRequestHandler
@@ -168,16 +126,10 @@ class FakeStocktwits(ServedInThread):
         symbol = unquote(path.removeprefix(PREFIX).removesuffix(".json")).upper()
         with self._lock:
             self.requests.append(Request(symbol, dict(params)))
-            fault = self.faults.popleft() if self.faults else None
+            fault = self._next_fault()
             limited, headers = self._count()
-        if fault is not None:
-            if fault.delay:
-                self.stopping.wait(fault.delay)
-            if fault.drop:
-                handler.connection.close()
-                return 0, None, {}
-            if fault.status:
-                return fault.status, _error(fault.status, fault.message), headers
+        if faulted := self._faulted(fault, handler, _error):
+            return *faulted, headers
         if limited:
             return 429, _error(429, limit_message(self.per_hour)), headers
         if not path.startswith(PREFIX) or not path.endswith(".json"):
