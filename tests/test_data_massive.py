@@ -183,6 +183,26 @@ def test_a_close_is_one_request_and_the_last_bar_of_a_longer_read(
     assert close == longer[-1] and _as_traded("GRWT", close)
 
 
+def test_a_window_is_read_once_for_its_shorter_reads_and_its_splits_once_for_all(
+    massive: FakeMassive,
+) -> None:
+    as_of = utc(2024, 6, 12)
+    reader, other = _vendor(massive), _vendor(massive)  # another router's vendor, same process
+
+    months = reader.ohlcv("GRWT", Timeframe.D1, as_of, 100)
+    reader.ohlcv("SLOW", Timeframe.D1, as_of, 100)
+    asked = {name: len(massive.paths(name)) for name in ("aggs", "dividends", "splits")}
+    [close] = other.ohlcv("GRWT", Timeframe.D1, as_of, 1)
+    week = other.ohlcv("GRWT", Timeframe.D1, as_of, 5)
+
+    # Two names: their bars and dividends each, and the market's splits of the window once.
+    assert asked == {"aggs": 2, "dividends": 2, "splits": 1}
+    # The close and the week came from the months read: no request for bars again.
+    assert len(massive.paths("aggs")) == 2
+    assert close.close == pytest.approx(RAW["GRWT"][close.time.date()].close)
+    assert [bar.close for bar in week] == pytest.approx([bar.close for bar in months[-5:]])
+
+
 def test_a_dividend_adjusts_the_bars_before_its_ex_date_once_it_has_passed(
     vendor: MassiveVendor,
 ) -> None:

@@ -7,7 +7,8 @@
   ``as_of`` at or after that label (the analysis stands at its close), and never while its
   session may still be forming: not until 00:00 UTC of the next day (as the yfinance vendor
   drops the bar still forming now), though Massive serves the day's bar during the session.
-  Three requests a read.
+  Two requests a read (the bars, the ticker's dividends; the whole market's splits of the
+  window once), one for a close, none for a window read already.
 - **Movers**: the grouped daily file (every US stock on one date, one request) of the last
   complete session by ``as_of`` and of the session before it, walking back over weekends
   without a request and over holidays (their file is empty); with the splits executed
@@ -32,6 +33,8 @@ allows 5 requests a minute: every request first passes the desk's quota (``gate`
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 
@@ -88,6 +91,38 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+class _RawBars:
+    """A ticker's bars as traded, per (API root, ticker, last session), for this process: the
+    close a ratio needs (another vendor's read, through another router) comes from the year
+    of bars the market analyst just read, for no request. Bars of past sessions do not
+    change, and ``last`` bounds them, so no entry can answer for a later time; the least
+    recently used entries go past ``most``."""
+
+    def __init__(self, most: int = 4096) -> None:
+        self._kept: OrderedDict[tuple[str, str, date], tuple[date, list[Agg]]] = OrderedDict()
+        self._most = most
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, date]) -> tuple[date, list[Agg]] | None:
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[str, str, date], value: tuple[date, list[Agg]]) -> None:
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is None or value[0] < kept[0]:  # keep the longer window
+                self._kept[key] = value
+            self._kept.move_to_end(key)
+            while len(self._kept) > self._most:
+                self._kept.popitem(last=False)
+
+
+RAW_BARS = _RawBars()
+
+
 class MassiveVendor(DataVendor, NewsSearch):
     """Massive's REST API; ``clock`` is "now", which decides the bar still forming."""
 
@@ -105,6 +140,8 @@ class MassiveVendor(DataVendor, NewsSearch):
             settings, gate or LocalQuota(NAME, DEFAULT_QUOTAS[NAME]), transport
         )
         self._clock = clock
+        self._splits: dict[tuple[date, date], list[Split]] = {}
+        self._splits_lock = threading.Lock()
 
     def ohlcv(self, symbol: str, timeframe: Timeframe, as_of: datetime, lookback: int) -> list[Bar]:
         """The last ``lookback`` daily bars complete at ``as_of``, adjusted as known then."""
@@ -125,12 +162,9 @@ class MassiveVendor(DataVendor, NewsSearch):
             # The last close as traded: an action moves only the bars before its day, so this
             # is the adjusted one too, unless an action falls between the last session and
             # as_of's date (then it is the price the share counts filed until then go with).
-            # One request, not three.
             splits, dividends = [], []
         else:
-            splits = self._client.rows(
-                Split, SPLITS, _dated("execution_date", first, known, ticker)
-            )
+            splits = [s for s in self._market_splits(first, known) if s.ticker == ticker]
             dividends = self._client.rows(
                 Dividend, DIVIDENDS, _dated("ex_dividend_date", first, known, ticker)
             )
@@ -146,7 +180,7 @@ class MassiveVendor(DataVendor, NewsSearch):
         cutoff = check_as_of(as_of)
         day, session = self._session(self._last_complete(cutoff.date()))
         before, previous = self._session(day - timedelta(days=1))
-        splits = self._client.rows(Split, SPLITS, _dated("execution_date", before, day))
+        splits = self._market_splits(before, day)
         since: dict[str, float] = {}  # what a share before the splits is now
         for split in splits:
             since[split.ticker] = since.get(split.ticker, 1.0) * split.split_to / split.split_from
@@ -225,15 +259,32 @@ class MassiveVendor(DataVendor, NewsSearch):
             raise NoData(f"{VENDOR} has no news{about} published from {start} to {end}")
         return items[: query.limit]
 
+    def _market_splits(self, after: date, by: date) -> list[Split]:
+        """Every ticker's splits executed in ``(after, by]``: one request or two for the whole
+        market (US stocks split a few hundred times a year), kept for the window, instead of
+        one per ticker: at 5 requests a minute a bar read then costs two requests, not three."""
+        with self._splits_lock:
+            if (after, by) not in self._splits:
+                rows = self._client.rows(Split, SPLITS, _dated("execution_date", after, by))
+                self._splits[(after, by)] = rows
+            return self._splits[(after, by)]
+
     def _raw_bars(self, ticker: str, first: date, last: date, cutoff: datetime) -> list[Agg]:
         """The ticker's bars from ``first`` to ``last`` as traded; ``NoData`` without any, or
-        when they ended long before ``cutoff`` (a company since delisted)."""
-        aggs = self._client.rows(
-            Agg,
-            f"v2/aggs/ticker/{ticker}/range/1/day/{first}/{last}",
-            {"adjusted": "false", "sort": "asc", "limit": "50000"},
-        )
-        aggs = [agg for agg in aggs if session_day(agg.t) <= last]
+        when they ended long before ``cutoff`` (a company since delisted). Bars read already
+        for a window ending at ``last`` answer any shorter one (``RAW_BARS``)."""
+        key = (self._client.base_url, ticker, last)
+        kept = RAW_BARS.get(key)
+        if kept is not None and kept[0] <= first:
+            aggs = [agg for agg in kept[1] if session_day(agg.t) >= first]
+        else:
+            aggs = self._client.rows(
+                Agg,
+                f"v2/aggs/ticker/{ticker}/range/1/day/{first}/{last}",
+                {"adjusted": "false", "sort": "asc", "limit": "50000"},
+            )
+            aggs = [agg for agg in aggs if session_day(agg.t) <= last]
+            RAW_BARS.put(key, (first, aggs))
         where = f"daily bars of {ticker} from {first} to {last}"
         if not aggs:
             raise NoData(f"{VENDOR} has no {where} (a ticker it does not know, or not trading)")

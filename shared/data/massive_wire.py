@@ -163,6 +163,11 @@ class MassiveClient:
         self._gate = gate
         self._unfinished: dict[_Request, _Progress] = {}
 
+    @property
+    def base_url(self) -> str:
+        """The API root asked (a stand-in's, a proxy's or Massive's own)."""
+        return str(self._http.base_url)
+
     def rows(
         self, model: type[M], path: str, params: Mapping[str, str], *, every_page: bool = True
     ) -> list[M]:
