@@ -320,7 +320,10 @@ def test_protocol_methods_are_named_after_the_kinds() -> None:
 
 
 def test_an_unknown_vendor_name_is_invalid_input(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInput, match="bundled, ccxt, finnhub, fred, local, massive, sec, sim, stocktwits, yfinance"):
+    with pytest.raises(
+        InvalidInput,
+        match="bundled, ccxt, finnhub, fred, local, massive, sec, sim, stocktwits, yfinance",
+    ):
         build_vendor("bloomberg", load_settings(data_dir=tmp_path))
 
 
