@@ -7,8 +7,9 @@ read as of ``as_of``:
 - ``/company-news?symbol&from&to``: articles with their publication time (``datetime``, Unix
   seconds). ``from`` and ``to`` are days (Finnhub does not say in which zone), so the request
   spans every day the window may touch and the article published after ``as_of``, later the
-  same day included, is dropped here. The free tier keeps about a year of it and answers an
-  older range with an empty list, which would read as "no news then": a window older than that
+  same day included, is dropped here. The free tier keeps about a year of it
+  (``news_history_days``: a paid plan's reach is set there) and answers an older range with
+  an empty list, which would read as "no news then": a window older than that
   is "no data" saying so, without a request, and one reaching past it says so when nothing
   came back. So the router goes on to the next vendor, and the agent reads why.
 - ``/stock/insider-transactions?symbol&from&to``: Form 4 rows with a filing *day* and no
@@ -27,9 +28,9 @@ read as of ``as_of``:
   its balance lines stand at ``endDate``; its cash flows run from the fiscal year's start, as
   a 10-Q presents them. Quarters then come as from the SEC's facts: a span of about three
   months, or the difference of two spans that start on the same day, so the fourth quarter's
-  cash flows come from the year less nine months, and its balance sheet from the 10-K. The
-  fourth quarter's income is not derived (the year less three separately filed quarters): the
-  SEC, ahead of Finnhub in the chain, has it.
+  cash flows come from the year less nine months, its income from the year less its three
+  quarters, and its balance sheet from the 10-K. Fundamentals are computed from these and the
+  close at ``as_of`` (``price_at``: the bars' vendors), never Finnhub's snapshot of today.
 
 Market news (``/news?category=general``) is only the latest: asked about a past ``as_of`` it
 would answer with today's stories. ``reach`` is per kind, and company news is point in time,
