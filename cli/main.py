@@ -15,6 +15,7 @@ from cli.evaluate import eval_app
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.mcp import register as register_mcp
 from cli.model import model_app
+from cli.notify import notify_app
 from cli.portfolio import portfolio_app
 from cli.portfolio import register as register_approval
 from cli.prompt import prompt_app
@@ -63,6 +64,7 @@ app.add_typer(model_app, name="model")
 app.add_typer(prompt_app, name="prompt")
 app.add_typer(codec_app, name="codec")
 app.add_typer(data_app, name="data")
+app.add_typer(notify_app, name="notify")
 
 
 @app.command()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from datetime import timedelta
 from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     Field,
     SecretStr,
     ValidationError,
@@ -34,6 +36,7 @@ from shared.data.factory import VENDORS
 from shared.errors import ConfigError
 from shared.llm.pricing import ModelPrice
 from shared.llm.providers import PROVIDERS, LlmRole, ProviderSpec, Serving, list_prices
+from shared.notify.notices import NoticeKind
 from shared.payload_keys import PayloadKeys, parse_key_lines
 from shared.pem_files import CertificateFile, PrivateKeyFile
 from shared.portfolio.costs import Costs
@@ -483,6 +486,51 @@ class StocktwitsSettings(BaseModel):
     timeout_seconds: float = Field(10, gt=0, le=120, description="one HTTP call's limit")
 
 
+def _apprise_urls(value: object) -> object:
+    """A JSON list, or URLs separated by white space (not commas: an Apprise URL may hold
+    them, as ``mailto://...?to=a@x.org,b@x.org``)."""
+    if isinstance(value, str):
+        text = value.strip()
+        return json.loads(text) if text.startswith("[") else text.split()
+    return value
+
+
+AppriseUrls = Annotated[list[SecretStr], NoDecode, BeforeValidator(_apprise_urls)]
+"""Apprise URLs carry tokens and passwords: secrets, never shown whole."""
+
+
+class NotifySettings(BaseModel):
+    """Where the desk's notices go: Apprise URLs (Slack, Telegram, e-mail, ntfy, Matrix, a
+    JSON webhook...: https://github.com/caronc/apprise/wiki)."""
+
+    urls: AppriseUrls = Field(
+        default_factory=list, description="every notice's URLs, space-separated or a JSON list"
+    )
+    routes: dict[NoticeKind, AppriseUrls] = Field(
+        default_factory=dict,
+        description='a kind\'s own URLs instead of `urls`, JSON like {"drift": ["mailto://..."]}',
+    )
+    escalate_urls: AppriseUrls = Field(
+        default_factory=list,
+        description="who is told, besides, when an approval is about to time out",
+    )
+    remind_after: timedelta = Field(
+        timedelta(minutes=30), description="a reminder when a plan still waits this long"
+    )
+    timeout_seconds: float = Field(
+        10, gt=0, le=120, description="one URL's send limit: a notifier down never holds a run"
+    )
+
+    def urls_of(self, kind: NoticeKind) -> list[SecretStr]:
+        """The URLs a notice of ``kind`` goes to: its route, else (an escalation) the
+        escalation list, else every notice's."""
+        if kind in self.routes:
+            return self.routes[kind]
+        if kind is NoticeKind.APPROVAL_ESCALATION and self.escalate_urls:
+            return self.escalate_urls
+        return self.urls
+
+
 class VendorQuota(BaseModel):
     """At most ``requests`` in any ``seconds``, for the whole desk (``shared.data.quota``)."""
 
@@ -685,6 +733,11 @@ class Settings(_ProviderBlocks):
     )
     ccxt: CcxtSettings = Field(
         default_factory=CcxtSettings, description="ccxt's crypto exchange (QUANTDESK_CCXT__*)"
+    )
+    notify: NotifySettings = Field(
+        default_factory=NotifySettings,
+        description="notices to people (QUANTDESK_NOTIFY__URLS, __ROUTES, __ESCALATE_URLS, "
+        "__REMIND_AFTER)",
     )
     data_cache: bool = Field(True, description="keep network vendors' answers in data_dir")
     broker_limits: BrokerLimits = Field(

@@ -25,11 +25,13 @@ from workflows.catalog import WORKFLOWS
 from workflows.debate_contracts import DebateInput, RiskInput
 from workflows.evaluate import EvaluateInput
 from workflows.inputs import parse_input, run_input_model
+from workflows.notify import NotifyInput
 from workflows.pipeline_batch import PipelineBatchInput
 from workflows.pipeline_contracts import PipelineInput
 from workflows.portfolio import PortfolioInput
 from workflows.quantagent import QuantAgentInput
 from workflows.reconcile import ReconcileInput
+from workflows.record_social import RecordSocialInput
 from workflows.reflect import ReflectInput
 from workflows.scan import ScanInput
 
@@ -96,6 +98,12 @@ BAD_INPUTS: dict[type[BaseModel], tuple[dict[str, Any], str, str]] = {
         {"plan": BATCH_PLAN, "symbols": ["QBTX"], "concurrency": 0},
         "concurrency",
         "0",
+    ),
+    RecordSocialInput: ({"symbols": ["AAPL"], "days": 99}, "days", "99"),
+    NotifyInput: (
+        {"notice": {"kind": "gossip", "run": "r", "title": "t", "body": "b"}},
+        "notice.kind",
+        "'gossip'",
     ),
 }
 """Each workflow input model: a payload valid but for one field, that field, its value as echoed."""

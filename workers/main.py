@@ -76,6 +76,7 @@ def activity_groups(settings: Settings) -> list[ActivityGroup | Callable[..., An
     from activities.broker import BrokerActivities
     from activities.charts import ChartActivities
     from activities.evaluation import EvaluationActivities
+    from activities.notify import NotifyActivities
     from activities.portfolio import PortfolioActivities
     from activities.reflection import ReflectionActivities
     from activities.research import ResearchActivities
@@ -95,6 +96,7 @@ def activity_groups(settings: Settings) -> list[ActivityGroup | Callable[..., An
         PortfolioActivities(settings),
         BrokerActivities(settings),
         SocialActivities(settings),
+        NotifyActivities(settings),
     ]
 
 

@@ -7,6 +7,7 @@ from workflows.backtest import BacktestWorkflow
 from workflows.broker_orders import BrokerOrdersWorkflow
 from workflows.debates import DebateWorkflow, RiskWorkflow
 from workflows.evaluate import EvaluateWorkflow
+from workflows.notify import NotifyWorkflow
 from workflows.pipeline import PipelineWorkflow
 from workflows.pipeline_batch import PipelineBatchWorkflow
 from workflows.portfolio import PortfolioWorkflow
@@ -31,4 +32,5 @@ WORKFLOWS: list[type] = [
     BrokerOrdersWorkflow,
     ReconcileWorkflow,
     RecordSocialWorkflow,
+    NotifyWorkflow,
 ]

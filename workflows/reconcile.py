@@ -15,13 +15,17 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.broker import BookRef, BrokerActivities, Reconciliation
+    from shared.notify.notices import Notice, NoticeKind
     from workflows.activity_calls import run_activity
     from workflows.broker_orders import BROKER_HEARTBEAT
     from workflows.inputs import RunInput
+    from workflows.notify import tell
     from workflows.retries import durable
     from workflows.visibility import tag_run
 
 RECONCILE_START_TO_CLOSE = timedelta(minutes=2)
+NOTIFY_DRIFT_PATCH = "notify-drift"
+"""Runs from before drift was told to people replay without the notice."""
 
 
 class ReconcileInput(RunInput):
@@ -48,4 +52,31 @@ class ReconcileWorkflow:
         workflow.set_current_details(
             f"**{state}** against the broker at {result.at:%Y-%m-%d %H:%M}"
         )
+        if not result.drift.clean and workflow.patched(NOTIFY_DRIFT_PATCH):
+            await tell(drift_notice(workflow.info().workflow_id, result))
         return result
+
+
+def drift_notice(run: str, result: Reconciliation) -> Notice:
+    """What people are told of a drift: each share count, the cash and the fills that differ,
+    and that adopting the broker's numbers is theirs to do."""
+    drift = result.drift
+    lines = [
+        f"{symbol}: the book {book}, the broker {broker} ({difference:+d})"
+        for symbol, book, broker, difference in result.differing_shares()
+    ]
+    if drift.cash:
+        lines.append(f"cash: the broker has {drift.cash:+} against the book")
+    if drift.unbooked_fills:
+        lines.append(f"fills the book lacks: {', '.join(drift.unbooked_fills)}")
+    if drift.unknown_fills:
+        lines.append(f"fills the broker lacks: {', '.join(drift.unknown_fills)}")
+    lines.append(
+        f"To adopt the broker's numbers: quantdesk broker reconcile {result.portfolio} --adopt"
+    )
+    return Notice(
+        kind=NoticeKind.DRIFT,
+        run=run,
+        title=f"{result.portfolio}: the book and its broker differ",
+        body="\n".join(lines),
+    )

@@ -277,31 +277,93 @@ async def record_broker(folder: Path) -> list[WorkflowHistory]:
             await env.shutdown()
 
 
+NOTICES_ID = "golden-notices"
+
+
+async def record_notices(folder: Path) -> list[WorkflowHistory]:
+    """A Reconcile that finds drift and tells people (its ``Notify`` run beside it, to a JSON
+    webhook), and a ``RecordSocial`` pass against the StockTwits stand-in."""
+    from datetime import UTC, datetime, timedelta
+    from decimal import Decimal
+
+    from shared.broker.book import BrokerBook
+    from shared.portfolio.models import BrokerKind
+    from tests.fakes.alpaca.server import AlpacaStandIn
+    from tests.fakes.notifiers import Webhook
+    from tests.fakes.stocktwits import FakeStocktwits, Message
+
+    key_id, secret = BROKER_KEYS
+    posts = [Message(1, "AAPL", datetime.now(UTC) - timedelta(minutes=5), "$AAPL golden")]
+    with (
+        s3_for_tests(folder / "s3") as s3,
+        AlpacaStandIn(key_id=key_id, secret=secret, cash=Decimal(10_000), prices={}) as broker,
+        Webhook() as hook,
+        FakeStocktwits({"AAPL": "Apple Inc."}, posts) as stocktwits,
+    ):
+        settings = isolated_settings(
+            s3,
+            folder / "desk",
+            QUEUE,
+            alpaca={"base_url": broker.base_url, "key_id": key_id, "secret_key": secret},
+            notify={"urls": [hook.url()]},
+            stocktwits={"base_url": stocktwits.base_url},
+        )
+        BrokerBook.from_settings(settings).create(
+            "golden", Decimal(9_000), broker=BrokerKind.ALPACA
+        )
+        env = await start_time_skipping()
+        roles = (WorkerRole.WORKFLOWS, WorkerRole.TOOLS, WorkerRole.BROKER)
+        try:
+            async with running_workers(env.client, [plan_for(r, settings) for r in roles]):
+                reconcile = f"{NOTICES_ID}-reconcile"
+                await env.client.execute_workflow(
+                    "Reconcile", {"portfolio": "golden"}, id=reconcile, task_queue=QUEUE
+                )
+                told = env.client.get_workflow_handle(f"{reconcile}-notify-drift")
+                await told.result()
+                social = f"{NOTICES_ID}-social"
+                await env.client.execute_workflow(
+                    "RecordSocial", {"symbols": ["AAPL"]}, id=social, task_queue=QUEUE
+                )
+                return [
+                    await env.client.get_workflow_handle(run).fetch_history()
+                    for run in (reconcile, told.id, social)
+                ]
+        finally:
+            await env.shutdown()
+
+
 def main() -> int:
     """Record, check every type is covered, and write ``<Type>--<id>.json`` files (the
     recorder's own earlier files are replaced; histories kept under other names stay).
     ``record broker`` records the broker's two types only, ``record batched`` the batched
-    AutoRun and its batch only (adding their files, replacing none)."""
+    AutoRun and its batch only, ``record notices`` a drifting Reconcile with its ``Notify``
+    and a ``RecordSocial`` (adding their files, replacing none)."""
     for variable in KEY_VARIABLES:  # the parked run needs the key to be missing
         os.environ.pop(variable, None)
     only_broker = sys.argv[1:] == ["broker"]
     only_batched = sys.argv[1:] == ["batched"]
+    only_notices = sys.argv[1:] == ["notices"]
     with tempfile.TemporaryDirectory(prefix="golden-") as folder:
         if only_broker:
             histories = asyncio.run(record_broker(Path(folder)))
         elif only_batched:
             histories = asyncio.run(record_batched(Path(folder)))
+        elif only_notices:
+            histories = asyncio.run(record_notices(Path(folder)))
         else:
             histories = asyncio.run(record(Path(folder)))
             histories += asyncio.run(record_batched(Path(folder) / "batched"))
             histories += asyncio.run(record_broker(Path(folder) / "broker"))
+            histories += asyncio.run(record_notices(Path(folder) / "notices"))
     missing = {w.__temporal_workflow_definition.name for w in WORKFLOWS} - {  # type: ignore[attr-defined]
         type_of(history) for history in histories
     }
-    if missing and not (only_broker or only_batched):
+    if missing and not (only_broker or only_batched or only_notices):
         print(f"no history recorded for: {', '.join(sorted(missing))}", file=sys.stderr)
         return 1
-    for flow in {type_of(history) for history in histories} if not only_batched else ():
+    partial = only_batched or only_notices
+    for flow in {type_of(history) for history in histories} if not partial else ():
         for old in HISTORIES.glob(f"{flow}{ID_SEPARATOR}golden-*.json"):
             old.unlink()
     for history in histories:
