@@ -3,8 +3,8 @@
 A run tells people with ``tell(notice)``: it starts a ``Notify`` run of its own (id
 ``<run>-notify-<event>``, so one per event: a second start of the same id is refused and
 ignored) that outlives it (``ABANDON``) and is not awaited. A notifier that is down retries
-in that run for a few minutes and then gives up; the run it reports on has gone on from the
-start.
+in that run as every step does (``durable``: backing off, for the desk's retry budget); the
+run it reports on has gone on from the start.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
@@ -21,16 +20,10 @@ with workflow.unsafe.imports_passed_through():
     from shared.notify.notices import Notice
     from workflows.activity_calls import run_activity
     from workflows.inputs import RunInput
+    from workflows.retries import durable
 
 SEND_START_TO_CLOSE = timedelta(minutes=2)
 """Every URL of a kind in turn, each bounded by its timeout."""
-SEND_RETRIES = RetryPolicy(
-    initial_interval=timedelta(seconds=15),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(minutes=5),
-    maximum_attempts=6,
-)
-"""About ten minutes of asking a notifier that is down; a notice later than that is stale."""
 
 
 class NotifyInput(RunInput):
@@ -50,8 +43,7 @@ class NotifyWorkflow:
         sent: NoticeSent = await run_activity(
             NotifyActivities.send_notice,
             notice,
-            start_to_close_timeout=SEND_START_TO_CLOSE,
-            retry_policy=SEND_RETRIES,
+            **durable(SEND_START_TO_CLOSE),
             summary=f"{notice.kind.value}: {notice.title}",
         )
         workflow.set_current_details(
