@@ -15,7 +15,7 @@ import pytest
 
 from bench.bench_data import arrivals
 from shared.config import ENV_PREFIX, FRED_KEY_ENV, MASSIVE_KEY_ENV, VendorQuota
-from shared.data.quota import MARGIN, LocalQuota, QuotaStore
+from shared.data.quota import MARGIN, LocalQuota, QuotaStore, span
 from shared.errors import RateLimited
 from tests.cli_process import ROOT
 from tests.fakes.fred import KEY, FakeFred
@@ -71,6 +71,11 @@ def test_a_turn_further_than_the_wait_allowed_is_rate_limited(database_url: str)
     assert "quota of 4 requests in 0.5 s" in str(caught.value)
     assert caught.value.retry_after is not None
     assert caught.value.retry_after.total_seconds() <= QUOTA.seconds + MARGIN
+
+
+def test_a_window_is_counted_longer_by_at_least_the_margin_and_by_a_share_of_a_long_one() -> None:
+    assert span(VendorQuota(requests=8, seconds=1)) == pytest.approx(1 + MARGIN)
+    assert span(VendorQuota(requests=5, seconds=60)) == pytest.approx(61.2)
 
 
 def test_a_local_quota_keeps_the_same_window() -> None:
