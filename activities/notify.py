@@ -8,6 +8,7 @@ waits for it (``workflows.notify.tell``).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import cached_property
 
 from pydantic import BaseModel, Field
@@ -15,6 +16,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.group import activity_on
 from activities.services import Services
+from shared.notify.approval import Mark, approval_marks
 from shared.notify.ledger import NoticeLedger
 from shared.notify.notices import Delivery, Notice
 from shared.queues import TOOLS_QUEUE
@@ -41,6 +43,8 @@ class NotifyActivities(Services):
         from shared.notify.sender import deliver, target_id  # Apprise: on the tools workers only
 
         config = self.settings.notify
+        if notice.link is None:
+            notice = notice.model_copy(update={"link": self.settings.console.run_page(notice.run)})
         had = self.ledger.sent(notice.run, notice.key)
         deliveries: list[Delivery] = []
         for url in config.urls_of(notice.kind):
@@ -59,3 +63,10 @@ class NotifyActivities(Services):
                 type="NotifierFailed",
             )
         return NoticeSent(deliveries=deliveries, had_it=len(had))
+
+    @activity_on(TOOLS_QUEUE, "approval_marks")
+    def approval_marks(self, timeout: timedelta) -> list[Mark]:
+        """When this desk reminds and escalates a plan waiting up to ``timeout``: from its
+        settings, read once per wait so the run's timers are in its history."""
+        config = self.settings.notify
+        return approval_marks(timeout, config.remind_after, config.escalate_before)

@@ -269,6 +269,21 @@ class ConsoleSettings(BaseModel):
     token: SecretStr | None = Field(
         None, description="asked of every request (header, cookie or ?token=) when set"
     )
+    public_url: str | None = Field(
+        None,
+        pattern=r"^https?://",
+        description="where people reach the console, for the links in notices (default: "
+        "http://host:port as bound)",
+    )
+
+    def local_url(self) -> str:
+        """Where a browser on this machine opens the console."""
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
+        return f"http://{host}:{self.port}"
+
+    def run_page(self, workflow_id: str) -> str:
+        """A run's page, as people reach it (``public_url``, else this machine's address)."""
+        return f"{(self.public_url or self.local_url()).rstrip('/')}/runs/{workflow_id}"
 
 
 MCP_APPROVE_SETTING = f"{ENV_PREFIX}MCP__ALLOW_APPROVE"
@@ -516,6 +531,11 @@ class NotifySettings(BaseModel):
     )
     remind_after: timedelta = Field(
         timedelta(minutes=30), description="a reminder when a plan still waits this long"
+    )
+    escalate_before: timedelta = Field(
+        timedelta(minutes=15),
+        description="the escalation, this long before an approval times out (at half the "
+        "timeout when that is shorter)",
     )
     timeout_seconds: float = Field(
         10, gt=0, le=120, description="one URL's send limit: a notifier down never holds a run"

@@ -7,26 +7,33 @@ the notifier does; `quantdesk notify test` says which URL took its message."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from pydantic import SecretStr
+from temporalio.client import WorkflowHandle
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.notify import NotifyActivities
+from shared.agents.pipeline.schemas import SIGNAL_OF_RATING, Rating
+from shared.agents.portfolio.inputs import TickerDecision
 from shared.broker.book import BrokerBook
 from shared.config import ENV_PREFIX, Settings, load_settings
 from shared.notify.ledger import NoticeLedger
 from shared.notify.notices import Notice, NoticeKind
 from shared.notify.sender import deliver
 from shared.portfolio.models import BrokerKind
+from shared.portfolio.store import PortfolioStore
 from tests.cli_process import run_quantdesk
 from tests.fakes.alpaca.server import AlpacaStandIn
 from tests.fakes.notifiers import Mailbox, Webhook
@@ -141,13 +148,18 @@ def desk(
         tmp_path_factory.mktemp("notify"),
         QUEUE,
         alpaca={"base_url": broker.base_url, "key_id": KEY, "secret_key": SECRET},
-        notify={"urls": [hook.url("desk")], "timeout_seconds": 2},
+        notify={
+            "urls": [hook.url("desk")],
+            "escalate_urls": [hook.url("escalate")],
+            "timeout_seconds": 2,
+        },
+        console={"public_url": "https://desk.example.org"},
     )
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def workers(ts_env: WorkflowEnvironment, desk: Settings) -> AsyncIterator[None]:
-    roles = (WorkerRole.WORKFLOWS, WorkerRole.TOOLS, WorkerRole.BROKER)
+    roles = (WorkerRole.WORKFLOWS, WorkerRole.TOOLS, WorkerRole.BROKER, WorkerRole.LLM_OFFLINE)
     async with running_workers(ts_env.client, [plan_for(role, desk) for role in roles]):
         yield
 
@@ -230,6 +242,87 @@ async def test_a_step_retried_after_its_send_does_not_send_again(
 
     assert len([post for post in hook.posts if post.body["title"] == notice.title]) == 1
     assert sent["had_it"] == 1 and sent["deliveries"] == []
+
+
+def _dies_once_after_each_record(monkeypatch: pytest.MonkeyPatch, run: str) -> None:
+    """The worker dies between each of ``run``'s sends and the step's completion, once per
+    event: every notice's step is retried after its message went out."""
+    recorded = NoticeLedger.record
+    died: set[str] = set()
+
+    def record_then_die(self: NoticeLedger, about: str, event: str, target: str) -> None:
+        recorded(self, about, event, target)
+        if about == run and event not in died:
+            died.add(event)
+            raise RuntimeError("the worker is gone before the step completes")
+
+    monkeypatch.setattr(NoticeLedger, "record", record_then_die)
+
+
+async def _until_waiting(handle: WorkflowHandle[Any, Any]) -> None:
+    for _ in range(2_000):
+        with contextlib.suppress(RPCError):  # no query handler before the first task ran
+            if (await handle.query("progress"))["awaiting_approval"]:
+                return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the plan never waited for approval")
+
+
+@on_the_server
+async def test_a_waiting_plan_tells_waiting_reminder_escalation_and_outcome_once_each(
+    ts_env: WorkflowEnvironment,
+    workers: None,
+    desk: Settings,
+    hook: Webhook,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    book = f"appr{uuid.uuid4().hex[:6]}"
+    PortfolioStore.from_settings(desk).create(book, 100_000)
+    run = f"portfolio-{book}"
+    _dies_once_after_each_record(monkeypatch, run)
+    as_of = datetime(2012, 6, 1, tzinfo=UTC)
+    decisions = [
+        TickerDecision(
+            symbol=symbol,
+            rating=Rating.BUY,
+            signal=SIGNAL_OF_RATING[Rating.BUY],
+            executive_summary=f"Buy {symbol}",
+            as_of=as_of,
+        ).model_dump(mode="json")
+        for symbol in ("QBTX", "LMNW")
+    ]
+    handle = await ts_env.client.start_workflow(
+        "Portfolio",
+        {
+            "portfolio": book,
+            "as_of": as_of.isoformat(),
+            "decisions": decisions,
+            "approval": "required",
+            "approval_timeout_minutes": 60,
+        },
+        id=run,
+        task_queue=QUEUE,
+    )
+    await _until_waiting(handle)
+    await ts_env.sleep(timedelta(minutes=50))  # past the reminder (30) and escalation (45)
+    for kind in ("approval_waiting", "approval_reminder", "approval_escalation"):
+        await ts_env.client.get_workflow_handle(f"{run}-notify-{kind}").result()
+    await handle.execute_update("approve", {"by": "ops", "note": "go ahead"})
+    await handle.result()
+    await ts_env.client.get_workflow_handle(f"{run}-notify-approval_outcome").result()
+
+    told = [post for post in hook.posts if run in post.body["message"]]
+    by_title = {post.body["title"]: post for post in told}
+    assert len(told) == len(by_title) == 4, [post.body["title"] for post in told]
+    [waiting] = [post for title, post in by_title.items() if title.startswith(f"{book}: a plan")]
+    assert waiting.body["title"].endswith("orders waits for approval")
+    assert "buy" in waiting.body["message"].lower() and "QBTX" in waiting.body["message"]
+    assert f"quantdesk approve {run}" in waiting.body["message"]
+    assert f"https://desk.example.org/runs/{run}" in waiting.body["message"]
+    assert by_title[f"Reminder: {book}'s plan still waits for approval"].path == "/desk"
+    assert by_title[f"Escalation: {book}'s plan expires unanswered soon"].path == "/escalate"
+    outcome = by_title[f"{book}: the plan was approved"]
+    assert "approved by ops: go ahead" in outcome.body["message"]
 
 
 def test_notify_test_says_which_url_took_it(webhook: Webhook, mailbox: Mailbox) -> None:

@@ -42,6 +42,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from activities.llm import LlmActivities
+from activities.notify import NotifyActivities
 from activities.portfolio import PortfolioActivities
 from activities.research import ResearchActivities
 from shared.agents.pipeline.schemas import SIGNAL_OF_RATING, Rating
@@ -74,6 +75,7 @@ from shared.storage.buckets import PAYLOADS_BUCKET
 from shared.storage.objects import ObjectRef, ObjectStore
 from tests.servers import running_workers
 from workers.main import WorkerPlan, build_worker
+from workflows.notify import NotifyWorkflow
 from workflows.portfolio import (
     PendingPlan,
     PortfolioProgress,
@@ -191,9 +193,15 @@ def _tools(
 ) -> WorkerPlan:
     book = PortfolioActivities(settings, books=store, router=ROUTER, memory=memory, store=objects)
     research = ResearchActivities(settings, router=ROUTER, store=objects)
+    notify = NotifyActivities(settings)
     return WorkerPlan(
         queue=TOOLS_QUEUE,
-        activities=[*book.activities(), research.store_report, research.load_text],
+        activities=[
+            *book.activities(),
+            *notify.activities(),
+            research.store_report,
+            research.load_text,
+        ],
         threads=True,
     )
 
@@ -227,7 +235,7 @@ async def services(
         ObjectRef(bucket=PAYLOADS_BUCKET, key=SCAN_KEY), SCAN.model_dump_json().encode()
     )
     plans = [
-        WorkerPlan(queue=QUEUE, workflows=[PortfolioWorkflow]),
+        WorkerPlan(queue=QUEUE, workflows=[PortfolioWorkflow, NotifyWorkflow]),
         _tools(s3_settings, store, _memory(tmp / "memory.db"), objects),
         WorkerPlan(
             queue=QUEUE_OFFLINE, activities=[LlmActivities(s3_settings, QUEUE_OFFLINE).chat]

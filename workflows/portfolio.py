@@ -32,6 +32,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.group import declared
+    from activities.notify import NotifyActivities
     from activities.portfolio import (
         DecisionRequest,
         ExecuteRequest,
@@ -71,6 +72,8 @@ with workflow.unsafe.imports_passed_through():
     from shared.agents.spec import AgentSpec, InputsT, OutputT
     from shared.broker.models import IntentStatus
     from shared.llm.contracts import LlmChoice
+    from shared.notify.approval import Mark, outcome_notice, waiting_notice
+    from shared.notify.notices import NoticeKind
     from shared.portfolio.costs import Costs
     from shared.portfolio.limits import Limits
     from shared.portfolio.models import (
@@ -99,6 +102,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.concurrency import gather_all
     from workflows.inputs import RunInput
     from workflows.llm_calls import call_agent
+    from workflows.notify import tell
     from workflows.progress import RunProgress, StepState
     from workflows.provider_check import check_provider
     from workflows.reconcile import ReconcileInput, ReconcileWorkflow
@@ -114,6 +118,9 @@ BOOK_START_TO_CLOSE = timedelta(minutes=2)
 EXECUTE_START_TO_CLOSE = timedelta(minutes=5)
 EXECUTE_HEARTBEAT = timedelta(seconds=5)
 """Each fill heartbeats; a worker silent this long is taken for dead and the fills retried."""
+APPROVAL_NOTICES_PATCH = "approval-notices"
+"""Gates telling people of a waiting plan: older runs waited without a word."""
+TIMEOUT = "approval timeout"
 DEFAULT_APPROVAL_MINUTES = 24 * 60
 MAX_APPROVAL_MINUTES = 30 * 24 * 60
 MAX_DECISIONS = 500
@@ -551,20 +558,56 @@ class PortfolioWorkflow(TrackedRun):
             f"`quantdesk approve {wf_id}` or `quantdesk reject {wf_id}`."
         )
         minutes = args.approval_timeout_minutes
+        told = workflow.patched(APPROVAL_NOTICES_PATCH)
         try:
-            await workflow.wait_condition(
-                lambda: self.verdict is not None,
-                timeout=timedelta(minutes=minutes),
-                timeout_summary="approval timeout",
-            )
+            if told:
+                await self._wait_telling(args.portfolio, plan, timedelta(minutes=minutes))
+            else:
+                await workflow.wait_condition(
+                    self._answered, timeout=timedelta(minutes=minutes), timeout_summary=TIMEOUT
+                )
         except TimeoutError:
             self.verdict = (DecisionStatus.EXPIRED, f"no answer within {minutes} minutes")
         self.awaiting = False
         self.pending.awaiting_approval = False
         workflow.set_current_details("")
         assert self.verdict is not None
+        if told:
+            await tell(
+                outcome_notice(wf_id, args.portfolio, self.verdict[0].value, self.verdict[1])
+            )
         self.steps[APPROVAL] = StepState.DONE
         return self.verdict[0], self.verdict[1]
+
+    def _answered(self) -> bool:
+        return self.verdict is not None
+
+    async def _wait_telling(self, portfolio: str, plan: OrderPlan, timeout: timedelta) -> None:
+        """Wait for the answer up to ``timeout``, telling people the plan waits, then at
+        each of the desk's marks (reminder, escalation) that comes before the answer; a
+        ``TimeoutError`` when none comes. Each notice is its own run beside this one
+        (``tell``): a notifier that is down never delays the wait."""
+        wf_id = workflow.info().workflow_id
+        marks: list[Mark] = await run_activity(
+            NotifyActivities.approval_marks,
+            timeout,
+            **durable(BOOK_START_TO_CLOSE),
+            summary="when to remind and escalate",
+        )
+        await tell(waiting_notice(wf_id, portfolio, plan, timeout, NoticeKind.APPROVAL_WAITING))
+        waited = timedelta()
+        for mark in marks:
+            try:
+                await workflow.wait_condition(
+                    self._answered, timeout=mark.after - waited, timeout_summary=mark.kind.value
+                )
+                return
+            except TimeoutError:
+                waited = mark.after
+            await tell(waiting_notice(wf_id, portfolio, plan, timeout, mark.kind))
+        await workflow.wait_condition(
+            self._answered, timeout=timeout - waited, timeout_summary=TIMEOUT
+        )
 
     async def _execute_at_broker(
         self, args: PortfolioInput, plan: OrderPlan, wf_id: str

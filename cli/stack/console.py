@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import sys
 
-from cli.stack.servers import LOOPBACK, NoJson, PortClaim, ServerLaunch, json_at
+from cli.stack.servers import NoJson, PortClaim, ServerLaunch, json_at
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
 from shared.extras import install_command
 
 CONSOLE = "console"
-WILDCARDS = frozenset({"0.0.0.0", "::"})
 CODEC_PREFIX = "/codec"
 """Where the console serves Temporal's remote codec endpoint (``console.codec_endpoint``)."""
 
 
 def console_url(settings: Settings) -> str:
     """Where a browser on this machine opens the console."""
-    host = settings.console.host
-    return f"http://{LOOPBACK if host in WILDCARDS else host}:{settings.console.port}"
+    return settings.console.local_url()
 
 
 def codec_endpoint(settings: Settings) -> str:
