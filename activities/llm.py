@@ -32,6 +32,7 @@ from shared.errors import (
 )
 from shared.llm import clients
 from shared.llm.contracts import ChatRequest, ChatResponse, Usage
+from shared.llm.language import in_language
 from shared.llm.offline import answer_offline
 from shared.llm.prompt_budget import estimated_tokens, fit_to_context, server_overflow
 from shared.llm.providers import (
@@ -48,6 +49,8 @@ from shared.llm.structured import (
     validate_reply,
     with_schema_instruction,
 )
+from shared.spending.calls import call_estimate
+from shared.spending.ledger import Spend, SpendLedger
 from shared.storage.buckets import PAYLOADS_BUCKET
 from shared.storage.claim_check import ClaimCheck
 from shared.storage.objects import ObjectRef, ObjectStore
@@ -85,6 +88,11 @@ class LlmActivities:
     def clients(self) -> clients.ClientPool:
         """This worker's open vendor clients, built on first use and kept for its life."""
         return clients.ClientPool()
+
+    @cached_property
+    def spending(self) -> SpendLedger:
+        """The desk's spending ledger, opened on the first call of a run."""
+        return SpendLedger.from_settings(self.settings)
 
     @cached_property
     def claims(self) -> ClaimCheck:
@@ -242,6 +250,10 @@ class LlmActivities:
             started = time.monotonic()
             spec, model = self._check(request)
             request = await self._redeemed(request)
+            language = request.language or self.settings.language
+            request = request.model_copy(
+                update={"messages": in_language(request.messages, language)}
+            )
             schema = schema_named(request.response_schema) if request.response_schema else None
             images = await self._images(request)
             key = self._cache_key(request, spec, model, images, schema)
@@ -255,6 +267,7 @@ class LlmActivities:
                     )
             messages = with_schema_instruction(request.messages, schema)
             request = request.model_copy(update={"messages": messages})
+            call = await self._reserve(request, spec, model)
             response = await self._complete(request, spec, model, images)
             if schema is not None and not response.tool_calls:
                 response = await self._validated(request, response, spec, model, images)
@@ -266,9 +279,26 @@ class LlmActivities:
                     "usage": self._priced(response.usage, model),
                 }
             )
+            if call is not None:
+                spent = Spend(usd=response.usage.cost_usd, tokens=response.usage.total_tokens)
+                await asyncio.to_thread(self.spending.settle, call, spent)
             if key is not None:
                 await self._remember(key, response)
             return response
+
+    async def _reserve(self, request: ChatRequest, spec: ProviderSpec, model: str) -> str | None:
+        """Hold what the call could cost in the spending ledger under its key (a retry
+        replaces its own hold), or raise ``SpendingLimitReached``; None for a call of no run."""
+        if request.spend is None:
+            return None
+        info = activity.info()
+        call = f"{info.workflow_id}/{info.activity_id}"
+        reply_tokens = request.max_tokens or self.settings.provider(spec.name).reply_tokens
+        estimate = call_estimate(request, reply_tokens, self.settings.price_of(model))
+        await asyncio.to_thread(
+            self.spending.reserve, call, request.spend, estimate, self.settings.budget
+        )
+        return call
 
     def _cache_key(
         self,

@@ -18,7 +18,16 @@ from rich.table import Table
 
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import Links, run_and_show
-from cli.inputs import ProviderOption, check_input, llm_choice, new_workflow_id
+from cli.inputs import (
+    BudgetOption,
+    BudgetTokensOption,
+    LanguageOption,
+    ProviderOption,
+    check_input,
+    llm_choice,
+    new_workflow_id,
+    run_terms,
+)
 from cli.views import console, leaderboard_table, plain
 from shared.agents.pipeline.roles import all_analysts
 from shared.backtest import Flow
@@ -157,6 +166,9 @@ def backtest(
         None, "--reflect/--no-reflect", help="record lessons after each step (Pipeline default)"
     ),
     provider: ProviderOption = None,
+    budget: BudgetOption = None,
+    budget_tokens: BudgetTokensOption = None,
+    language: LanguageOption = None,
     model: str | None = typer.Option(None, help="quick model"),
     deep_model: str | None = typer.Option(None, help="deep model"),
     vision_model: str | None = typer.Option(None, help="vision model (QuantAgent)"),
@@ -183,6 +195,7 @@ def backtest(
                 settings, provider, model=model, deep_model=deep_model, vision_model=vision_model
             ),
         }
+        payload |= run_terms(budget, budget_tokens, language)
         check_input(BacktestInput, payload)
         workflow_id = new_workflow_id("backtest", symbol)
         folder = out or Path("backtests") / workflow_id

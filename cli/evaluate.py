@@ -18,7 +18,16 @@ from rich.table import Table
 
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import Links, run_and_show
-from cli.inputs import ProviderOption, check_input, llm_choice, new_workflow_id
+from cli.inputs import (
+    BudgetOption,
+    BudgetTokensOption,
+    LanguageOption,
+    ProviderOption,
+    check_input,
+    llm_choice,
+    new_workflow_id,
+    run_terms,
+)
 from cli.views import console, leaderboard_table, plain
 from shared.config import Settings, load_settings
 from shared.evaluation.baselines import BASELINE_TITLES, BASELINES
@@ -304,6 +313,9 @@ def quantagent(
     source: str = typer.Option("bundled", help="bars of cut windows from: bundled, csv, yfinance"),
     csv: Path | None = typer.Option(None, help="cut windows from this CSV file (implies csv)"),
     provider: ProviderOption = None,
+    budget: BudgetOption = None,
+    budget_tokens: BudgetTokensOption = None,
+    language: LanguageOption = None,
     model: str | None = typer.Option(None, help="model for the indicator agent"),
     vision_model: str | None = typer.Option(None, help="model for the chart agents"),
     deep_model: str | None = typer.Option(None, help="model for the decision agent"),
@@ -332,6 +344,9 @@ def quantagent(
         source=source,
         csv=csv,
         provider=provider,
+        budget=budget,
+        budget_tokens=budget_tokens,
+        language=language,
         model=model,
         vision_model=vision_model,
         deep_model=deep_model,
@@ -365,6 +380,9 @@ def _run_evaluation(
     source: str,
     csv: Path | None,
     provider: str | None,
+    budget: float | None,
+    budget_tokens: int | None,
+    language: str | None,
     model: str | None,
     vision_model: str | None,
     deep_model: str | None,
@@ -394,6 +412,7 @@ def _run_evaluation(
             "repeats": repeats,
             "variants": [variant.value for variant in variants],
         }
+        payload |= run_terms(budget, budget_tokens, language)
         check_input(EvaluateInput, payload)
         workflow_id = new_workflow_id(kind)
         status = asyncio.run(_evaluate(settings, payload, workflow_id, out))

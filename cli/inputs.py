@@ -17,6 +17,24 @@ ProviderOption = Annotated[
     str | None, typer.Option(help="LLM provider (default: settings, offline)")
 ]
 """The ``--provider`` option of every command that starts a run."""
+BudgetOption = Annotated[
+    float | None,
+    typer.Option(
+        "--budget", help="spending limit in USD of this run and the runs it starts (waits there)"
+    ),
+]
+BudgetTokensOption = Annotated[
+    int | None, typer.Option(help="token limit of this run and the runs it starts")
+]
+LanguageOption = Annotated[
+    str | None, typer.Option(help="language of the prose, e.g. German (default: settings)")
+]
+
+
+def run_terms(budget: float | None, tokens: int | None, language: str | None) -> dict[str, Any]:
+    """The input fields every flow shares (``workflows.run_terms``), those given."""
+    given = {"budget_usd": budget, "budget_tokens": tokens, "language": language}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def new_workflow_id(*parts: str) -> str:

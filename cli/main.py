@@ -9,6 +9,7 @@ import typer
 
 from cli.backtest import register as register_backtest
 from cli.broker import broker_app
+from cli.budget import budget_app
 from cli.codec import codec_app
 from cli.data import data_app
 from cli.evaluate import eval_app
@@ -65,6 +66,7 @@ app.add_typer(prompt_app, name="prompt")
 app.add_typer(codec_app, name="codec")
 app.add_typer(data_app, name="data")
 app.add_typer(notify_app, name="notify")
+app.add_typer(budget_app, name="budget")
 
 
 @app.command()

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.exit import fail_on_quantdesk_errors, finish
-from cli.inputs import ProviderOption
+from cli.inputs import BudgetOption, BudgetTokensOption, LanguageOption, ProviderOption, run_terms
 from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
 from shared.portfolio.models import BrokerKind, Portfolio
@@ -329,6 +329,9 @@ def run(
     scan_summary: str | None = typer.Option(None, help="BUCKET/KEY of a Scan's summary JSON"),
     approval: str = typer.Option("auto", help="auto, or required (then `quantdesk approve ID`)"),
     provider: ProviderOption = None,
+    budget: BudgetOption = None,
+    budget_tokens: BudgetTokensOption = None,
+    language: LanguageOption = None,
     model: str | None = typer.Option(None, help="quick model (reviewer, summaries)"),
     deep_model: str | None = typer.Option(None, help="deep model (the book manager)"),
 ) -> None:
@@ -346,6 +349,7 @@ def run(
         }
         if scan_summary:
             payload["scan_summary"] = _object_ref(scan_summary, "--scan-summary")
+        payload |= run_terms(budget, budget_tokens, language)
         check_input(PortfolioInput, payload, as_of=as_of)
         workflow_id = new_workflow_id("portfolio", name)
         status = asyncio.run(_run_portfolio(settings, payload, workflow_id))

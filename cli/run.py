@@ -15,7 +15,16 @@ from temporalio.service import RPCError
 
 from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import Links, run_and_show
-from cli.inputs import ProviderOption, check_input, llm_choice, new_workflow_id
+from cli.inputs import (
+    BudgetOption,
+    BudgetTokensOption,
+    LanguageOption,
+    ProviderOption,
+    check_input,
+    llm_choice,
+    new_workflow_id,
+    run_terms,
+)
 from cli.views import console
 from cli.watchlist import autorun_names, check_autorun_names
 from shared.agents.pipeline.roles import all_analysts
@@ -89,6 +98,9 @@ def quantagent(
     symbol: str = typer.Argument(..., help="e.g. GOOG, EURUSD, BTCUSD, or the symbol of --csv"),
     timeframe: str = typer.Option("1d", help="1m 5m 15m 30m 1h 4h 1d 1wk 1mo"),
     provider: ProviderOption = None,
+    budget: BudgetOption = None,
+    budget_tokens: BudgetTokensOption = None,
+    language: LanguageOption = None,
     model: str | None = typer.Option(None, help="model for the indicator agent"),
     vision_model: str | None = typer.Option(None, help="model for the chart agents"),
     deep_model: str | None = typer.Option(None, help="model for the decision agent"),
@@ -111,6 +123,7 @@ def quantagent(
         }
         if csv is not None:
             payload |= {"source": "csv", "csv_path": str(csv.resolve())}
+        payload |= run_terms(budget, budget_tokens, language)
         check_input(QuantAgentInput, payload, as_of=as_of)
         workflow_id = new_workflow_id("quantagent", symbol)
         status = asyncio.run(_run_quantagent(settings, payload, workflow_id))
@@ -164,6 +177,9 @@ def pipeline(
     risk_rounds: int = typer.Option(1, help="risk debate rounds (1-5)"),
     analysts: str = typer.Option(all_analysts(), help="comma-separated subset of the analysts"),
     provider: ProviderOption = None,
+    budget: BudgetOption = None,
+    budget_tokens: BudgetTokensOption = None,
+    language: LanguageOption = None,
     model: str | None = typer.Option(None, help="quick model (analysts, debaters, trader)"),
     deep_model: str | None = typer.Option(None, help="deep model (the two managers)"),
     macro_context: str | None = typer.Option(None, help="macro summary text for the analysts"),
@@ -183,6 +199,7 @@ def pipeline(
             "macro_context_key": _object_ref(macro_key, "--macro-key") if macro_key else None,
             "llm": llm_choice(settings, provider, model=model, deep_model=deep_model),
         }
+        payload |= run_terms(budget, budget_tokens, language)
         check_input(PipelineInput, payload, as_of=as_of)
         workflow_id = new_workflow_id("pipeline", symbol)
         status = asyncio.run(_run_pipeline(settings, payload, workflow_id))
@@ -313,6 +330,9 @@ def scan(
     as_of: datetime | None = typer.Option(None, help="scan time, UTC (default: latest bar)"),
     max_tickers: int = typer.Option(10, help="most stocks to shortlist (1-25)"),
     provider: ProviderOption = None,
+    budget: BudgetOption = None,
+    budget_tokens: BudgetTokensOption = None,
+    language: LanguageOption = None,
     model: str | None = typer.Option(None, help="quick model (the four scanners)"),
     deep_model: str | None = typer.Option(None, help="deep model (deep dive and synthesis)"),
 ) -> None:
@@ -323,6 +343,7 @@ def scan(
             "max_tickers": max_tickers,
             "llm": llm_choice(settings, provider, model=model, deep_model=deep_model),
         }
+        payload |= run_terms(budget, budget_tokens, language)
         check_input(ScanInput, payload, as_of=as_of)
         workflow_id = new_workflow_id("scan")
         status = asyncio.run(_run_scan(settings, payload, workflow_id))
@@ -394,6 +415,9 @@ def autorun(
     approval: str = typer.Option("auto", help="auto, or required (wait for quantdesk approve)"),
     reflect: bool = typer.Option(True, help="start one Reflect per decision"),
     provider: ProviderOption = None,
+    budget: BudgetOption = None,
+    budget_tokens: BudgetTokensOption = None,
+    language: LanguageOption = None,
     model: str | None = typer.Option(None, help="quick model"),
     deep_model: str | None = typer.Option(None, help="deep model (managers, synthesis)"),
     out: Path = typer.Option(Path("reports"), help="folder the report is downloaded into"),
@@ -416,6 +440,7 @@ def autorun(
             "llm": llm_choice(settings, provider, model=model, deep_model=deep_model),
         }
         payload |= autorun_names(watchlist, symbols, scan)
+        payload |= run_terms(budget, budget_tokens, language)
         check_input(AutoRunInput, payload, as_of=as_of)
         check_autorun_names(settings, payload)
         workflow_id = new_workflow_id("autorun", portfolio)

@@ -551,6 +551,18 @@ class NotifySettings(BaseModel):
         return self.urls
 
 
+class BudgetSettings(BaseModel):
+    """Each book's daily spending limit on model calls, across all its runs (a book's own
+    limit, set with `quantdesk budget raise --book`, is kept in the database and wins)."""
+
+    daily_usd: float | None = Field(
+        None, gt=0, description="USD a book's runs may spend on models in a UTC day"
+    )
+    daily_tokens: int | None = Field(
+        None, ge=1, description="tokens a book's runs may spend in a UTC day (unpriced models)"
+    )
+
+
 class VendorQuota(BaseModel):
     """At most ``requests`` in any ``seconds``, for the whole desk (``shared.data.quota``)."""
 
@@ -758,6 +770,16 @@ class Settings(_ProviderBlocks):
         default_factory=NotifySettings,
         description="notices to people (QUANTDESK_NOTIFY__URLS, __ROUTES, __ESCALATE_URLS, "
         "__REMIND_AFTER)",
+    )
+    budget: BudgetSettings = Field(
+        default_factory=BudgetSettings,
+        description="daily spending limits per book (QUANTDESK_BUDGET__DAILY_USD, __DAILY_TOKENS)",
+    )
+    language: str | None = Field(
+        None,
+        max_length=40,
+        description="the language agents write prose in when a run names none (default: "
+        "English); enums, tickers and numbers stay as they are",
     )
     data_cache: bool = Field(True, description="keep network vendors' answers in data_dir")
     broker_limits: BrokerLimits = Field(

@@ -280,3 +280,8 @@ class MissingExtra(QuantdeskError):
             "not installed.",
             fix=f"Install it with `{command}`.",
         )
+
+
+class SpendingLimitReached(QuantdeskError):
+    """The next model call could pass a run's or a book's spending limit: the run waits for a
+    person to raise it (``quantdesk budget raise``) or to cancel it; retrying cannot help."""

@@ -75,6 +75,19 @@ def _names(model: type[BaseModel]) -> dict[str, Any]:
     return names
 
 
+def _own_first(model: type[BaseModel]) -> list[str]:
+    """``model``'s field names, its own before those its bases share with every model of
+    their kind (a flow's ``symbol`` before every flow's ``budget_usd``)."""
+    inherited = {
+        name
+        for base in model.__mro__[1:]
+        if isinstance(base, type) and issubclass(base, BaseModel)
+        for name in base.model_fields
+    }
+    names = list(model.model_fields)
+    return [n for n in names if n not in inherited] + [n for n in names if n in inherited]
+
+
 def _members(annotation: Any) -> list[Any]:
     """The alternatives of a union (``X | None``), or the annotation itself."""
     if typing.get_origin(annotation) is typing.Annotated:
@@ -115,7 +128,7 @@ def _in_models(
         if key in known:
             found += _in_value(known[key], item, (*loc, key))
         else:
-            fields = (name for model in models for name in model.model_fields)
+            fields = (name for model in models for name in _own_first(model))
             found.append(UnknownField((*loc, key), tuple(dict.fromkeys(fields))))
     return found
 

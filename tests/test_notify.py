@@ -177,6 +177,100 @@ async def _reconcile(env: WorkflowEnvironment, book: str) -> str:
     return run
 
 
+def _dies_once_after_each_record(monkeypatch: pytest.MonkeyPatch, run: str) -> None:
+    """The worker dies between each of ``run``'s sends and the step's completion, once per
+    event: every notice's step is retried after its message went out."""
+    recorded = NoticeLedger.record
+    died: set[str] = set()
+
+    def record_then_die(self: NoticeLedger, about: str, event: str, target: str) -> None:
+        recorded(self, about, event, target)
+        if about == run and event not in died:
+            died.add(event)
+            raise RuntimeError("the worker is gone before the step completes")
+
+    monkeypatch.setattr(NoticeLedger, "record", record_then_die)
+
+
+async def _until_waiting(handle: WorkflowHandle[Any, Any]) -> None:
+    for _ in range(2_000):
+        with contextlib.suppress(RPCError):  # no query handler before the first task ran
+            if (await handle.query("progress"))["awaiting_approval"]:
+                return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the plan never waited for approval")
+
+
+async def _told(env: WorkflowEnvironment, notify_run: str) -> None:
+    """Once the ``Notify`` run ``notify_run`` has been started, its end."""
+    for _ in range(500):
+        with contextlib.suppress(RPCError):  # not started yet
+            await env.client.get_workflow_handle(notify_run).result()
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{notify_run} never started")
+
+
+# First on this server: its clock stops skipping once a run ends leaving a notice running.
+@on_the_server
+async def test_a_waiting_plan_tells_waiting_reminder_escalation_and_outcome_once_each(
+    ts_env: WorkflowEnvironment,
+    workers: None,
+    desk: Settings,
+    hook: Webhook,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    book = f"appr{uuid.uuid4().hex[:6]}"
+    PortfolioStore.from_settings(desk).create(book, 100_000)
+    run = f"portfolio-{book}"
+    _dies_once_after_each_record(monkeypatch, run)
+    as_of = datetime(2012, 6, 1, tzinfo=UTC)
+    decisions = [
+        TickerDecision(
+            symbol=symbol,
+            rating=Rating.BUY,
+            signal=SIGNAL_OF_RATING[Rating.BUY],
+            executive_summary=f"Buy {symbol}",
+            as_of=as_of,
+        ).model_dump(mode="json")
+        for symbol in ("QBTX", "LMNW")
+    ]
+    handle = await ts_env.client.start_workflow(
+        "Portfolio",
+        {
+            "portfolio": book,
+            "as_of": as_of.isoformat(),
+            "decisions": decisions,
+            "approval": "required",
+            "approval_timeout_minutes": 60,
+        },
+        id=run,
+        task_queue=QUEUE,
+    )
+    await _until_waiting(handle)
+    await _told(ts_env, f"{run}-notify-approval_waiting")
+    # Past the reminder (30 minutes), then past the escalation (45), each told before going on.
+    for minutes, kind in ((31, "approval_reminder"), (15, "approval_escalation")):
+        await ts_env.sleep(timedelta(minutes=minutes))
+        await _told(ts_env, f"{run}-notify-{kind}")
+    await handle.execute_update("approve", {"by": "ops", "note": "go ahead"})
+    await handle.result()
+    await _told(ts_env, f"{run}-notify-approval_outcome")
+
+    told = [post for post in hook.posts if run in post.body["message"]]
+    by_title = {post.body["title"]: post for post in told}
+    assert len(told) == len(by_title) == 4, [post.body["title"] for post in told]
+    [waiting] = [post for title, post in by_title.items() if title.startswith(f"{book}: a plan")]
+    assert waiting.body["title"].endswith("orders waits for approval")
+    assert "buy" in waiting.body["message"].lower() and "QBTX" in waiting.body["message"]
+    assert f"quantdesk approve {run}" in waiting.body["message"]
+    assert f"https://desk.example.org/runs/{run}" in waiting.body["message"]
+    assert by_title[f"Reminder: {book}'s plan still waits for approval"].path == "/desk"
+    assert by_title[f"Escalation: {book}'s plan expires unanswered soon"].path == "/escalate"
+    outcome = by_title[f"{book}: the plan was approved"]
+    assert "approved by ops: go ahead" in outcome.body["message"]
+
+
 @on_the_server
 async def test_drift_is_told_once_in_a_run_beside_the_reconcile(
     ts_env: WorkflowEnvironment, workers: None, desk: Settings, hook: Webhook
@@ -242,87 +336,6 @@ async def test_a_step_retried_after_its_send_does_not_send_again(
 
     assert len([post for post in hook.posts if post.body["title"] == notice.title]) == 1
     assert sent["had_it"] == 1 and sent["deliveries"] == []
-
-
-def _dies_once_after_each_record(monkeypatch: pytest.MonkeyPatch, run: str) -> None:
-    """The worker dies between each of ``run``'s sends and the step's completion, once per
-    event: every notice's step is retried after its message went out."""
-    recorded = NoticeLedger.record
-    died: set[str] = set()
-
-    def record_then_die(self: NoticeLedger, about: str, event: str, target: str) -> None:
-        recorded(self, about, event, target)
-        if about == run and event not in died:
-            died.add(event)
-            raise RuntimeError("the worker is gone before the step completes")
-
-    monkeypatch.setattr(NoticeLedger, "record", record_then_die)
-
-
-async def _until_waiting(handle: WorkflowHandle[Any, Any]) -> None:
-    for _ in range(2_000):
-        with contextlib.suppress(RPCError):  # no query handler before the first task ran
-            if (await handle.query("progress"))["awaiting_approval"]:
-                return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the plan never waited for approval")
-
-
-@on_the_server
-async def test_a_waiting_plan_tells_waiting_reminder_escalation_and_outcome_once_each(
-    ts_env: WorkflowEnvironment,
-    workers: None,
-    desk: Settings,
-    hook: Webhook,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    book = f"appr{uuid.uuid4().hex[:6]}"
-    PortfolioStore.from_settings(desk).create(book, 100_000)
-    run = f"portfolio-{book}"
-    _dies_once_after_each_record(monkeypatch, run)
-    as_of = datetime(2012, 6, 1, tzinfo=UTC)
-    decisions = [
-        TickerDecision(
-            symbol=symbol,
-            rating=Rating.BUY,
-            signal=SIGNAL_OF_RATING[Rating.BUY],
-            executive_summary=f"Buy {symbol}",
-            as_of=as_of,
-        ).model_dump(mode="json")
-        for symbol in ("QBTX", "LMNW")
-    ]
-    handle = await ts_env.client.start_workflow(
-        "Portfolio",
-        {
-            "portfolio": book,
-            "as_of": as_of.isoformat(),
-            "decisions": decisions,
-            "approval": "required",
-            "approval_timeout_minutes": 60,
-        },
-        id=run,
-        task_queue=QUEUE,
-    )
-    await _until_waiting(handle)
-    await ts_env.sleep(timedelta(minutes=50))  # past the reminder (30) and escalation (45)
-    for kind in ("approval_waiting", "approval_reminder", "approval_escalation"):
-        await ts_env.client.get_workflow_handle(f"{run}-notify-{kind}").result()
-    await handle.execute_update("approve", {"by": "ops", "note": "go ahead"})
-    await handle.result()
-    await ts_env.client.get_workflow_handle(f"{run}-notify-approval_outcome").result()
-
-    told = [post for post in hook.posts if run in post.body["message"]]
-    by_title = {post.body["title"]: post for post in told}
-    assert len(told) == len(by_title) == 4, [post.body["title"] for post in told]
-    [waiting] = [post for title, post in by_title.items() if title.startswith(f"{book}: a plan")]
-    assert waiting.body["title"].endswith("orders waits for approval")
-    assert "buy" in waiting.body["message"].lower() and "QBTX" in waiting.body["message"]
-    assert f"quantdesk approve {run}" in waiting.body["message"]
-    assert f"https://desk.example.org/runs/{run}" in waiting.body["message"]
-    assert by_title[f"Reminder: {book}'s plan still waits for approval"].path == "/desk"
-    assert by_title[f"Escalation: {book}'s plan expires unanswered soon"].path == "/escalate"
-    outcome = by_title[f"{book}: the plan was approved"]
-    assert "approved by ops: go ahead" in outcome.body["message"]
 
 
 def test_notify_test_says_which_url_took_it(webhook: Webhook, mailbox: Mailbox) -> None:

@@ -33,6 +33,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import (
     AfterValidator,
     BaseModel,
+    Field,
     GetCoreSchemaHandler,
     PrivateAttr,
     ValidationError,
@@ -45,12 +46,19 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import (
     ExecuteWorkflowInput,
     Interceptor,
+    StartChildWorkflowInput,
     WorkflowInboundInterceptor,
     WorkflowInterceptorClassInput,
+    WorkflowOutboundInterceptor,
 )
 
 from shared.unknown_fields import unknown_fields, unknown_fields_error
 from shared.validation_errors import describe_validation_error
+from workflows.run_terms import enter_terms, passed_down
+
+LANGUAGE_PATTERN = r"^[^\W\d_][^\W\d_ ()-]*(?:[ -][^\W\d_()]+)*(?: \([^()]{1,30}\))?$"
+"""A language's name or code as people write it: ``German``, ``de``, ``Brazilian Portuguese``,
+``Deutsch``, ``zh-Hans``."""
 
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
 """Set by the server on every run a Schedule starts."""
@@ -73,6 +81,33 @@ def invalid_run_input(
 class RunInput(BaseModel):
     """The base of every workflow's input model: decoded from a start payload, a bad field
     fails the run with ``invalid_run_input`` (see the module docstring)."""
+
+    budget_usd: float | None = Field(
+        None,
+        gt=0,
+        le=1_000_000,
+        description="spending limit of this run and the runs it starts, in USD; it waits "
+        "when the next model call could pass it (`quantdesk budget raise`)",
+    )
+    budget_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="tokens this run and the runs it starts may spend: the limit for "
+        "models without a price",
+    )
+    language: str | None = Field(
+        None,
+        max_length=40,
+        pattern=LANGUAGE_PATTERN,
+        description="the language of everything written for people, e.g. German (default: "
+        "the desk's QUANTDESK_LANGUAGE, else English); enums, tickers and numbers stay as they are",
+    )
+    book: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+        description="the book whose daily spending limit this run counts against (default: "
+        "its own portfolio; the runs it starts inherit it)",
+    )
 
     _unknown: tuple[str, ...] = PrivateAttr(default=())
     """What decoding found that the model does not know, one message each: a fresh run is
@@ -143,7 +178,16 @@ def run_input_model(run: Callable[..., Any]) -> type[RunInput] | None:
     return model if isinstance(model, type) and issubclass(model, RunInput) else None
 
 
+class _PassTermsDown(WorkflowOutboundInterceptor):
+    def start_child_workflow(self, input: StartChildWorkflowInput) -> Any:
+        input.args = [passed_down(arg) for arg in input.args]
+        return super().start_child_workflow(input)
+
+
 class _CheckRunInputInbound(WorkflowInboundInterceptor):
+    def init(self, outbound: WorkflowOutboundInterceptor) -> None:
+        super().init(_PassTermsDown(outbound))
+
     async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
         model = run_input_model(input.run_fn)
         if not input.args and model is not None:
@@ -154,13 +198,16 @@ class _CheckRunInputInbound(WorkflowInboundInterceptor):
             failure = given.unknown_fields_failure()
             if failure is not None:
                 raise failure
+        if isinstance(given, RunInput):
+            enter_terms(given)
         return await super().execute_workflow(input)
 
 
 class CheckRunInput(Interceptor):
     """Every worker that runs workflows has this interceptor: a run started without input
     gets its model validated from ``{}``, and a fresh run whose start payload named an
-    unknown field fails saying so (a replay of a run that began before that rule goes on)."""
+    unknown field fails saying so (a replay of a run that began before that rule goes on).
+    It also keeps the run's terms (``workflows.run_terms``) and passes them to its children."""
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput

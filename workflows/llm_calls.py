@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.tools.registry import tool_specs
     from workflows.resume import BAD_REPLY, RESUMABLE_FAILURES, current_gate
     from workflows.retries import HEARTBEAT, durable
+    from workflows.run_terms import current_terms
 
 # A vendor call rarely takes more than a minute, but a CPU-bound local model under load
 # writes 1-3 tokens a second, and a call may repair twice; the heartbeat catches dead
@@ -66,6 +67,11 @@ async def chat(
     failure only a settings change can fix waits for ``resume`` instead of failing, except
     an ``optional`` step's reply that stayed invalid, which fails for the caller to record."""
     label = summary or request.agent
+    terms = current_terms()
+    if terms is not None:
+        request = request.model_copy(
+            update={"spend": terms.spend(), "language": request.language or terms.language}
+        )
 
     def attempt() -> Awaitable[ChatResponse]:
         return workflow.execute_activity(

@@ -39,14 +39,21 @@ from pydantic import BaseModel, Field
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
+with workflow.unsafe.imports_passed_through():
+    from shared.notify.notices import Notice, NoticeKind
+    from workflows.notify import tell
+    from workflows.run_terms import current_terms
+
 T = TypeVar("T")
 
 BAD_REPLY = "StructuredOutputError"
 """The ``chat`` failure of a reply that stayed invalid after its repair turns. A step the
 graph can do without is recorded as missing instead of parked (``chat(optional=True)``)."""
 
+SPENDING_LIMIT = "SpendingLimitReached"
+"""The ``chat`` failure of a call that could pass a spending limit: it waits for a raise."""
 RESUMABLE_FAILURES: frozenset[str] = frozenset(
-    {"ProviderError", "ConfigError", "PromptTooLong", BAD_REPLY}
+    {"ProviderError", "ConfigError", "PromptTooLong", BAD_REPLY, SPENDING_LIMIT}
 )
 """Failure types of the ``chat`` activity that only a change of settings (or a new try) can fix."""
 CHILD_WAITS = "child_waits"
@@ -138,6 +145,8 @@ class ResumeGate:
             await self.tell_parent(
                 ChildWait(path=step, reason=failure.message, failure=failure.type)
             )
+            if failure.type == SPENDING_LIMIT:
+                await tell(spending_notice(step, failure.message, seen))
             await workflow.wait_condition(self._resumed_since(seen))
             self.waiting.pop(step, None)
             self._show()
@@ -182,6 +191,21 @@ class ResumeGate:
             )
         except Exception as error:  # a parent that closed (a Reflect left running) needs no word
             workflow.logger.debug("wait not reported to %s: %s", parent.workflow_id, error)
+
+
+def spending_notice(step: str, reason: str, seen: int) -> Notice:
+    """People are told a limit stopped the run's tree: which step waits, the limit, and how to
+    raise it. One notice per limit reached in a tree (keyed by its root and the resumes
+    seen), however many of its runs wait on it."""
+    terms = current_terms()
+    root = terms.root if terms is not None else workflow.info().workflow_id
+    return Notice(
+        kind=NoticeKind.SPENDING_LIMIT,
+        run=root,
+        event=str(seen),
+        title=f"Spending limit reached: {root} waits",
+        body=f"{workflow.info().workflow_id} waits at {step}: {reason}",
+    )
 
 
 _GATE: ContextVar[ResumeGate | None] = ContextVar("quantdesk_resume_gate", default=None)

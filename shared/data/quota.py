@@ -48,6 +48,7 @@ def span(quota: VendorQuota) -> float:
     """The seconds a quota's window is counted over here: its own, plus the margin."""
     return quota.seconds + max(MARGIN, quota.seconds * MARGIN_SHARE)
 
+
 Gate = Callable[[], None]
 """Called before each request to a vendor: returns once it may go, or raises RateLimited."""
 

@@ -100,6 +100,16 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
 
+class SpendScope(BaseModel):
+    """What a model call counts against: its tree's root run and book, and the run's limits
+    as started (a raise is kept in the spending ledger, ``shared.spending``)."""
+
+    run: str = Field(description="the root run's workflow id")
+    book: str | None = Field(None, description="the book whose daily limit counts the call")
+    run_usd: float | None = Field(None, gt=0)
+    run_tokens: int | None = Field(None, ge=1)
+
+
 class ChatRequest(BaseModel):
     """Everything one LLM call needs, with no secrets: keys live on the worker."""
 
@@ -124,6 +134,12 @@ class ChatRequest(BaseModel):
     )
     raw_reply_key: ObjectRef | None = Field(
         None, description="where to keep an unusable reply for inspection (chosen by the workflow)"
+    )
+    spend: SpendScope | None = Field(
+        None, description="the run's spending limits; None: counted nowhere (a direct call)"
+    )
+    language: str | None = Field(
+        None, description="the language of prose for people; None: the worker's setting"
     )
 
     def redeemed(self, redeem: Callable[[Claim], str]) -> ChatRequest:

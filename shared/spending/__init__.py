@@ -1,0 +1,1 @@
+"""What model calls cost, and the limits runs and books may spend."""
