@@ -43,6 +43,7 @@ from workflows.quantagent import QuantAgentInput
 from workflows.reconcile import ReconcileInput
 from workflows.record_social import RecordSocialInput
 from workflows.scan import ScanInput
+from workflows.watch import WatchInput
 
 schedule_app = typer.Typer(help="Run flows on cron schedules (Temporal Schedules).")
 
@@ -53,6 +54,7 @@ SCHEDULABLE: dict[str, tuple[str, type[BaseModel]]] = {
     "scan": ("Scan", ScanInput),
     "reconcile": ("Reconcile", ReconcileInput),
     "record-social": ("RecordSocial", RecordSocialInput),
+    "watch": ("Watch", WatchInput),
 }
 """``--flow`` name → (workflow type, input model checked at creation)."""
 

@@ -34,6 +34,7 @@ from workflows.reconcile import ReconcileInput
 from workflows.record_social import RecordSocialInput
 from workflows.reflect import ReflectInput
 from workflows.scan import ScanInput
+from workflows.watch import WatchInput
 
 ROOT = Path(__file__).resolve().parent.parent
 AS_OF = "2024-06-03T00:00:00Z"
@@ -105,6 +106,7 @@ BAD_INPUTS: dict[type[BaseModel], tuple[dict[str, Any], str, str]] = {
         "notice.kind",
         "'gossip'",
     ),
+    WatchInput: ({"window_minutes": 0}, "window_minutes", "0"),
 }
 """Each workflow input model: a payload valid but for one field, that field, its value as echoed."""
 

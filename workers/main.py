@@ -82,6 +82,7 @@ def activity_groups(settings: Settings) -> list[ActivityGroup | Callable[..., An
     from activities.research import ResearchActivities
     from activities.scan import SCAN_ACTIVITIES
     from activities.social import SocialActivities
+    from activities.watch import WatchActivities
 
     return [
         run_tool_activity,
@@ -97,6 +98,7 @@ def activity_groups(settings: Settings) -> list[ActivityGroup | Callable[..., An
         BrokerActivities(settings),
         SocialActivities(settings),
         NotifyActivities(settings),
+        WatchActivities(settings),
     ]
 
 

@@ -16,6 +16,7 @@ from workflows.reconcile import ReconcileWorkflow
 from workflows.record_social import RecordSocialWorkflow
 from workflows.reflect import ReflectWorkflow
 from workflows.scan import ScanWorkflow
+from workflows.watch import WatchWorkflow
 
 WORKFLOWS: list[type] = [
     QuantAgentWorkflow,
@@ -33,4 +34,5 @@ WORKFLOWS: list[type] = [
     ReconcileWorkflow,
     RecordSocialWorkflow,
     NotifyWorkflow,
+    WatchWorkflow,
 ]

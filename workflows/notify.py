@@ -1,7 +1,7 @@
 """``Notify``: one notice sent beside the run it is about, never in its way.
 
 A run tells people with ``tell(notice)``: it starts a ``Notify`` run of its own (id
-``<run>-notify-<event>``, so one per event: a second start of the same id is refused and
+``<the run the notice is about>-notify-<event>``, so one per event: a second start of the same id is refused and
 ignored) that outlives it (``ABANDON``) and is not awaited. A notifier that is down retries
 in that run as every step does (``durable``: backing off, for the desk's retry budget); the
 run it reports on has gone on from the start.
@@ -54,13 +54,14 @@ class NotifyWorkflow:
 
 
 async def tell(notice: Notice) -> None:
-    """Start ``notice``'s ``Notify`` run and go on without waiting for it."""
+    """Start ``notice``'s ``Notify`` run (``<the run it is about>-notify-<event>``) and go on
+    without waiting for it."""
     info = workflow.info()
     try:
         await workflow.start_child_workflow(
             NotifyWorkflow.run,
             NotifyInput(notice=notice),
-            id=f"{info.workflow_id}-notify-{notice.key}",
+            id=f"{notice.run}-notify-{notice.key}",
             task_queue=info.task_queue,
             parent_close_policy=ParentClosePolicy.ABANDON,
             static_summary=notice.title,

@@ -282,7 +282,7 @@ NOTICES_ID = "golden-notices"
 
 async def record_notices(folder: Path) -> list[WorkflowHistory]:
     """A Reconcile that finds drift and tells people (its ``Notify`` run beside it, to a JSON
-    webhook), and a ``RecordSocial`` pass against the StockTwits stand-in."""
+    webhook), a ``RecordSocial`` pass against the StockTwits stand-in, and a ``Watch``."""
     from datetime import UTC, datetime, timedelta
     from decimal import Decimal
 
@@ -300,6 +300,7 @@ async def record_notices(folder: Path) -> list[WorkflowHistory]:
         Webhook() as hook,
         FakeStocktwits({"AAPL": "Apple Inc."}, posts) as stocktwits,
     ):
+        env = await start_time_skipping()
         settings = isolated_settings(
             s3,
             folder / "desk",
@@ -307,11 +308,11 @@ async def record_notices(folder: Path) -> list[WorkflowHistory]:
             alpaca={"base_url": broker.base_url, "key_id": key_id, "secret_key": secret},
             notify={"urls": [hook.url()]},
             stocktwits={"base_url": stocktwits.base_url},
+            temporal={"address": env.client.service_client.config.target_host},
         )
         BrokerBook.from_settings(settings).create(
             "golden", Decimal(9_000), broker=BrokerKind.ALPACA
         )
-        env = await start_time_skipping()
         roles = (WorkerRole.WORKFLOWS, WorkerRole.TOOLS, WorkerRole.BROKER)
         try:
             async with running_workers(env.client, [plan_for(r, settings) for r in roles]):
@@ -325,9 +326,11 @@ async def record_notices(folder: Path) -> list[WorkflowHistory]:
                 await env.client.execute_workflow(
                     "RecordSocial", {"symbols": ["AAPL"]}, id=social, task_queue=QUEUE
                 )
+                watch = f"{NOTICES_ID}-watch"  # this server has no visibility: nothing found
+                await env.client.execute_workflow("Watch", {}, id=watch, task_queue=QUEUE)
                 return [
                     await env.client.get_workflow_handle(run).fetch_history()
-                    for run in (reconcile, told.id, social)
+                    for run in (reconcile, told.id, social, watch)
                 ]
         finally:
             await env.shutdown()
