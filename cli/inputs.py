@@ -26,6 +26,13 @@ BudgetOption = Annotated[
 BudgetTokensOption = Annotated[
     int | None, typer.Option(help="token limit of this run and the runs it starts")
 ]
+EstimateOption = Annotated[
+    bool,
+    typer.Option(
+        "--estimate",
+        help="print the expected calls, tokens and cost (from past runs like it) and start nothing",
+    ),
+]
 LanguageOption = Annotated[
     str | None, typer.Option(help="language of the prose, e.g. German (default: settings)")
 ]
@@ -65,3 +72,18 @@ def check_input(
         model.model_validate(payload)
     except ValidationError as error:
         raise invalid_input(error) from None
+
+
+def print_estimate(settings: Settings, flow: str, payload: dict[str, Any]) -> None:
+    """``--estimate``: what a run of ``flow`` with ``payload`` should cost, printed."""
+    import asyncio
+
+    from rich.console import Console
+
+    from cli.estimate import estimate, estimate_table
+    from workers.client import connect
+
+    async def read() -> Any:
+        return estimate_table(await estimate(await connect(settings), settings, flow, payload))
+
+    Console().print(asyncio.run(read()))

@@ -21,7 +21,14 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.exit import fail_on_quantdesk_errors, finish
-from cli.inputs import BudgetOption, BudgetTokensOption, LanguageOption, ProviderOption, run_terms
+from cli.inputs import (
+    BudgetOption,
+    BudgetTokensOption,
+    EstimateOption,
+    LanguageOption,
+    ProviderOption,
+    run_terms,
+)
 from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
 from shared.portfolio.models import BrokerKind, Portfolio
@@ -332,11 +339,12 @@ def run(
     budget: BudgetOption = None,
     budget_tokens: BudgetTokensOption = None,
     language: LanguageOption = None,
+    estimate_only: EstimateOption = False,
     model: str | None = typer.Option(None, help="quick model (reviewer, summaries)"),
     deep_model: str | None = typer.Option(None, help="deep model (the book manager)"),
 ) -> None:
     """Run the Portfolio workflow for NAME and print what it traded."""
-    from cli.inputs import check_input, llm_choice, new_workflow_id
+    from cli.inputs import check_input, llm_choice, new_workflow_id, print_estimate
     from cli.run import _object_ref
     from workflows.portfolio import PortfolioInput
 
@@ -351,6 +359,9 @@ def run(
             payload["scan_summary"] = _object_ref(scan_summary, "--scan-summary")
         payload |= run_terms(budget, budget_tokens, language)
         check_input(PortfolioInput, payload, as_of=as_of)
+        if estimate_only:
+            print_estimate(settings, "Portfolio", payload)
+            finish(0)
         workflow_id = new_workflow_id("portfolio", name)
         status = asyncio.run(_run_portfolio(settings, payload, workflow_id))
     finish(status)

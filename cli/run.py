@@ -18,11 +18,13 @@ from cli.follow import Links, run_and_show
 from cli.inputs import (
     BudgetOption,
     BudgetTokensOption,
+    EstimateOption,
     LanguageOption,
     ProviderOption,
     check_input,
     llm_choice,
     new_workflow_id,
+    print_estimate,
     run_terms,
 )
 from cli.views import console
@@ -101,6 +103,7 @@ def quantagent(
     budget: BudgetOption = None,
     budget_tokens: BudgetTokensOption = None,
     language: LanguageOption = None,
+    estimate_only: EstimateOption = False,
     model: str | None = typer.Option(None, help="model for the indicator agent"),
     vision_model: str | None = typer.Option(None, help="model for the chart agents"),
     deep_model: str | None = typer.Option(None, help="model for the decision agent"),
@@ -125,6 +128,9 @@ def quantagent(
             payload |= {"source": "csv", "csv_path": str(csv.resolve())}
         payload |= run_terms(budget, budget_tokens, language)
         check_input(QuantAgentInput, payload, as_of=as_of)
+        if estimate_only:
+            print_estimate(settings, "QuantAgent", payload)
+            finish(0)
         workflow_id = new_workflow_id("quantagent", symbol)
         status = asyncio.run(_run_quantagent(settings, payload, workflow_id))
     finish(status)
@@ -180,6 +186,7 @@ def pipeline(
     budget: BudgetOption = None,
     budget_tokens: BudgetTokensOption = None,
     language: LanguageOption = None,
+    estimate_only: EstimateOption = False,
     model: str | None = typer.Option(None, help="quick model (analysts, debaters, trader)"),
     deep_model: str | None = typer.Option(None, help="deep model (the two managers)"),
     macro_context: str | None = typer.Option(None, help="macro summary text for the analysts"),
@@ -201,6 +208,9 @@ def pipeline(
         }
         payload |= run_terms(budget, budget_tokens, language)
         check_input(PipelineInput, payload, as_of=as_of)
+        if estimate_only:
+            print_estimate(settings, "Pipeline", payload)
+            finish(0)
         workflow_id = new_workflow_id("pipeline", symbol)
         status = asyncio.run(_run_pipeline(settings, payload, workflow_id))
     finish(status)
@@ -333,6 +343,7 @@ def scan(
     budget: BudgetOption = None,
     budget_tokens: BudgetTokensOption = None,
     language: LanguageOption = None,
+    estimate_only: EstimateOption = False,
     model: str | None = typer.Option(None, help="quick model (the four scanners)"),
     deep_model: str | None = typer.Option(None, help="deep model (deep dive and synthesis)"),
 ) -> None:
@@ -345,6 +356,9 @@ def scan(
         }
         payload |= run_terms(budget, budget_tokens, language)
         check_input(ScanInput, payload, as_of=as_of)
+        if estimate_only:
+            print_estimate(settings, "Scan", payload)
+            finish(0)
         workflow_id = new_workflow_id("scan")
         status = asyncio.run(_run_scan(settings, payload, workflow_id))
     finish(status)
@@ -418,6 +432,7 @@ def autorun(
     budget: BudgetOption = None,
     budget_tokens: BudgetTokensOption = None,
     language: LanguageOption = None,
+    estimate_only: EstimateOption = False,
     model: str | None = typer.Option(None, help="quick model"),
     deep_model: str | None = typer.Option(None, help="deep model (managers, synthesis)"),
     out: Path = typer.Option(Path("reports"), help="folder the report is downloaded into"),
@@ -442,6 +457,9 @@ def autorun(
         payload |= autorun_names(watchlist, symbols, scan)
         payload |= run_terms(budget, budget_tokens, language)
         check_input(AutoRunInput, payload, as_of=as_of)
+        if estimate_only:
+            print_estimate(settings, "AutoRun", payload)
+            finish(0)
         check_autorun_names(settings, payload)
         workflow_id = new_workflow_id("autorun", portfolio)
         status = asyncio.run(_run_autorun(settings, payload, workflow_id, out))

@@ -25,6 +25,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.notify import NotifyActivities
+from cli.estimate import estimate, estimate_table
 from cli.spending import raise_book_limit, raise_run_limit
 from shared.config import BudgetSettings, Settings
 from shared.errors import InvalidInput, SpendingLimitReached
@@ -251,3 +252,30 @@ async def test_a_books_daily_limit_holds_across_two_runs_at_once(
     assert raised.resumed == runs
     spent = ledger.book_standing(book, desk.budget).spent.usd
     assert spent == pytest.approx(sum(r["usage"]["total"]["cost_usd"] for r in results))
+
+
+@on_the_server
+async def test_an_estimate_from_runs_like_it_holds_the_next_run(
+    dev_env: WorkflowEnvironment, workers: None, desk: Settings
+) -> None:
+    client = dev_env.client
+    like = _quantagent(lookback=60, budget_usd=50)
+    for _ in range(3):
+        await client.execute_workflow(
+            "QuantAgent", like, id=f"qa-like-{uuid.uuid4().hex[:6]}", task_queue=QUEUE
+        )
+    other = f"qa-other-{uuid.uuid4().hex[:6]}"  # another size: not counted
+    await client.execute_workflow(
+        "QuantAgent", _quantagent(lookback=80), id=other, task_queue=QUEUE
+    )
+
+    expected = await estimate(client, desk, "QuantAgent", _quantagent(lookback=60, budget_usd=9))
+    run = f"qa-next-{uuid.uuid4().hex[:6]}"
+    await client.execute_workflow("QuantAgent", like, id=run, task_queue=QUEUE)
+    actual = SpendLedger.from_settings(desk).run_totals(run)
+
+    assert len(expected.runs) >= 3 and other not in expected.runs
+    assert expected.calls and expected.tokens and expected.usd
+    assert expected.calls.holds(actual.calls) and expected.tokens.holds(actual.tokens)
+    assert expected.usd.holds(actual.usd) and actual.usd > 0
+    assert "expected from" in str(estimate_table(expected).title)  # type: ignore[union-attr]

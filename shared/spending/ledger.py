@@ -89,6 +89,14 @@ class Spend(BaseModel):
     tokens: int = Field(0, ge=0)
 
 
+class RunTotals(BaseModel):
+    """What a root run's tree spent: its model calls (stopped calls not counted)."""
+
+    calls: int = 0
+    usd: float = 0.0
+    tokens: int = 0
+
+
 class Limit(BaseModel):
     """A ceiling in dollars, tokens, both or neither."""
 
@@ -235,6 +243,18 @@ class SpendLedger(SqlStore):
             spent = _sum(conn, spend_calls.c.book == book, spend_calls.c.day == (day or utc_day()))
             limit = _limit(conn, book_scope(book), _daily(daily))
         return Standing(spent=spent, limit=limit)
+
+    def run_totals(self, run: str) -> RunTotals:
+        """Root run ``run``'s calls, dollars and tokens, as the vendors counted them."""
+        paid = (spend_calls.c.run == run, spend_calls.c.settled.is_(True), spend_calls.c.tokens > 0)
+        query = select(
+            func.count(),
+            func.coalesce(func.sum(spend_calls.c.usd), 0.0),
+            func.coalesce(func.sum(spend_calls.c.tokens), 0),
+        ).where(*paid)
+        with self._engine.connect() as conn:
+            calls, usd, tokens = conn.execute(query).one()
+        return RunTotals(calls=int(calls), usd=float(usd), tokens=int(tokens))
 
     def runs_of_book(self, book: str, day: str | None = None) -> list[str]:
         """The root runs that spent for ``book`` on ``day`` (default: today), or were stopped
