@@ -25,6 +25,7 @@ from temporalio.service import RPCError
 
 from activities.portfolio import LoadRequest, RiskRequest
 from cli.runs import visibility_query
+from cli.spending import raise_book_limit
 from console.broker_view import load_broker_view
 from console.charts import line_svg
 from console.desk import Desk, rpc_problem
@@ -78,6 +79,9 @@ async def _book_view(desk: Desk, name: str) -> dict[str, Any]:
         "curve": curve,
         "valued": await valued_at(desk, name, clock),
         "pending": await pending_plans(desk, name),
+        "spending": await asyncio.to_thread(
+            desk.spending.book_standing, name, desk.settings.budget
+        ),
         "broker": (
             None if portfolio.broker is BrokerKind.PAPER else await load_broker_view(desk, name)
         ),
@@ -116,6 +120,18 @@ async def pending_plans(desk: Desk, name: str) -> list[dict[str, Any]]:
     except RPCError as error:
         raise rpc_problem(error, f"no runs of {name}") from None
     return waiting
+
+
+@router.post("/portfolios/{name}/budget")
+async def raise_book_budget(request: Request, name: str, to: float = Form(...)) -> RedirectResponse:
+    """Raise the book's daily spending limit on models and resume its runs that wait on it."""
+    desk = desk_of(request)
+    try:
+        raised = await raise_book_limit(await desk.client(), desk.settings, name, to, None)
+    except InvalidInput as error:
+        raise PageError(f"raise the limit: {error}", status=422) from None
+    said = quote(f"{name}: daily limit ${to:,.2f}; resumed {len(raised.resumed)} run(s)")
+    return RedirectResponse(f"/portfolios/{quote(name)}?said={said}", 303)
 
 
 @router.post("/approvals/{workflow_id}/{answer}")

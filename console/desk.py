@@ -30,6 +30,7 @@ from console.errors import Conflict, NotFound, PageError, Unavailable
 from shared.broker.book import BrokerBook
 from shared.config import Settings
 from shared.errors import ConfigError
+from shared.spending.ledger import SpendLedger
 from shared.watchlists.edits import WatchlistEdits
 from workers.converter import data_converter
 from workers.payload_storage import ClaimCheckDriver
@@ -56,6 +57,11 @@ class Desk:
     def broker_book(self) -> BrokerBook:
         """The books' intents, fills and halts (the same database as ``book_io``'s)."""
         return BrokerBook.from_settings(self.settings)
+
+    @cached_property
+    def spending(self) -> SpendLedger:
+        """What runs and books spent on models, against their limits (``shared.spending``)."""
+        return SpendLedger.from_settings(self.settings)
 
     @cached_property
     def watchlists(self) -> WatchlistEdits:

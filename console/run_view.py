@@ -30,6 +30,7 @@ from console.errors import NotFound
 from console.paging import Paging, paged
 from console.steps_view import StepRow, step_rows
 from shared.reports.autorun import chart_name
+from shared.spending.ledger import Standing
 from shared.storage.buckets import CHARTS_BUCKET, REPORTS_BUCKET
 from workflows.progress import RunProgress, StepState
 from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
@@ -67,6 +68,9 @@ class RunPage:
     """Runs at or below this one whose workflow task keeps failing, by workflow id."""
     stuck_steps: dict[str, StuckRun] = field(default_factory=dict)
     """The steps they hold up, by step."""
+    spending: Standing | None = None
+    """What the run's tree (its root's) spent against its limit."""
+    spend_root: str = ""
     page_asked: int = 1
     """The page of a long part (an AutoRun's tickers) the request asked for."""
     paging: Paging | None = None
@@ -123,6 +127,8 @@ async def load_run(desk: Desk, workflow_id: str, page_asked: int = 1) -> RunPage
         handle=(await desk.client()).get_workflow_handle(described.id, run_id=described.run_id),
         page_asked=page_asked,
     )
+    page.spend_root = described.root_id or described.id
+    page.spending = await asyncio.to_thread(desk.spending.run_standing, page.spend_root)
     raw = await desk.query(page.handle, "progress", settled=not page.running)
     if raw is not None:
         page.progress = RunProgress.model_validate(raw)

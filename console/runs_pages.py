@@ -11,12 +11,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from urllib.parse import quote
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from temporalio.service import RPCError
 
 from cli.run_tree import Children, children_of, narrowed, tree_clause
 from cli.runs import visibility_query
+from cli.spending import raise_run_limit
 from cli.stuck_runs import is_marked, listed_status
 from cli.views import web_ui_url
 from console.desk import Desk, rpc_problem
@@ -24,6 +25,7 @@ from console.errors import PageError
 from console.paging import page_number
 from console.run_view import load_run
 from console.web import desk_of, page
+from shared.errors import InvalidInput
 from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
 
 router = APIRouter()
@@ -179,6 +181,20 @@ async def resume(request: Request, workflow_id: str) -> RedirectResponse:
     """Send ``resume``: the run (and its children) try again the calls that wait for a fix."""
     await send_resume(desk_of(request), workflow_id)
     said = quote(f"resume sent to {workflow_id}")
+    return RedirectResponse(f"/runs/{quote(workflow_id)}?said={said}", 303)
+
+
+@router.post("/runs/{workflow_id}/budget")
+async def raise_budget(
+    request: Request, workflow_id: str, to: float = Form(...)
+) -> RedirectResponse:
+    """Raise the spending limit of the run's tree and resume what waits on it."""
+    desk = desk_of(request)
+    try:
+        raised = await raise_run_limit(await desk.client(), desk.settings, workflow_id, to, None)
+    except InvalidInput as error:
+        raise PageError(f"raise the limit: {error}", status=422) from None
+    said = quote(f"{workflow_id}: limit ${to:,.2f}; resumed {', '.join(raised.resumed) or 'none'}")
     return RedirectResponse(f"/runs/{quote(workflow_id)}?said={said}", 303)
 
 

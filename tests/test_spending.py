@@ -17,6 +17,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import httpx
 import pytest
 import pytest_asyncio
 from temporalio.api.enums.v1 import EventType
@@ -27,6 +28,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.notify import NotifyActivities
 from cli.estimate import estimate, estimate_table
 from cli.spending import raise_book_limit, raise_run_limit
+from console.app import create_app
 from shared.config import BudgetSettings, Settings
 from shared.errors import InvalidInput, SpendingLimitReached
 from shared.llm.contracts import SpendScope
@@ -138,7 +140,10 @@ def hook() -> Iterator[Webhook]:
 
 @pytest.fixture(scope="module")
 def desk(
-    s3_settings: Settings, tmp_path_factory: pytest.TempPathFactory, hook: Webhook
+    s3_settings: Settings,
+    tmp_path_factory: pytest.TempPathFactory,
+    hook: Webhook,
+    dev_env: WorkflowEnvironment,
 ) -> Settings:
     return isolated_settings(
         s3_settings,
@@ -147,6 +152,7 @@ def desk(
         prices={OFFLINE_MODEL: PRICE},
         notify={"urls": [hook.url("desk")], "timeout_seconds": 2},
         budget={"daily_usd": 0.1},
+        temporal={"address": dev_env.client.service_client.config.target_host},
     )
 
 
@@ -279,3 +285,29 @@ async def test_an_estimate_from_runs_like_it_holds_the_next_run(
     assert expected.calls.holds(actual.calls) and expected.tokens.holds(actual.tokens)
     assert expected.usd.holds(actual.usd) and actual.usd > 0
     assert "expected from" in str(estimate_table(expected).title)  # type: ignore[union-attr]
+
+
+@on_the_server
+async def test_the_console_shows_spend_against_the_limit_and_raises_it(
+    dev_env: WorkflowEnvironment, workers: None, desk: Settings
+) -> None:
+    run = f"qa-console-{uuid.uuid4().hex[:6]}"
+    handle = await dev_env.client.start_workflow(
+        "QuantAgent", _quantagent(budget_usd=0.3), id=run, task_queue=QUEUE
+    )
+    await _waiting_on_limit(handle)
+    app = create_app(desk)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://console"
+    ) as console:
+        live = (await console.get(f"/runs/{run}/live")).text
+        refused = await console.post(f"/runs/{run}/budget", data={"to": "0.001"})
+        raised = await console.post(f"/runs/{run}/budget", data={"to": "5"})
+        await handle.result()
+        done = (await console.get(f"/runs/{run}/live")).text
+
+    assert "this run&#39;s tree: spent" in live and "of <b>$0.30</b>" in live
+    assert 'id="raise-budget"' in live
+    assert refused.status_code == 422 and "is not above" in refused.text
+    assert raised.status_code == 303 and "resumed" in raised.headers["location"]
+    assert "of <b>$5.00</b>" in done and 'id="raise-budget"' not in done
