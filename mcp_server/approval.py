@@ -88,12 +88,13 @@ async def waiting_plan(desk: Desk, workflow_id: str, plan_hash: str) -> tuple[st
     return target, pending
 
 
-def approvals_allowed(allowed: bool) -> None:
-    """Refuse to approve at all unless the setting allows it, naming the setting."""
+def approvals_allowed(allowed: bool, tool: str = "approve_plan") -> None:
+    """Refuse a tool that spends (approve_plan, raise_budget) unless the setting allows it,
+    naming the setting."""
     if not allowed:
         raise Conflict(
-            f"approve_plan is off on this server: a person approves with `quantdesk approve "
-            f"ID` or in the console, or sets {MCP_APPROVE_SETTING}=true to let this host ask them"
+            f"{tool} is off on this server: a person does it with the `quantdesk` command or "
+            f"in the console, or sets {MCP_APPROVE_SETTING}=true to allow this host"
         )
 
 

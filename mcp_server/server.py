@@ -29,6 +29,7 @@ from pydantic import Field
 from temporalio.service import RPCError
 
 from cli.inputs import check_input, llm_choice
+from cli.spending import raise_run_limit, root_of
 from cli.watchlist import check_autorun_names
 from console.desk import Desk, rpc_problem
 from console.errors import PageError
@@ -56,6 +57,7 @@ from shared.config import Settings
 from shared.errors import QuantdeskError
 from shared.market.bars import Timeframe
 from shared.memory import MemoryRole
+from shared.spending.ledger import Standing
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -250,6 +252,13 @@ def _reading_tools(server: MCPServer, desk: Desk) -> None:
         """What a run decided (QuantAgent, Pipeline, AutoRun per ticker, Portfolio, Scan)."""
         return await reading.decisions(desk, run_id)
 
+    @server.tool(title="A run's spending against its limit", annotations=READS)
+    @as_tool
+    async def get_spending(run_id: RunId) -> Standing:
+        """What the run's tree (its root's) spent on models, in USD and tokens, and its limit."""
+        root = await root_of(await desk.client(), run_id)
+        return await asyncio.to_thread(desk.spending.run_standing, root)
+
     @server.tool(title="A paper book", annotations=READS)
     @as_tool
     async def get_book(name: Annotated[str, Field(min_length=1, max_length=100)]) -> BookView:
@@ -298,6 +307,24 @@ def _approval_tools(server: MCPServer, desk: Desk) -> None:
                 return approval.not_confirmed(run_id, "the person answered no")
             case _:
                 return approval.not_confirmed(run_id, f"the person chose {confirmed.action}")
+
+    @server.tool(title="Raise a run's spending limit", annotations=CHANGES)
+    @as_tool
+    async def raise_budget(
+        run_id: RunId,
+        to_usd: Annotated[
+            float | None, Field(gt=0, le=1_000_000, description="the new limit in USD")
+        ] = None,
+        to_tokens: Annotated[int | None, Field(ge=1, description="the new token limit")] = None,
+    ) -> Done:
+        """Raise the spending limit of the run's tree (its root's) and resume the calls it
+        stopped. Off unless the server allows approvals: it spends money, as an approval does."""
+        approval.approvals_allowed(allowed, "raise_budget")
+        raised = await raise_run_limit(
+            await desk.client(), desk.settings, run_id, to_usd, to_tokens
+        )
+        told = ", ".join(raised.resumed) or "none was running"
+        return Done(target=raised.scope, message=f"limit raised; resumed: {told}")
 
     @server.tool(title="Reject a plan", annotations=CHANGES)
     @as_tool

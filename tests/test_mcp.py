@@ -303,6 +303,26 @@ async def test_approving_needs_the_setting_and_a_host_that_can_ask(stack: McpSta
         assert rejected["status"] == "rejected" and "Lee via an MCP host" in rejected["message"]
 
 
+async def test_a_run_at_its_token_limit_is_read_and_raised_by_the_host(stack: McpStack) -> None:
+    inputs = {**QUANTAGENT, "budget_tokens": 3_000}
+    async with Client(stack.server(allow_approve=False)) as client:
+        session = Session(client)
+        run_id = (await session.ok("start_run", flow="quantagent", inputs=inputs))["workflow_id"]
+        view = await session.until(run_id, lambda view: bool(view["waiting"]))
+        spent = await session.ok("get_spending", run_id=run_id)
+        off = await session.refused("raise_budget", run_id=run_id, to_tokens=10**7)
+    async with Client(stack.server()) as client:
+        session = Session(client)
+        raised = await session.ok("raise_budget", run_id=run_id, to_tokens=10**7)
+        done = await session.until(run_id, lambda view: view["finished"])
+
+    assert "token limit reached" in next(iter(view["waiting"].values()))
+    assert spent["limit"]["tokens"] == 3_000 and 0 < spent["spent"]["tokens"] <= 3_000
+    assert "raise_budget is off" in off
+    assert raised["message"] == f"limit raised; resumed: {run_id}"
+    assert done["status"] == "completed"
+
+
 @pytest.mark.parametrize(
     ("tool", "arguments", "said"),
     [
