@@ -43,7 +43,7 @@ class NotifyActivities(Services):
         from shared.notify.sender import deliver, target_id  # Apprise: on the tools workers only
 
         config = self.settings.notify
-        if notice.link is None:
+        if notice.link is None and notice.about_run:
             notice = notice.model_copy(update={"link": self.settings.console.run_page(notice.run)})
         had = self.ledger.sent(notice.run, notice.key)
         deliveries: list[Delivery] = []

@@ -73,17 +73,29 @@ def missed_notice(schedule: str, missed: int, skipped: int, day: date) -> Notice
     """A schedule that let runs go by: past its catch-up window, or skipped on overlap. Its
     counts only grow, so it is told once a day (UTC) while they do, not on every watch."""
     parts = [
-        *([f"{missed} run(s) not started within its catch-up window"] if missed else []),
-        *([f"{skipped} run(s) skipped while the previous one still ran"] if skipped else []),
+        *(
+            [
+                f"{missed} run(s) not started within its catch-up window (the server or its "
+                "workers were down)"
+            ]
+            if missed
+            else []
+        ),
+        *(
+            [f"{skipped} run(s) skipped because the previous one still ran (its overlap policy)"]
+            if skipped
+            else []
+        ),
     ]
     return Notice(
         kind=NoticeKind.SCHEDULE_MISSED,
         run=f"schedule-{schedule}",
         event=day.isoformat(),
+        about_run=False,
         title=f"Schedule {schedule} did not start every run",
         body=(
-            f"Schedule {schedule}, since it was made: {'; '.join(parts)}. Workers or the server were likely down "
-            f"at the time. `quantdesk schedule describe {schedule}` shows its recent runs; "
+            f"Schedule {schedule}, since it was made: {'; '.join(parts)}. "
+            f"`quantdesk schedule describe {schedule}` shows its recent runs; "
             f"`temporal schedule trigger --schedule-id {schedule}` starts one now."
         ),
     )

@@ -126,5 +126,6 @@ async def test_failed_stuck_and_skipped_are_each_told_once(
     [stuck_post] = [post for post in hook.posts if stuck in post.body["title"]]
     assert "poisoned" in stuck_post.body["message"] and "terminate" in stuck_post.body["message"]
     [skipped] = [post for post in hook.posts if schedule in post.body["title"]]
-    assert "skipped while the previous one still ran" in skipped.body["message"]
+    assert "skipped because the previous one still ran" in skipped.body["message"]
+    assert "/runs/" not in skipped.body["message"]
     assert len(again["notices"]) >= 3 and second == first

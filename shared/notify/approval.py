@@ -42,7 +42,7 @@ def approval_marks(
 
 def _orders(plan: OrderPlan) -> list[str]:
     lines = [
-        f"{order.side.value} {order.shares} {order.symbol} at about {order.fill_price} "
+        f"{order.side.value} {order.shares} {order.symbol} at about ${order.fill_price:,.2f} "
         f"(${order.est_value:,.2f})"
         for order in plan.orders[:ORDERS_LISTED]
     ]

@@ -37,6 +37,9 @@ class Notice(BaseModel):
     title: str = Field(min_length=1, max_length=250)
     body: str = Field(min_length=1, max_length=10_000)
     link: str | None = Field(None, description="the run's console page, when there is one")
+    about_run: bool = Field(
+        True, description="``run`` is a workflow id: the sender links its console page"
+    )
 
     @property
     def key(self) -> str:
