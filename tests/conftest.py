@@ -30,6 +30,7 @@ from hypothesis import settings as hypothesis_settings
 from temporalio.testing import WorkflowEnvironment
 
 from shared.config import Settings
+from tests.fakes.notifiers import Webhook
 from tests.local_llm import LocalLlmServer, local_llm_for_tests
 from tests.servers import (
     fresh_database,
@@ -82,6 +83,13 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'quantdesk.db'}"
     return fresh_database(request.getfixturevalue("postgres_server"))
+
+
+@pytest.fixture(scope="module")
+def hook() -> Iterator[Webhook]:
+    """A JSON webhook receiver (Apprise's ``json://``) for a module's notices."""
+    with Webhook() as served:
+        yield served
 
 
 @pytest.fixture(scope="session")

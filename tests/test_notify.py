@@ -125,12 +125,6 @@ on_the_server = pytest.mark.asyncio(loop_scope="session")
 
 
 @pytest.fixture(scope="module")
-def hook() -> Iterator[Webhook]:
-    with Webhook() as served:
-        yield served
-
-
-@pytest.fixture(scope="module")
 def broker() -> Iterator[AlpacaStandIn]:
     with AlpacaStandIn(key_id=KEY, secret=SECRET, cash=Decimal(10_000), prices={}) as server:
         yield server
@@ -320,15 +314,8 @@ async def test_a_step_retried_after_its_send_does_not_send_again(
 ) -> None:
     """The worker dies between the send and the step's completion: the retry finds the
     ledger's record and sends nothing."""
-    recorded = NoticeLedger.record
-
-    def record_then_die(self: NoticeLedger, run: str, event: str, target: str) -> None:
-        recorded(self, run, event, target)
-        monkeypatch.setattr(NoticeLedger, "record", recorded)
-        raise RuntimeError("the worker is gone before the step completes")
-
-    monkeypatch.setattr(NoticeLedger, "record", record_then_die)
     run = f"notify-once-{uuid.uuid4().hex[:6]}"
+    _dies_once_after_each_record(monkeypatch, run)
     notice = NOTICE.model_copy(update={"run": run, "title": f"{run}: once"})
     sent = await ts_env.client.execute_workflow(
         "Notify", {"notice": notice.model_dump(mode="json")}, id=run, task_queue=QUEUE

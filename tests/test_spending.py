@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -130,12 +130,6 @@ QUEUE = "test-spending"
 PRICE = {"input": 40, "output": 40}
 """USD per million tokens for the offline analyst, so its calls cost cents."""
 on_the_server = pytest.mark.asyncio(loop_scope="session")
-
-
-@pytest.fixture(scope="module")
-def hook() -> Iterator[Webhook]:
-    with Webhook() as served:
-        yield served
 
 
 @pytest.fixture(scope="module")

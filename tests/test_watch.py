@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -34,12 +34,6 @@ QUEUE = "test-watch"
 STUCK_QUEUE = "test-watch-stuck"
 NOBODY = "test-watch-nobody"
 """A queue no worker polls: a scheduled run there runs for ever, so the next ones are skipped."""
-
-
-@pytest.fixture(scope="module")
-def hook() -> Iterator[Webhook]:
-    with Webhook() as served:
-        yield served
 
 
 @pytest.fixture(scope="module")
