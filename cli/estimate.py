@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from rich.table import Table
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -22,6 +22,8 @@ from temporalio.service import RPCError
 
 from shared.config import Settings
 from shared.spending.ledger import RunTotals, SpendLedger
+from workflows.catalog import WORKFLOWS
+from workflows.inputs import RunInput, run_input_model
 
 NOT_SIZE = frozenset(
     {
@@ -51,9 +53,23 @@ LIKE_RUNS = 10
 """Runs like this one the estimate is made from, at most."""
 
 
-def size_of(payload: dict[str, Any]) -> dict[str, Any]:
-    """The fields of a run's input that make it bigger or smaller, the model choice with them
-    (and how many names it analyses)."""
+def input_model(flow: str) -> type[RunInput] | None:
+    """The input model of the workflow type ``flow``."""
+    for workflow_class in WORKFLOWS:
+        if workflow_class.__temporal_workflow_definition.name == flow:  # type: ignore[attr-defined]
+            return run_input_model(workflow_class.run)
+    return None
+
+
+def size_of(flow: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The fields of a run's input that make it bigger or smaller, its defaults filled in, the
+    model choice with them (and how many names it analyses); None when it is not valid."""
+    model = input_model(flow)
+    if model is not None:
+        try:
+            payload = model.model_validate(payload).model_dump(mode="json")
+        except ValidationError:
+            return None
     size = {key: value for key, value in payload.items() if key not in NOT_SIZE}
     names = payload.get("symbols")
     if isinstance(names, list):
@@ -114,7 +130,7 @@ async def estimate(
     client: Client, settings: Settings, flow: str, payload: dict[str, Any]
 ) -> Estimate:
     """From the newest completed root runs of ``flow`` of the same size as ``payload``."""
-    wanted = size_of(payload)
+    wanted = size_of(flow, payload)
     query = f"WorkflowType = '{flow}' AND ExecutionStatus = 'Completed'"
     like: list[str] = []
     totals: list[RunTotals] = []
@@ -124,7 +140,7 @@ async def estimate(
             if run.parent_id is not None:
                 continue
             given = await _input_of(client, run.id)
-            if given is None or size_of(given) != wanted:
+            if given is None or size_of(flow, given) != wanted:
                 continue
             spent = ledger.run_totals(run.id)
             if spent.calls:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 import uuid
 from collections.abc import AsyncIterator
@@ -29,12 +30,13 @@ from activities.notify import NotifyActivities
 from cli.estimate import estimate, estimate_table
 from cli.spending import raise_book_limit, raise_run_limit
 from console.app import create_app
-from shared.config import BudgetSettings, Settings
+from shared.config import ENV_PREFIX, BudgetSettings, Settings
 from shared.errors import InvalidInput, SpendingLimitReached
 from shared.llm.contracts import SpendScope
 from shared.llm.providers import OFFLINE_MODEL, QUEUE_OFFLINE
 from shared.queues import TOOLS_QUEUE
 from shared.spending.ledger import Limit, Spend, SpendLedger, book_scope, run_scope
+from tests.cli_process import run_quantdesk
 from tests.fakes.notifiers import Webhook
 from tests.servers import isolated_settings, quantagent_plans, running_workers
 from workers.main import WorkerPlan
@@ -305,3 +307,23 @@ async def test_the_console_shows_spend_against_the_limit_and_raises_it(
     assert refused.status_code == 422 and "is not above" in refused.text
     assert raised.status_code == 303 and "resumed" in raised.headers["location"]
     assert "of <b>$5.00</b>" in done and 'id="raise-budget"' not in done
+
+
+def test_quantdesk_run_estimate_prints_it_and_starts_nothing(
+    desk: Settings, dev_env: WorkflowEnvironment, workers: None
+) -> None:
+    """After the runs of the test above: the CLI's own payload (its defaults) finds them."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+    env = {
+        **clean,
+        f"{ENV_PREFIX}TEMPORAL__ADDRESS": desk.temporal.address,
+        f"{ENV_PREFIX}DATABASE_URL": desk.resolved_database_url,
+        f"{ENV_PREFIX}DATA_DIR": str(desk.data_dir),
+        "COLUMNS": "160",
+    }
+    args = ("run", "quantagent", "GOOG", "--lookback", "60", "--budget", "9", "--estimate")
+    result = run_quantdesk(env, *args)
+
+    assert result.returncode == 0, result.stderr
+    assert "QuantAgent: expected from" in result.stdout and "cost" in result.stdout
+    assert "$" in result.stdout.split("cost", 1)[1]
