@@ -56,8 +56,9 @@ LIKE_RUNS = 10
 def input_model(flow: str) -> type[RunInput] | None:
     """The input model of the workflow type ``flow``."""
     for workflow_class in WORKFLOWS:
-        if workflow_class.__temporal_workflow_definition.name == flow:  # type: ignore[attr-defined]
-            return run_input_model(workflow_class.run)
+        definition = workflow_class.__temporal_workflow_definition  # type: ignore[attr-defined]
+        if definition.name == flow:
+            return run_input_model(definition.run_fn)
     return None
 
 

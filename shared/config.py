@@ -51,6 +51,12 @@ def provider_setting(provider: str, field: str) -> str:
     return f"{ENV_PREFIX}{provider.upper()}__{field.upper()}"
 
 
+LANGUAGE_PATTERN = r"^[^\W\d_][^\W\d_ ()-]*(?:[ -][^\W\d_()]+)*(?: \([^()]{1,30}\))?$"
+"""A language's name or code as people write it: ``German``, ``de``, ``Brazilian Portuguese``,
+``Deutsch``, ``zh-Hans``, ``Chinese (Simplified)``; never an instruction of its own."""
+LANGUAGE_MAX = 40
+
+
 class ProviderSettings(Serving):
     """One provider's block, ``QUANTDESK_<PROVIDER>__<FIELD>``: the serving limits (their
     defaults are the provider row's) and overrides that fall back to the row and the
@@ -777,7 +783,8 @@ class Settings(_ProviderBlocks):
     )
     language: str | None = Field(
         None,
-        max_length=40,
+        max_length=LANGUAGE_MAX,
+        pattern=LANGUAGE_PATTERN,
         description="the language agents write prose in when a run names none (default: "
         "English); enums, tickers and numbers stay as they are",
     )

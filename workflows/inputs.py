@@ -52,13 +52,11 @@ from temporalio.worker import (
     WorkflowOutboundInterceptor,
 )
 
+from shared.config import LANGUAGE_MAX, LANGUAGE_PATTERN
+from shared.portfolio.models import NAME_PATTERN
 from shared.unknown_fields import unknown_fields, unknown_fields_error
 from shared.validation_errors import describe_validation_error
 from workflows.run_terms import enter_terms, passed_down
-
-LANGUAGE_PATTERN = r"^[^\W\d_][^\W\d_ ()-]*(?:[ -][^\W\d_()]+)*(?: \([^()]{1,30}\))?$"
-"""A language's name or code as people write it: ``German``, ``de``, ``Brazilian Portuguese``,
-``Deutsch``, ``zh-Hans``."""
 
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
 """Set by the server on every run a Schedule starts."""
@@ -97,14 +95,14 @@ class RunInput(BaseModel):
     )
     language: str | None = Field(
         None,
-        max_length=40,
+        max_length=LANGUAGE_MAX,
         pattern=LANGUAGE_PATTERN,
         description="the language of everything written for people, e.g. German (default: "
         "the desk's QUANTDESK_LANGUAGE, else English); enums, tickers and numbers stay as they are",
     )
     book: str | None = Field(
         None,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+        pattern=NAME_PATTERN,
         description="the book whose daily spending limit this run counts against (default: "
         "its own portfolio; the runs it starts inherit it)",
     )
