@@ -29,7 +29,7 @@ from shared.llm.language import in_language, language_instruction
 from shared.llm.providers import QUEUE_OPENAI
 from tests.fakes.llm_server import FakeLlmServer
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+on_the_loop = pytest.mark.asyncio(loop_scope="session")
 KEY = "sk-test-language"
 
 
@@ -85,6 +85,7 @@ def test_the_prose_agents_are_found() -> None:
     assert {"market_analyst", "bull_researcher", "portfolio_manager"} <= set(PROSE_AGENTS)
 
 
+@on_the_loop
 @pytest.mark.parametrize("agent", PROSE_AGENTS)
 async def test_every_prose_agent_is_told_the_language_on_the_wire(
     agent: str, fake: FakeLlmServer
@@ -103,6 +104,7 @@ async def test_every_prose_agent_is_told_the_language_on_the_wire(
     assert told and "in German" in told[0]["content"], sent
 
 
+@on_the_loop
 async def test_the_desks_setting_is_the_default_and_english_adds_nothing(
     fake: FakeLlmServer,
 ) -> None:
@@ -119,6 +121,7 @@ async def test_the_desks_setting_is_the_default_and_english_adds_nothing(
     assert english[0]["content"] == by_setting[0]["content"]
 
 
+@on_the_loop
 async def test_a_german_reply_with_canonical_enums_still_parses(fake: FakeLlmServer) -> None:
     spec = AGENT_SPECS["portfolio_manager"]
     fake.reply_json(
