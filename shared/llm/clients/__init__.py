@@ -10,36 +10,43 @@ engine is not a vendor and is served elsewhere.
 A worker passes its ``ClientPool``: the SDK client is then built once per destination
 and kept open, which spares each call the client's construction (TLS context and
 connection, ~50 ms of CPU here). Without one, each call builds its own and closes it.
+
+A vendor's module, and its SDK with it, is imported on the first call to that vendor: the
+Anthropic SDK alone is ~60 MB and 1.6 s of imports, which a worker that never calls
+Anthropic (or an `up` with no key) should not pay.
 """
 
 from __future__ import annotations
 
+import importlib
 import time
 from typing import Any
 
 from shared.errors import ConfigError
-from shared.llm.clients import anthropic_chat, openai_chat
 from shared.llm.clients.common import UNSET_SAMPLING, Sampling, Target, Vendor, key_settings
 from shared.llm.clients.errors import reading_reply, translated
 from shared.llm.clients.pool import ClientPool
 from shared.llm.contracts import ChatRequest, ChatResponse
 from shared.llm.providers import ClientKind, ProviderSpec
 
-_VENDORS: dict[ClientKind, Vendor] = {
-    ClientKind.OPENAI: openai_chat.VENDOR,
-    ClientKind.OPENAI_COMPATIBLE: openai_chat.VENDOR,
-    ClientKind.ANTHROPIC: anthropic_chat.VENDOR,
+_VENDORS: dict[ClientKind, str] = {
+    ClientKind.OPENAI: "shared.llm.clients.openai_chat",
+    ClientKind.OPENAI_COMPATIBLE: "shared.llm.clients.openai_chat",
+    ClientKind.ANTHROPIC: "shared.llm.clients.anthropic_chat",
 }
+"""Each client kind's vendor module (its ``VENDOR``), imported when first called."""
 
 
 def _vendor(spec: ProviderSpec) -> Vendor:
     try:
-        return _VENDORS[spec.client]
+        module = _VENDORS[spec.client]
     except KeyError:
         raise ValueError(
             f"provider {spec.name!r} uses the {spec.client.value!r} client, which "
             f"shared.llm.clients does not serve (it serves {', '.join(map(str, _VENDORS))})"
         ) from None
+    vendor: Vendor = importlib.import_module(module).VENDOR
+    return vendor
 
 
 def _check_key(spec: ProviderSpec, api_key: str | None) -> None:
