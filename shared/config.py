@@ -35,7 +35,14 @@ from shared.data.contracts import DataKind
 from shared.data.factory import VENDORS
 from shared.errors import ConfigError
 from shared.llm.pricing import ModelPrice
-from shared.llm.providers import PROVIDERS, LlmRole, ProviderSpec, Serving, list_prices
+from shared.llm.providers import (
+    PROVIDERS,
+    ClientKind,
+    LlmRole,
+    ProviderSpec,
+    Serving,
+    list_prices,
+)
 from shared.notify.notices import NoticeKind
 from shared.payload_keys import PayloadKeys, parse_key_lines
 from shared.pem_files import CertificateFile, PrivateKeyFile
@@ -969,6 +976,17 @@ class Settings(_ProviderBlocks):
         own = self.provider(spec.name).base_url
         vendor = os.environ.get(spec.base_url_env) if spec.base_url_env else None
         return own or vendor
+
+    def can_answer(self, spec: ProviderSpec) -> bool:
+        """Whether ``spec``'s calls could be answered as configured: offline always, a vendor
+        with its key, a keyless server once it has a URL (or, for the embedded row, a local
+        model). A default URL alone (a local server that may not run) does not count."""
+        if spec.client is ClientKind.OFFLINE:
+            return True
+        if spec.key_required:
+            return bool(self.api_key(spec))
+        local = spec.embedded and self.local_llm.model is not None
+        return bool(self._url_configured(spec) or self.api_key(spec) or local)
 
     def base_url(self, spec: ProviderSpec) -> str | None:
         """The provider's URL: the setting, the vendor's variable, the embedded server for a

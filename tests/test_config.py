@@ -12,6 +12,7 @@ from cli.stack.servers import s3_server, temporal_dev_server
 from shared.config import Settings, load_settings
 from shared.errors import ConfigError
 from shared.llm.providers import PROVIDERS, LlmRole
+from workers.roles import WorkerRole, serving_roles, unanswered
 
 
 def test_nested_variables_configure_a_provider(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -166,3 +167,27 @@ def test_the_default_ports_of_every_server_are_distinct(
     ]
     ports += [settings.local_llm.port, settings.mcp.port]
     assert len(ports) == len(set(ports)), sorted(ports)
+
+
+def test_up_serves_only_the_llm_roles_a_provider_of_could_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for variable in [v for v in os.environ if v.endswith(("_API_KEY", "_BASE_URL"))]:
+        monkeypatch.delenv(variable)
+    bare = load_settings()
+    with_keys = load_settings(
+        anthropic={"api_key": "sk-ant-test"}, ollama={"base_url": "http://gpu-box:11434/v1"}
+    )
+
+    assert serving_roles(bare) == (
+        WorkerRole.WORKFLOWS,
+        WorkerRole.TOOLS,
+        WorkerRole.CHARTS,
+        WorkerRole.BROKER,
+        WorkerRole.LLM_OFFLINE,
+    )
+    assert "OPENAI_API_KEY" in unanswered(bare)[WorkerRole.LLM_OPENAI]
+    assert "or a local model" in unanswered(bare)[WorkerRole.LLM_OPENAI_COMPATIBLE]
+    assert set(unanswered(with_keys)) == {WorkerRole.LLM_OPENAI}
+    local = load_settings(local_llm={"model": "smollm2"})
+    assert WorkerRole.LLM_OPENAI_COMPATIBLE in serving_roles(local)

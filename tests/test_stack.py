@@ -48,7 +48,9 @@ from workers.roles import ROLE_NAMES, WorkerRole
 pytestmark = pytest.mark.slow
 
 SERVERS = ("temporal", "s3", "console")
-WORKERS = tuple(f"worker-{role}" for role in ROLE_NAMES)
+UNANSWERED = ("llm-openai", "llm-anthropic", "llm-openai-compatible")
+"""No key, URL or local model in the test stack: `up` leaves these roles out."""
+WORKERS = tuple(f"worker-{role}" for role in ROLE_NAMES if role not in UNANSWERED)
 COMPONENTS = (*SERVERS, *WORKERS)
 RESTARTED = "worker-llm-offline"
 STALLED = "worker-charts"
@@ -193,6 +195,10 @@ class TestStack:
         result = stack.first_up
         assert result.returncode == 0, result.stdout + result.stderr
         assert _states(result.stdout) == dict.fromkeys(COMPONENTS, "started")
+        for role in UNANSWERED:
+            assert f"worker-{role} not started: no provider on it has a key or URL" in (
+                result.stderr
+            )
         assert f"http://127.0.0.1:{stack.settings.temporal.ui_port}" in result.stdout
         print(f"first `up` took {stack.first_up_seconds:.1f}s")
 
@@ -346,6 +352,15 @@ class TestStack:
         assert result.returncode == 1
         assert "run failed" in result.stdout and "`symbol`" in result.stdout
         assert "GOOG" in result.stdout  # the error lists the symbols that exist
+
+    def test_a_run_on_a_provider_no_worker_serves_is_refused_before_it_starts(
+        self, stack: Stack
+    ) -> None:
+        result = stack.quantdesk("run", "quantagent", "GOOG", "--provider", "anthropic")
+        said = result.stdout + result.stderr
+        assert result.returncode == 1, said
+        assert "no worker serves provider 'anthropic'" in said and "ANTHROPIC_API_KEY" in said
+        assert "started" not in result.stdout
 
     def test_status_reports_running(self, stack: Stack) -> None:
         result = stack.quantdesk("status")

@@ -2,12 +2,17 @@
 
 A role is what `quantdesk worker --role NAME` starts and what `quantdesk up`
 starts one process of. Users scale a provider by starting more processes of its
-role; the queue's rate limit holds however many run.
+role; the queue's rate limit holds however many run. By default `up` leaves out an LLM
+role none of whose providers could answer (no key, no URL, no local model): such a worker
+would hold a few hundred MB to refuse every call.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+
+from shared.config import Settings
+from shared.llm.providers import providers_on_queue
 
 
 class WorkerRole(StrEnum):
@@ -24,3 +29,26 @@ class WorkerRole(StrEnum):
 
 
 ROLE_NAMES: tuple[str, ...] = tuple(role.value for role in WorkerRole)
+
+
+def unanswered(settings: Settings) -> dict[WorkerRole, str]:
+    """The LLM roles whose providers none could answer as configured, each with what would
+    make one answer (their key or URL variables)."""
+    left: dict[WorkerRole, str] = {}
+    for role in WorkerRole:
+        specs = providers_on_queue(role.value)
+        if not specs or any(settings.can_answer(spec) for spec in specs):
+            continue
+        variables = sorted(
+            {v for spec in specs for v in (spec.key_env, spec.base_url_env) if v is not None}
+        )
+        named = ", ".join(variables[:4]) + (", ..." if len(variables) > 4 else "")
+        local = " or a local model" if any(spec.embedded for spec in specs) else ""
+        left[role] = f"no provider on it has a key or URL ({named}){local}"
+    return left
+
+
+def serving_roles(settings: Settings) -> tuple[WorkerRole, ...]:
+    """The roles `up` starts when none are named: every one but the ``unanswered``."""
+    left = unanswered(settings)
+    return tuple(role for role in WorkerRole if role not in left)

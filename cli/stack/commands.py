@@ -37,7 +37,7 @@ from cli.stuck_runs import stuck_runs
 from cli.views import STUCK_TITLE, stuck_table
 from shared.config import ENV_PREFIX, Settings, load_settings
 from shared.errors import InvalidInput, QuantdeskError
-from workers.roles import ROLE_NAMES, WorkerRole
+from workers.roles import ROLE_NAMES, WorkerRole, serving_roles, unanswered
 
 Action = Callable[[Settings, Sequence[WorkerRole]], list[ComponentReport]]
 
@@ -67,10 +67,12 @@ console = Console()
 progress = Console(stderr=True)
 
 
-def parse_roles(text: str | None) -> tuple[WorkerRole, ...]:
-    """The roles named in ``--roles``, or every role when it is not given."""
+def parse_roles(
+    text: str | None, default: tuple[WorkerRole, ...] = ALL_ROLES
+) -> tuple[WorkerRole, ...]:
+    """The roles named in ``--roles``, or ``default`` when it is not given."""
     if not text:
-        return ALL_ROLES
+        return default
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in ROLE_NAMES]
     if unknown:
@@ -78,6 +80,13 @@ def parse_roles(text: str | None) -> tuple[WorkerRole, ...]:
             "--roles", f"unknown role {', '.join(unknown)}", fix=f"Use: {', '.join(ROLE_NAMES)}."
         )
     return tuple(WorkerRole(name) for name in names)
+
+
+def serving(settings: Settings) -> tuple[WorkerRole, ...]:
+    """The roles that can serve, saying which are left out and why."""
+    for role, why in unanswered(settings).items():
+        _say(f"worker-{role.value} not started: {why}")
+    return serving_roles(settings)
 
 
 def _say(line: str) -> None:
@@ -222,14 +231,15 @@ def _run(
     cluster: bool = False,
     book: bool = False,
     cli_profile: bool = False,
+    every: bool = False,
 ) -> NoReturn:
     """Act on the stack, print the outcome (with ``cluster``: the stuck runs and the pollers;
     with ``book``: a warning if the book is not shared; with ``cli_profile``: the `temporal`
     CLI's profile, once every component is healthy), exit 1 if ``strict`` and a component is
-    unhealthy."""
+    unhealthy. Without ``--roles`` it acts on the roles that can serve (``every``: on all)."""
     with fail_on_quantdesk_errors():
         settings = load_settings()
-        reports = action(settings, parse_roles(roles))
+        reports = action(settings, parse_roles(roles, ALL_ROLES if every else serving(settings)))
         healthy = all(report.healthy for report in reports)
         _show(reports)
         if cluster:
@@ -284,4 +294,4 @@ def register(app: typer.Typer) -> None:
     def down(roles: RolesOption = None) -> None:
         """Stop the processes `up` started: workers first (they drain), then the servers, and
         the `temporal` CLI's profile `up` wrote for them."""
-        _run(_down_and_forget_profile, roles, strict=False, endpoints=False)
+        _run(_down_and_forget_profile, roles, strict=False, endpoints=False, every=True)
