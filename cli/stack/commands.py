@@ -82,13 +82,6 @@ def parse_roles(
     return tuple(WorkerRole(name) for name in names)
 
 
-def serving(settings: Settings) -> tuple[WorkerRole, ...]:
-    """The roles that can serve, saying which are left out and why."""
-    for role, why in unanswered(settings).items():
-        _say(f"worker-{role.value} not started: {why}")
-    return serving_roles(settings)
-
-
 def _say(line: str) -> None:
     """One line of what `up` is waiting for or restarting."""
     progress.print(Text(line, style="dim"), soft_wrap=True)
@@ -239,9 +232,13 @@ def _run(
     unhealthy. Without ``--roles`` it acts on the roles that can serve (``every``: on all)."""
     with fail_on_quantdesk_errors():
         settings = load_settings()
-        reports = action(settings, parse_roles(roles, ALL_ROLES if every else serving(settings)))
+        default = ALL_ROLES if every else serving_roles(settings)
+        reports = action(settings, parse_roles(roles, default))
         healthy = all(report.healthy for report in reports)
         _show(reports)
+        if not roles and not every:
+            for role, why in unanswered(settings).items():
+                _say(f"worker-{role.value} not started: {why}")
         if cluster:
             _show_cluster(settings, reports)
         if endpoints:
