@@ -366,6 +366,20 @@ def isolated_settings(s3: Settings, folder: Path, queue: str, **extra: object) -
     )
 
 
+def notified_desk(
+    s3: Settings, folder: Path, queue: str, env: WorkflowEnvironment, told: str, **extra: object
+) -> Settings:
+    """``isolated_settings`` of a desk on ``env``'s server whose notices go to ``told``."""
+    return isolated_settings(
+        s3,
+        folder,
+        queue,
+        notify={"urls": [told], "timeout_seconds": 2},
+        temporal={"address": env.client.service_client.config.target_host},
+        **extra,
+    )
+
+
 @contextmanager
 def tools_reading(settings: Settings, router: DataRouter | None = None) -> Iterator[None]:
     """``run_tool`` reads through ``router`` (default: ``settings``' own) and ``settings``' store

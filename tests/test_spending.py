@@ -38,7 +38,7 @@ from shared.queues import TOOLS_QUEUE
 from shared.spending.ledger import Limit, Spend, SpendLedger, book_scope, run_scope
 from tests.cli_process import run_quantdesk
 from tests.fakes.notifiers import Webhook
-from tests.servers import isolated_settings, quantagent_plans, running_workers
+from tests.servers import notified_desk, quantagent_plans, running_workers
 from workers.main import WorkerPlan
 from workflows.notify import NotifyWorkflow
 from workflows.quantagent import QuantAgentWorkflow
@@ -141,14 +141,15 @@ def desk(
     hook: Webhook,
     dev_env: WorkflowEnvironment,
 ) -> Settings:
-    return isolated_settings(
+    folder = tmp_path_factory.mktemp("spending")
+    return notified_desk(
         s3_settings,
-        tmp_path_factory.mktemp("spending"),
+        folder,
         QUEUE,
+        dev_env,
+        hook.url("desk"),
         prices={OFFLINE_MODEL: PRICE},
-        notify={"urls": [hook.url("desk")], "timeout_seconds": 2},
         budget={"daily_usd": 0.1},
-        temporal={"address": dev_env.client.service_client.config.target_host},
     )
 
 
@@ -156,11 +157,9 @@ def desk(
 async def workers(dev_env: WorkflowEnvironment, desk: Settings) -> AsyncIterator[None]:
     plans = quantagent_plans(QUEUE, desk, QUEUE_OFFLINE)
     plans[0] = WorkerPlan(queue=QUEUE, workflows=[QuantAgentWorkflow, NotifyWorkflow])
-    notify = WorkerPlan(
-        queue=f"{TOOLS_QUEUE}", activities=NotifyActivities(desk).activities(), threads=True
-    )
+    notify = NotifyActivities(desk).activities()
     plans[1] = WorkerPlan(
-        queue=TOOLS_QUEUE, activities=[*plans[1].activities, *notify.activities], threads=True
+        queue=TOOLS_QUEUE, activities=[*plans[1].activities, *notify], threads=True
     )
     async with running_workers(dev_env.client, plans):
         yield

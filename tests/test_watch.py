@@ -24,7 +24,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from shared.config import Settings
 from tests.fakes.notifiers import Webhook
-from tests.servers import isolated_settings, running_workers
+from tests.servers import notified_desk, running_workers
 from tests.stuck_workflows import start_stuck_tree, stuck_worker, until_marked
 from workers.main import plan_for
 from workers.roles import WorkerRole
@@ -43,12 +43,8 @@ def desk(
     hook: Webhook,
     dev_env: WorkflowEnvironment,
 ) -> Settings:
-    return isolated_settings(
-        s3_settings,
-        tmp_path_factory.mktemp("watch"),
-        QUEUE,
-        notify={"urls": [hook.url("ops")], "timeout_seconds": 2},
-        temporal={"address": dev_env.client.service_client.config.target_host},
+    return notified_desk(
+        s3_settings, tmp_path_factory.mktemp("watch"), QUEUE, dev_env, hook.url("ops")
     )
 
 
