@@ -11,6 +11,7 @@ wider, as its spread.
 
 from __future__ import annotations
 
+import logging
 import statistics
 from typing import Any
 
@@ -25,6 +26,7 @@ from shared.spending.ledger import RunTotals, SpendLedger
 from workflows.catalog import WORKFLOWS
 from workflows.inputs import RunInput, run_input_model
 
+log = logging.getLogger(__name__)
 NOT_SIZE = frozenset(
     {
         "symbol",
@@ -140,7 +142,11 @@ async def estimate(
         async for run in client.list_workflows(query, limit=PAST_RUNS):
             if run.parent_id is not None:
                 continue
-            given = await _input_of(client, run.id)
+            try:
+                given = await _input_of(client, run.id)
+            except (RPCError, RuntimeError) as error:  # gone, or kept where this client cannot read
+                log.debug("estimate: %s's input not read: %s", run.id, error)
+                continue
             if given is None or size_of(flow, given) != wanted:
                 continue
             spent = ledger.run_totals(run.id)

@@ -28,7 +28,6 @@ from temporalio.service import RPCError
 
 from cli import views
 from cli.stack.console import console_link
-from cli.stack.pollers import check_served
 from cli.stuck_runs import StuckRun, stuck_below, stuck_steps
 from cli.views import (
     ProgressView,
@@ -139,9 +138,6 @@ async def start_and_follow(
         from workers.client import connect
 
         client = await connect(settings)
-    llm = workflow_input.get("llm") if isinstance(workflow_input, dict) else None
-    if isinstance(llm, dict) and isinstance(llm.get("provider"), str):
-        await check_served(client, settings, llm["provider"])
     handle = await client.start_workflow(
         workflow_type,
         workflow_input,

@@ -71,20 +71,26 @@ app.add_typer(budget_app, name="budget")
 
 @app.command()
 def worker(
-    role: str = typer.Option(..., help=f"one of: {', '.join(ROLE_NAMES)}"),
+    role: str = typer.Option(
+        ..., help=f"one of: {', '.join(ROLE_NAMES)}; several, comma-separated, in one process"
+    ),
 ) -> None:
     """Run one worker process of ROLE until SIGTERM (start more to scale a provider)."""
     from workers.client import connect
     from workers.main import run_worker
 
     with fail_on_quantdesk_errors():
-        if role not in ROLE_NAMES:
-            raise typer.BadParameter(f"unknown role {role!r}; use one of: {', '.join(ROLE_NAMES)}")
+        names = [name.strip() for name in role.split(",") if name.strip()]
+        unknown = [name for name in names if name not in ROLE_NAMES]
+        if unknown or not names:
+            raise typer.BadParameter(
+                f"unknown role {', '.join(unknown) or role!r}; use: {', '.join(ROLE_NAMES)}"
+            )
         settings = load_settings()
 
         async def main() -> None:
             client = await connect(settings)
-            await run_worker(client, WorkerRole(role), settings)
+            await run_worker(client, [WorkerRole(name) for name in names], settings)
 
         asyncio.run(main())
     finish(0)

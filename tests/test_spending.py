@@ -313,8 +313,12 @@ def test_quantdesk_run_estimate_prints_it_and_starts_nothing(
 ) -> None:
     """After the runs of the test above: the CLI's own payload (its defaults) finds them."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+    access, secret = desk.s3_credentials()
     env = {
         **clean,
+        f"{ENV_PREFIX}S3__ENDPOINT": desk.s3.endpoint,
+        f"{ENV_PREFIX}S3__ACCESS_KEY": access,
+        f"{ENV_PREFIX}S3__SECRET_KEY": secret,
         f"{ENV_PREFIX}TEMPORAL__ADDRESS": desk.temporal.address,
         f"{ENV_PREFIX}DATABASE_URL": desk.resolved_database_url,
         f"{ENV_PREFIX}DATA_DIR": str(desk.data_dir),

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -170,14 +171,19 @@ def freeze_startup_heap() -> None:
     gc.freeze()
 
 
-async def run_worker(client: Client, role: WorkerRole, settings: Settings) -> None:
-    """Run one worker until SIGTERM or SIGINT, then drain in-flight work and return."""
-    identity = worker_identity(settings.host_name, role.value)
-    worker = build_worker(client, plan_for(role, settings), identity)
+async def run_worker(client: Client, roles: Sequence[WorkerRole], settings: Settings) -> None:
+    """Run a worker of each of ``roles`` in this process (each polling its queue under its
+    own identity) until SIGTERM or SIGINT, then drain in-flight work and return."""
+    workers = [
+        build_worker(client, plan_for(role, settings), worker_identity(settings.host_name, role))
+        for role in roles
+    ]
     freeze_startup_heap()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    async with worker:
+    async with AsyncExitStack() as running:
+        for worker in workers:
+            await running.enter_async_context(worker)
         await stop.wait()

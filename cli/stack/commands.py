@@ -236,9 +236,13 @@ def _run(
         reports = action(settings, parse_roles(roles, default))
         healthy = all(report.healthy for report in reports)
         _show(reports)
-        if not roles and not every:
-            for role, why in unanswered(settings).items():
+        if not roles and not every and (left := unanswered(settings)):
+            for role, why in left.items():
                 _say(f"worker-{role.value} not started: {why}")
+            _say(
+                "worker-llm-offline polls their queues: a run on such a provider waits at its "
+                "first call naming the key to set (then `quantdesk up` and `quantdesk resume`)"
+            )
         if cluster:
             _show_cluster(settings, reports)
         if endpoints:

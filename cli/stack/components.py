@@ -57,7 +57,7 @@ from shared.storage.objects import ObjectStore
 from workers.client import connect
 from workers.identity import is_process
 from workers.namespace_setup import ensure_search_attributes
-from workers.roles import WorkerRole
+from workers.roles import WorkerRole, unanswered
 
 T = TypeVar("T")
 
@@ -226,9 +226,13 @@ def worker_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def worker_launch(settings: Settings, role: WorkerRole) -> ServerLaunch:
-    """The real worker command, run by the interpreter running this CLI."""
-    argv = [sys.executable, "-m", "cli.main", "worker", "--role", role.value]
+def worker_launch(
+    settings: Settings, role: WorkerRole, folded: Sequence[WorkerRole] = ()
+) -> ServerLaunch:
+    """The real worker command, run by the interpreter running this CLI: ``role``'s worker,
+    and in the same process those of the ``folded`` roles."""
+    roles = ",".join(r.value for r in (role, *folded))
+    argv = [sys.executable, "-m", "cli.main", "worker", "--role", roles]
     return ServerLaunch(f"worker-{role.value}", argv, ports=[], env=worker_env(settings))
 
 
@@ -272,22 +276,36 @@ def _console(settings: Settings) -> Component:
     return Component(CONSOLE, address, lambda _pid: console_problem(settings), launch)
 
 
-def _worker(settings: Settings, role: WorkerRole, probe: TemporalProbe) -> Component:
-    queue = queue_of(role, settings)
+def _worker(
+    settings: Settings, role: WorkerRole, probe: TemporalProbe, folded: Sequence[WorkerRole] = ()
+) -> Component:
+    queues = [queue_of(r, settings) for r in (role, *folded)]
+
+    def problem(pid: int | None) -> Problem:
+        return next(filter(None, (probe.poller_problem(q, pid) for q in queues)), None)
+
     return Component(
         f"worker-{role.value}",
-        queue,
-        lambda pid: probe.poller_problem(queue, pid),
-        lambda: worker_launch(settings, role),
+        queues[0],
+        problem,
+        lambda: worker_launch(settings, role, folded),
         WORKER_HEALTH_TIMEOUT,
         is_worker=True,
     )
 
 
 def plan(settings: Settings, roles: Sequence[WorkerRole], probe: TemporalProbe) -> list[Component]:
-    """Servers first (workers need them), then one worker per role."""
+    """Servers first (workers need them), then one worker per role. The LLM roles left out
+    because no provider of theirs can answer are polled by the offline worker's process (a
+    few MB each there, with the SDKs imported on first call): a run on such a provider then
+    waits at its call saying which key is missing, as on a worker of its own, never silently."""
+    folded = [role for role in unanswered(settings) if role not in roles]
     servers = [_temporal(settings, probe), _s3(settings)]
     if settings.local_llm.model is not None:
         servers.append(_local_llm(settings))
     servers.append(_console(settings))
-    return servers + [_worker(settings, role, probe) for role in roles]
+    workers = [
+        _worker(settings, role, probe, folded if role is WorkerRole.LLM_OFFLINE else ())
+        for role in roles
+    ]
+    return servers + workers

@@ -19,8 +19,7 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
 from shared.config import Settings
-from shared.errors import ConfigError
-from shared.llm.providers import PROVIDERS, ClientKind
+from shared.llm.providers import PROVIDERS
 from shared.queues import BROKER_QUEUE, CHARTS_QUEUE, TOOLS_QUEUE
 from workers.identity import host_of
 
@@ -109,23 +108,3 @@ async def queue_services(client: Client, settings: Settings) -> list[QueueServic
         QueueService(queue, serves, await pollers_of(client, namespace, queue))
         for queue, serves in quantdesk_queues(settings).items()
     ]
-
-
-async def check_served(client: Client, settings: Settings, provider: str) -> None:
-    """Refuse to start a run on ``provider`` when no worker has polled its task queue lately:
-    the run would wait at its first model call with nothing saying why (`up` leaves out the
-    providers that have no key or URL)."""
-    spec = PROVIDERS.get(provider)
-    if spec is None or spec.client is ClientKind.OFFLINE:
-        return  # an unknown one fails the run naming it; offline is always served
-    now = datetime.now(UTC)
-    pollers = await pollers_of(client, settings.temporal.namespace, spec.task_queue)
-    if any((p.age(now) or timedelta()) < GONE_AFTER for p in pollers):
-        return
-    variables = [v for v in (spec.key_env, spec.base_url_env) if v is not None]
-    raise ConfigError(
-        variables[0] if variables else "--provider",
-        f"no worker serves provider {provider!r} (task queue {spec.task_queue!r})",
-        fix=f"Set {' or '.join(variables) or 'its settings'}, then run `quantdesk up` "
-        f"(or `quantdesk up --roles {spec.task_queue}`).",
-    )

@@ -18,6 +18,7 @@ Anthropic (or an `up` with no key) should not pay.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import time
 from typing import Any
@@ -80,7 +81,8 @@ async def complete(
     it has such a switch; the text comes back unparsed either way. Raises
     ``ProviderError`` (retryable or not) for every vendor failure.
     """
-    vendor = _vendor(spec)
+    # The first call to a vendor imports its SDK (seconds of CPU): off the event loop.
+    vendor = await asyncio.to_thread(_vendor, spec)
     _check_key(spec, api_key)
     target = Target(
         spec=spec,
