@@ -196,7 +196,7 @@ def decision_messages(
 ) -> list[ChatMessage]:
     """The decision agent's turns: the three reports and the rules of the call."""
     return _turns(
-        "the decision maker",
+        "the decision maker of a quantitative trading desk",
         (
             f"Decide LONG or SHORT for {symbol} ({timeframe}) over the next few bars.\n\n"
             f"## Indicator report\n{indicator_report}\n\n"
