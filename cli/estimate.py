@@ -144,7 +144,7 @@ async def estimate(
                 continue
             try:
                 given = await _input_of(client, run.id)
-            except (RPCError, RuntimeError) as error:  # gone, or kept where this client cannot read
+            except Exception as error:  # gone, stored or sealed where this client cannot read
                 log.debug("estimate: %s's input not read: %s", run.id, error)
                 continue
             if given is None or size_of(flow, given) != wanted:
