@@ -30,9 +30,10 @@ from temporalio.client import Client
 from bench.chaos_stack import ChaosStack, CliResult, patiently
 
 S3, TEMPORAL = "s3", "temporal"
-WORKERS = ("worker-workflows", "worker-tools", "worker-charts", "worker-llm-offline")
-LATER_FAULTS = (*WORKERS, TEMPORAL, S3)
-"""After the first two, the faults come in rounds: each of these once, in a seeded order."""
+WORKER = "worker"
+LATER_FAULTS = (WORKER, TEMPORAL, WORKER, S3)
+"""After the first two, the faults come in rounds: each of these, in a seeded order. The one
+worker process serves every role `up` starts, so it is killed twice a round."""
 FIRST_PAUSE_SECONDS = (3.0, 8.0)
 """Into the chaos phase before the first fault: the first run is past its start, not done."""
 PAUSE_SECONDS = (2.0, 8.0)
@@ -80,7 +81,7 @@ def fault_schedule(seed: int, s3_outage_seconds: float) -> Iterator[Fault]:
     yield Fault(TEMPORAL, rng.uniform(*PAUSE_SECONDS), rng.uniform(*SERVER_DOWN_SECONDS))
     while True:
         for component in rng.sample(LATER_FAULTS, len(LATER_FAULTS)):
-            down = WORKER_DOWN_SECONDS if component in WORKERS else SERVER_DOWN_SECONDS
+            down = WORKER_DOWN_SECONDS if component == WORKER else SERVER_DOWN_SECONDS
             yield Fault(component, rng.uniform(*PAUSE_SECONDS), rng.uniform(*down))
 
 

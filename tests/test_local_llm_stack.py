@@ -28,7 +28,7 @@ from tests.test_stack import _alive
 pytestmark = pytest.mark.slow
 
 ROLE = "llm-openai-compatible"
-WORKER = f"worker-{ROLE}"
+WORKER = "worker"
 COMPONENTS = ("temporal", "s3", LOCAL_LLM, WORKER)
 # The local model's port, placed after the ports the two servers take from the base.
 LOCAL_LLM_OFFSET = 40

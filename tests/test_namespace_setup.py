@@ -196,7 +196,7 @@ def test_up_stops_at_once_and_says_what_to_run(
         assert time.monotonic() - started < PROMPT_SECONDS
     assert reports["temporal"].state == "unhealthy"
     assert "temporal operator search-attribute create" in reports["temporal"].detail
-    assert reports["worker-tools"].state == "not started"
+    assert reports["worker"].state == "not started"
 
 
 def test_buckets_these_credentials_may_not_create_are_named(

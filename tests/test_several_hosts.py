@@ -117,7 +117,7 @@ class Desk:
         folder = Path(self.env[host][f"{ENV_PREFIX}DATA_DIR"]) / "run"
         return [
             PidRecord.model_validate_json(path.read_text()).pid
-            for path in folder.glob("worker-*.pid")
+            for path in folder.glob("worker*.pid")
         ]
 
 
@@ -290,8 +290,7 @@ def test_up_on_b_and_c_sets_up_the_cluster_and_both_hosts_serve(desk: Desk) -> N
         assert up.returncode == 0, f"{name}: {up.stdout}"
         assert re.search(r"^\s*temporal\s.*\sexternal\s*$", up.stdout, re.M), up.stdout
         assert "keeps its book in a SQLite file" not in up.stdout
-        for role in ROLES.split(","):
-            assert re.search(rf"^\s*worker-{role}\s.*\sstarted\s*$", up.stdout, re.M)
+        assert re.search(r"^\s*worker\s.*\sstarted\s*$", up.stdout, re.M), up.stdout
     assert asyncio.run(_registered(desk.settings)) >= set(SEARCH_ATTRIBUTES)
 
     status = desk.quantdesk("host-c", "status", "--roles", ROLES)

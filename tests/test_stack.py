@@ -50,10 +50,10 @@ pytestmark = pytest.mark.slow
 SERVERS = ("temporal", "s3", "console")
 UNANSWERED = ("llm-openai", "llm-anthropic", "llm-openai-compatible")
 """No key, URL or local model in the test stack: `up` leaves these roles out."""
-WORKERS = tuple(f"worker-{role}" for role in ROLE_NAMES if role not in UNANSWERED)
-COMPONENTS = (*SERVERS, *WORKERS)
-RESTARTED = "worker-llm-offline"
-STALLED = "worker-charts"
+SPLIT_WORKERS = tuple(f"worker-{role}" for role in ROLE_NAMES if role not in UNANSWERED)
+"""`up --split`: one process per role that can answer (the offline one polls the rest)."""
+COMPONENTS = (*SERVERS, "worker")
+RESTARTED = STALLED = "worker"
 HEAL_TIMEOUT = 420
 
 
@@ -71,8 +71,8 @@ class Stack:
 
     def pids(self) -> dict[str, int]:
         """The pid of every component with a pid file."""
-        files = (self.settings.data_dir / "run" / f"{name}.pid" for name in COMPONENTS)
-        return {path.stem: json.loads(path.read_text())["pid"] for path in files if path.exists()}
+        files = (self.settings.data_dir / "run").glob("*.pid")
+        return {path.stem: json.loads(path.read_text())["pid"] for path in files}
 
 
 def _command_of(pid: int | str) -> str:
@@ -129,7 +129,7 @@ def _table(output: str) -> dict[str, tuple[str, str]]:
     rows = {}
     for line in output.splitlines():
         cells = re.split(r"\s{2,}", line.strip())
-        if len(cells) == 4 and cells[0] in COMPONENTS:
+        if len(cells) == 4 and (cells[0] in SERVERS or cells[0].startswith("worker")):
             rows[cells[0]] = (cells[1], cells[3])
     return rows
 
@@ -161,13 +161,14 @@ def test_a_data_dir_too_deep_for_a_socket_keeps_weeds_own_socket_names(tmp_path:
 def test_a_reused_pid_is_not_ours(tmp_path: Path) -> None:
     """A pid file whose pid now runs another program is stale: not reported, not signalled."""
     settings = Settings(_env_file=None, data_dir=tmp_path)
-    pid_file = tmp_path / "run" / "worker-tools.pid"
-    pid_file.parent.mkdir(parents=True)
     argv = [sys.executable, "-m", "cli.main", "worker", "--role", "tools"]
-    pid_file.write_text(json.dumps({"pid": os.getpid(), "argv": argv}))
+    for name in ("worker", "worker-tools"):
+        pid_file = tmp_path / "run" / f"{name}.pid"
+        pid_file.parent.mkdir(parents=True, exist_ok=True)
+        pid_file.write_text(json.dumps({"pid": os.getpid(), "argv": argv}))
     reports = {r.name: r for r in supervisor.down(settings, [WorkerRole.TOOLS])}
-    assert reports["worker-tools"].state == "stopped" and reports["worker-tools"].pid is None
-    assert not pid_file.exists()
+    assert reports["worker"].state == "stopped" and reports["worker"].pid is None
+    assert not list((tmp_path / "run").glob("*.pid"))
 
 
 def test_a_child_just_started_is_ours_while_its_command_line_still_reads_empty(
@@ -196,10 +197,10 @@ class TestStack:
         assert result.returncode == 0, result.stdout + result.stderr
         assert _states(result.stdout) == dict.fromkeys(COMPONENTS, "started")
         for role in UNANSWERED:
-            assert f"worker-{role} not started: no provider on it has a key or URL" in (
+            assert f"role {role} cannot answer: no provider on it has a key or URL" in (
                 result.stderr
             )
-        assert "worker-llm-offline polls their queues" in result.stderr
+        assert "their queues are polled all the same" in result.stderr
         assert f"http://127.0.0.1:{stack.settings.temporal.ui_port}" in result.stdout
         print(f"first `up` took {stack.first_up_seconds:.1f}s")
 
@@ -270,7 +271,6 @@ class TestStack:
         states = _states(result.stdout)
         assert states["temporal"] == "started" and states["s3"] == "already running"
         assert states[STALLED] == "restarted"
-        assert {states[worker] for worker in WORKERS} <= {"already running", "restarted"}
         assert f"waiting for {STALLED}: no poller of pid {before[STALLED]}" in result.stderr
         assert f"restarting {STALLED} after" in result.stderr
         after = stack.pids()
@@ -353,6 +353,41 @@ class TestStack:
         assert result.returncode == 1
         assert "run failed" in result.stdout and "`symbol`" in result.stdout
         assert "GOOG" in result.stdout  # the error lists the symbols that exist
+
+    @pytest.mark.timeout(HEAL_TIMEOUT)
+    def test_split_workers_and_a_key_set_later_each_replace_the_worker(self, stack: Stack) -> None:
+        """`up --split` runs a process per role in place of the one worker; `up` with a key
+        set goes back to one worker, now answering that provider; `up` without it replaces
+        that one again (the key must not linger in a process the settings no longer give it)."""
+        before = stack.pids()
+        split = stack.quantdesk("up", "--split")
+        assert split.returncode == 0, split.stdout + split.stderr
+        assert _states(split.stdout) == {
+            **dict.fromkeys(SERVERS, "already running"),
+            **dict.fromkeys(SPLIT_WORKERS, "started"),
+        }
+        assert f"stopping worker (roles {','.join(ROLE_NAMES)}" in split.stderr
+        assert not _alive(before["worker"]) and set(stack.pids()) == {*SERVERS, *SPLIT_WORKERS}
+        status = stack.quantdesk("status")
+        assert _states(status.stdout) == dict.fromkeys((*SERVERS, *SPLIT_WORKERS), "running")
+
+        keyed = stack.quantdesk("up", OPENAI_API_KEY="sk-test-not-a-real-key")
+        assert keyed.returncode == 0, keyed.stdout + keyed.stderr
+        assert _states(keyed.stdout) == {
+            **dict.fromkeys(SERVERS, "already running"),
+            "worker": "started",
+        }
+        assert "stopping worker-tools (roles tools)" in keyed.stderr
+        assert "role llm-openai cannot answer" not in keyed.stderr
+        answering = json.loads((stack.settings.data_dir / "run" / "worker.pid").read_text())
+        assert "llm-openai" in answering["answers"].split(",")
+        assert set(stack.pids()) == set(COMPONENTS)
+
+        plain = stack.quantdesk("up")
+        assert plain.returncode == 0, plain.stdout + plain.stderr
+        assert _states(plain.stdout)["worker"] == "started"
+        assert "answering llm-openai,llm-offline" in plain.stderr
+        assert "sk-test" not in plain.stdout + plain.stderr + keyed.stdout + keyed.stderr
 
     def test_status_reports_running(self, stack: Stack) -> None:
         result = stack.quantdesk("status")

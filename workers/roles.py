@@ -1,10 +1,10 @@
 """The worker roles: which task queue each worker process polls.
 
-A role is what `quantdesk worker --role NAME` starts and what `quantdesk up`
-starts one process of. Users scale a provider by starting more processes of its
-role; the queue's rate limit holds however many run. By default `up` leaves out an LLM
-role none of whose providers could answer (no key, no URL, no local model): such a worker
-would hold a few hundred MB to refuse every call.
+A role is what `quantdesk worker --role NAME` serves; `quantdesk up` runs every role in
+one process (`up --split`: a process per role). Users scale a provider by starting more
+processes of its role; the queue's rate limit holds however many run. An LLM role none of
+whose providers could answer (no key, no URL, no local model) is ``unanswered``: `up` says
+so, and its queue is still polled so a run on it waits naming the key.
 """
 
 from __future__ import annotations

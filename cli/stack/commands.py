@@ -238,9 +238,9 @@ def _run(
         _show(reports)
         if not roles and not every and (left := unanswered(settings)):
             for role, why in left.items():
-                _say(f"worker-{role.value} not started: {why}")
+                _say(f"role {role.value} cannot answer: {why}")
             _say(
-                "worker-llm-offline polls their queues: a run on such a provider waits at its "
+                "their queues are polled all the same: a run on such a provider waits at its "
                 "first call naming the key to set (then `quantdesk up` and `quantdesk resume`)"
             )
         if cluster:
@@ -273,10 +273,19 @@ def register(app: typer.Typer) -> None:
     """Add `up`, `status` and `down` to ``app``."""
 
     @app.command()
-    def up(roles: RolesOption = None) -> None:
+    def up(
+        roles: RolesOption = None,
+        split: Annotated[
+            bool,
+            typer.Option(
+                help="One worker process per role (isolation, or to scale one) instead of one "
+                "process serving every role."
+            ),
+        ] = False,
+    ) -> None:
         """Start (or restart) what is missing or stuck, wait until all is healthy; idempotent."""
         _run(
-            partial(supervisor.up, say=_say),
+            partial(supervisor.up, say=_say, split=split),
             roles,
             strict=True,
             endpoints=True,

@@ -57,7 +57,7 @@ from shared.storage.objects import ObjectStore
 from workers.client import connect
 from workers.identity import is_process
 from workers.namespace_setup import ensure_search_attributes
-from workers.roles import WorkerRole, unanswered
+from workers.roles import WorkerRole, serving_roles, unanswered
 
 T = TypeVar("T")
 
@@ -95,6 +95,8 @@ ROLE_QUEUES: dict[WorkerRole, Callable[[TaskQueues], str]] = {
 # queues their health checks look at, and reach the local model where `up` serves
 # it, even when `up` got settings from code.
 WORKER_SETTING_SECTIONS = ("temporal", "queues", "local_llm")
+WORKER = "worker"
+"""The component name of the worker process that serves every role (`up` without --split)."""
 
 
 @dataclass(frozen=True)
@@ -226,14 +228,13 @@ def worker_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def worker_launch(
-    settings: Settings, role: WorkerRole, folded: Sequence[WorkerRole] = ()
-) -> ServerLaunch:
-    """The real worker command, run by the interpreter running this CLI: ``role``'s worker,
-    and in the same process those of the ``folded`` roles."""
-    roles = ",".join(r.value for r in (role, *folded))
-    argv = [sys.executable, "-m", "cli.main", "worker", "--role", roles]
-    return ServerLaunch(f"worker-{role.value}", argv, ports=[], env=worker_env(settings))
+def worker_launch(settings: Settings, name: str, roles: Sequence[WorkerRole]) -> ServerLaunch:
+    """The real worker command, run by the interpreter running this CLI: one process named
+    ``name`` serving each of ``roles``."""
+    argv = [sys.executable, "-m", "cli.main", "worker", "--role", ",".join(r.value for r in roles)]
+    serving = serving_roles(settings)
+    answering = ",".join(r.value for r in roles if r not in ROLE_QUEUES and r in serving)
+    return ServerLaunch(name, argv, ports=[], env=worker_env(settings), answers=answering)
 
 
 def _temporal(settings: Settings, probe: TemporalProbe) -> Component:
@@ -277,35 +278,58 @@ def _console(settings: Settings) -> Component:
 
 
 def _worker(
-    settings: Settings, role: WorkerRole, probe: TemporalProbe, folded: Sequence[WorkerRole] = ()
+    settings: Settings, name: str, roles: Sequence[WorkerRole], probe: TemporalProbe
 ) -> Component:
-    queues = [queue_of(r, settings) for r in (role, *folded)]
+    """One worker process serving ``roles``: healthy once it polls every one of their queues."""
+    queues = [queue_of(role, settings) for role in roles]
 
     def problem(pid: int | None) -> Problem:
         return next(filter(None, (probe.poller_problem(q, pid) for q in queues)), None)
 
     return Component(
-        f"worker-{role.value}",
-        queues[0],
+        name,
+        queues[0] if len(queues) == 1 else f"{len(queues)} task queues",
         problem,
-        lambda: worker_launch(settings, role, folded),
+        lambda: worker_launch(settings, name, roles),
         WORKER_HEALTH_TIMEOUT,
         is_worker=True,
     )
 
 
-def plan(settings: Settings, roles: Sequence[WorkerRole], probe: TemporalProbe) -> list[Component]:
-    """Servers first (workers need them), then one worker per role. The LLM roles left out
-    because no provider of theirs can answer are polled by the offline worker's process (a
-    few MB each there, with the SDKs imported on first call): a run on such a provider then
-    waits at its call saying which key is missing, as on a worker of its own, never silently."""
+def split_worker_name(role: WorkerRole) -> str:
+    """The component name of ``role``'s own process under `up --split`."""
+    return f"{WORKER}-{role.value}"
+
+
+def worker_components(
+    settings: Settings, roles: Sequence[WorkerRole], probe: TemporalProbe, *, split: bool
+) -> list[Component]:
+    """The worker processes serving ``roles``: one for all of them (``WORKER``), or with
+    ``split`` one per role. The LLM roles left out because no provider of theirs can answer are
+    polled all the same (by the offline worker's process when split; a few MB each, the SDKs
+    being imported on first call): a run on such a provider then waits at its call saying
+    which key is missing, as on a worker of its own, never silently."""
     folded = [role for role in unanswered(settings) if role not in roles]
+    if not split:
+        served = [role for role in WorkerRole if role in roles or role in folded]
+        return [_worker(settings, WORKER, served, probe)] if served else []
+    return [
+        _worker(
+            settings,
+            split_worker_name(role),
+            [role, *(folded if role is WorkerRole.LLM_OFFLINE else ())],
+            probe,
+        )
+        for role in roles
+    ]
+
+
+def plan(
+    settings: Settings, roles: Sequence[WorkerRole], probe: TemporalProbe, *, split: bool = False
+) -> list[Component]:
+    """Servers first (workers need them), then the ``worker_components``."""
     servers = [_temporal(settings, probe), _s3(settings)]
     if settings.local_llm.model is not None:
         servers.append(_local_llm(settings))
     servers.append(_console(settings))
-    workers = [
-        _worker(settings, role, probe, folded if role is WorkerRole.LLM_OFFLINE else ())
-        for role in roles
-    ]
-    return servers + workers
+    return servers + worker_components(settings, roles, probe, split=split)

@@ -66,6 +66,10 @@ class ServerLaunch:
     ports: list[PortClaim]
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path | None = None
+    answers: str = ""
+    """What the process can do under today's settings that its command line does not say (a
+    worker: the LLM roles with a provider that has its key or URL); a running worker whose
+    record says otherwise is replaced, so a key set since it started reaches a new process."""
 
 
 def find_binary(name: str, package: str) -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from cli.stack.components import Blocked, Component, Problem, TemporalProbe, plan
+from cli.stack.components import WORKER, Blocked, Component, Problem, TemporalProbe, plan
 from cli.stack.servers import ServerLaunch, check_ports_free, wait_until
 from shared.config import Settings
 from shared.storage.credentials import ensure_generated_credentials
@@ -90,10 +90,12 @@ class ComponentReport(BaseModel):
 
 
 class PidRecord(BaseModel):
-    """What a pid file holds: the pid and the command line it must still have."""
+    """What a pid file holds: the pid, the command line it must still have, and what it was
+    started able to do (``ServerLaunch.answers``)."""
 
     pid: int
     argv: list[str]
+    answers: str = ""
 
 
 def _pid_path(settings: Settings, name: str) -> Path:
@@ -165,7 +167,7 @@ def _spawn(settings: Settings, name: str, launch: ServerLaunch) -> PidRecord:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    record = PidRecord(pid=process.pid, argv=launch.argv)
+    record = PidRecord(pid=process.pid, argv=launch.argv, answers=launch.answers)
     _pid_path(settings, name).write_text(record.model_dump_json())
     return record
 
@@ -341,27 +343,80 @@ def _exclusive(settings: Settings) -> Iterator[None]:
         yield
 
 
+def _live_workers(settings: Settings) -> dict[str, PidRecord]:
+    """Every worker process of this data dir's stack that is running, by component name."""
+    return {
+        path.stem: record
+        for path in sorted((settings.data_dir / "run").glob(f"{WORKER}*.pid"))
+        if (record := _live_record(settings, path.stem))
+    }
+
+
+def _replace_unplanned_workers(
+    settings: Settings,
+    workers: list[Component],
+    running: dict[str, PidRecord | None],
+    say: Say,
+    *,
+    split: bool,
+) -> None:
+    """Stop the worker processes that do not serve what `up` plans now, before it starts the
+    planned ones: those of the other shape (one per role when one serves all, and the other
+    way round) and a planned one serving other roles (its command line differs). Split
+    workers of roles not named stay: `up --split --roles a` adds a, it takes nothing away."""
+    launches = {c.name: c.launch() for c in workers if c.launch}
+    stale = {
+        name: record
+        for name, record in _live_workers(settings).items()
+        if (name == WORKER if split else name != WORKER)
+        or ((launch := launches.get(name)) is not None and not _launched_as(record, launch))
+    }
+    if not stale:
+        return
+    for name, record in stale.items():
+        answering = f"; answering {record.answers}" if record.answers else ""
+        say(
+            f"stopping {name} (roles {record.argv[-1]}{answering}): replaced by {', '.join(launches)}"
+        )
+    _terminate(list(stale.values()))
+    for name in stale:
+        _pid_path(settings, name).unlink(missing_ok=True)
+        if name in running:
+            running[name] = None
+
+
+def _launched_as(record: PidRecord, launch: ServerLaunch) -> bool:
+    """Whether the process under ``record`` was started as ``launch`` would start it now."""
+    return record.argv == launch.argv and record.answers == launch.answers
+
+
 def up(
-    settings: Settings, roles: Sequence[WorkerRole] = ALL_ROLES, say: Say = _quiet
+    settings: Settings,
+    roles: Sequence[WorkerRole] = ALL_ROLES,
+    say: Say = _quiet,
+    *,
+    split: bool = False,
 ) -> list[ComponentReport]:
     """Start every component that is not running, servers before workers, and check them all.
 
     Every port is checked before anything starts, so a conflict leaves nothing half-up, and
     so are the payload keys: no process of the stack could read a run without them.
-    Workers are not started while a server is unhealthy: they could not connect.
+    Workers are not started while a server is unhealthy: they could not connect. One worker
+    process serves every role in ``roles`` (with ``split``: one process per role).
     ``say`` hears what `up` waits for while it waits, and what it restarts.
     """
     settings.payload_keys()
     with _exclusive(settings), TemporalProbe(settings) as probe:
         if settings.s3.embedded:
             ensure_generated_credentials(settings.data_dir)
-        components = plan(settings, roles, probe)
+        components = plan(settings, roles, probe, split=split)
+        servers = [c for c in components if not c.is_worker]
+        workers = [c for c in components if c.is_worker]
         running = {c.name: _live_record(settings, c.name) for c in components}
+        _replace_unplanned_workers(settings, workers, running, say, split=split)
         launches = {c.name: c.launch() for c in components if c.launch and running[c.name] is None}
         for launch in launches.values():
             check_ports_free(launch)
-        servers = [c for c in components if not c.is_worker]
-        workers = [c for c in components if c.is_worker]
         reports = _bring_up(settings, servers, running, launches, say)
         unhealthy = [r.name for r in reports if not r.healthy]
         if unhealthy:
@@ -372,12 +427,19 @@ def up(
         return reports + _bring_up(settings, workers, running, launches, say)
 
 
+def _running_split(settings: Settings) -> bool:
+    """Whether the workers running are one per role (`up --split`) rather than one for all."""
+    names = set(_live_workers(settings))
+    return WORKER not in names and bool(names)
+
+
 def status(settings: Settings, roles: Sequence[WorkerRole] = ALL_ROLES) -> list[ComponentReport]:
-    """Each component's pid, address and health from one cheap check; starts nothing."""
+    """Each component's pid, address and health from one cheap check; starts nothing. The
+    workers are shown in the shape they run in (one for all roles, or one per role)."""
     with TemporalProbe(settings) as probe:
         return [
             _observe(settings, c, _live_record(settings, c.name), ComponentState.RUNNING)
-            for c in plan(settings, roles, probe)
+            for c in plan(settings, roles, probe, split=_running_split(settings))
         ]
 
 
@@ -398,10 +460,11 @@ def _terminate(records: list[PidRecord]) -> None:
 def down(settings: Settings, roles: Sequence[WorkerRole] = ALL_ROLES) -> list[ComponentReport]:
     """Stop exactly the processes `up` started, workers first (they drain), then servers.
 
-    External endpoints are neither checked nor touched: they are not ours to stop.
+    The workers stopped are those of ``roles`` in the shape they run in: with one worker for
+    all roles, that one (a process cannot stop a part of itself). External endpoints are neither checked nor touched: they are not ours to stop.
     """
     with _exclusive(settings), TemporalProbe(settings) as probe:
-        components = plan(settings, roles, probe)
+        components = plan(settings, roles, probe, split=_running_split(settings))
         running = {c.name: _live_record(settings, c.name) for c in components}
         for workers in (True, False):
             _terminate([r for c in components if c.is_worker is workers and (r := running[c.name])])
@@ -420,11 +483,10 @@ def _stop_unplanned(settings: Settings, planned: set[str]) -> list[ComponentRepo
     """Stop servers an earlier `up` started that today's settings no longer plan (the
     local model after QUANTDESK_LOCAL_LLM__MODEL was unset): `up` started them, so `down`
     stops them. Workers left out of ``roles`` are not servers and stay."""
-    workers = {f"worker-{role.value}" for role in WorkerRole}
     stopped = []
     for path in sorted((settings.data_dir / "run").glob("*.pid")):
         name = path.stem
-        unplanned = name not in planned and name not in workers
+        unplanned = name not in planned and not name.startswith(WORKER)
         record = _live_record(settings, name) if unplanned else None
         if record is None:
             continue
