@@ -4,7 +4,9 @@ A chart (~100 KB) never crosses Temporal: the workflow chooses the object key
 (from its workflow id, run id and step), the activity overwrites whatever is
 there, so a retry leaves one chart, and the vision agents read it by key. The
 activities are synchronous because matplotlib is; the worker runs them in a
-thread pool and ``shared.charts`` serialises the drawing itself.
+thread pool and ``shared.charts`` serialises the drawing itself. Matplotlib is imported by
+the first render, not with this module, which every workflow importing the activities
+(and so the CLI and the console) loads.
 """
 
 from __future__ import annotations
@@ -15,8 +17,7 @@ from activities.failures import as_temporal_failures
 from activities.group import activity_on
 from activities.heartbeat import heartbeating
 from activities.services import Services
-from shared.charts import render
-from shared.charts.candles import png_dimensions
+from shared.charts.png import png_dimensions
 from shared.market.bars import Bar, Timeframe
 from shared.queues import CHARTS_QUEUE
 from shared.storage.objects import ObjectRef
@@ -76,6 +77,8 @@ class ChartActivities(Services):
     @heartbeating
     def render_pattern_chart(self, request: ChartRequest) -> ChartResult:
         """Candles (and volume) of the last 40 bars, for the pattern agent."""
+        from shared.charts import render
+
         with as_temporal_failures():
             png = render.render_pattern_chart(
                 request.bars, symbol=request.symbol, timeframe=request.timeframe
@@ -86,6 +89,8 @@ class ChartActivities(Services):
     @heartbeating
     def render_trend_chart(self, request: ChartRequest) -> ChartResult:
         """Candles of the last 50 bars with four trendlines, for the trend agent."""
+        from shared.charts import render
+
         with as_temporal_failures():
             png, lines = render.render_trend_chart(
                 request.bars, symbol=request.symbol, timeframe=request.timeframe

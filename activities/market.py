@@ -17,7 +17,6 @@ from activities.failures import as_temporal_failures
 from activities.group import activity_on
 from shared.errors import InvalidInput
 from shared.market.bars import Bar, Timeframe, validate_bars
-from shared.market.sources import open_source
 from shared.queues import TOOLS_QUEUE
 from shared.ta.patterns import PatternMatch, detect_patterns
 
@@ -68,6 +67,8 @@ def read_window(request: LoadBarsRequest) -> LoadedBars:
     if request.bars is not None:
         bars = _given_window(request, request.bars)
     else:
+        from shared.market.sources import open_source  # pandas: loaded by the first read
+
         options = {"files": request.csv_path} if request.source == "csv" else {}
         source = open_source(request.source, **options)
         bars = source.read(

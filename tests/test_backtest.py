@@ -25,7 +25,7 @@ from shared.backtest import (
 )
 from shared.backtest.chart import render_equity_chart
 from shared.backtest.report import equity_csv, render_report
-from shared.charts.candles import png_dimensions
+from shared.charts.png import png_dimensions
 from shared.errors import InvalidInput
 
 LONG, FLAT, SHORT = Position.LONG, Position.FLAT, Position.SHORT

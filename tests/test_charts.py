@@ -14,7 +14,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 
 from activities.charts import ChartActivities, ChartRequest
-from shared.charts.candles import candle_figure, chart_window, drawing, png_dimensions
+from shared.charts.candles import candle_figure, chart_window, drawing
+from shared.charts.png import png_dimensions
 from shared.charts.render import (
     TREND_LINE_STYLES,
     render_pattern_chart,

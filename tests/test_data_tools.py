@@ -43,7 +43,8 @@ from shared.data.router import DataRouter
 from shared.errors import NoData
 from shared.llm.contracts import ToolCall, ToolRequest, ToolResult
 from shared.market.bars import Bar, Timeframe
-from shared.ta.indicators_by_name import INDICATORS_BY_NAME, IndicatorByName, Prices
+from shared.ta.indicator_names import IndicatorByName
+from shared.ta.indicators_by_name import INDICATORS_BY_NAME, Prices
 from shared.tools.catalog import (
     DATA_TOOLS,
     FUNDAMENTALS_TOOLS,
@@ -581,7 +582,7 @@ def test_bars_needed_is_where_talib_gives_its_first_value() -> None:
     prices = Prices.of(_walk("BBB", 300))
 
     for name, row in INDICATORS_BY_NAME.items():
-        values = row.compute(prices)
+        values = row.compute(talib, prices)
         assert int(np.argmax(np.isfinite(values))) + 1 == row.bars_needed, name
 
 

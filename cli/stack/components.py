@@ -96,6 +96,7 @@ ROLE_QUEUES: dict[WorkerRole, Callable[[TaskQueues], str]] = {
 # it, even when `up` got settings from code.
 WORKER_SETTING_SECTIONS = ("temporal", "queues", "local_llm")
 WORKER = "worker"
+TEMPORAL = "temporal"
 """The component name of the worker process that serves every role (`up` without --split)."""
 
 
@@ -240,9 +241,9 @@ def worker_launch(settings: Settings, name: str, roles: Sequence[WorkerRole]) ->
 def _temporal(settings: Settings, probe: TemporalProbe) -> Component:
     address = settings.temporal.address
     if not settings.temporal.embedded:
-        return Component("temporal", address, lambda _pid: probe.cluster_problem())
+        return Component(TEMPORAL, address, lambda _pid: probe.cluster_problem())
     return Component(
-        "temporal",
+        TEMPORAL,
         address,
         lambda _pid: probe.cluster_problem() or _ui_problem(ui_url(settings)),
         lambda: temporal_dev_server(settings, SEARCH_ATTRIBUTES, codec_endpoint(settings)),

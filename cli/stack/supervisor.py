@@ -28,7 +28,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from cli.stack.components import WORKER, Blocked, Component, Problem, TemporalProbe, plan
+from cli.stack.components import (
+    TEMPORAL,
+    WORKER,
+    Blocked,
+    Component,
+    Problem,
+    TemporalProbe,
+    plan,
+)
 from cli.stack.servers import ServerLaunch, check_ports_free, wait_until
 from shared.config import Settings
 from shared.storage.credentials import ensure_generated_credentials
@@ -319,17 +327,23 @@ def _restart_stuck(settings: Settings, waits: list[_Wait], say: Say) -> list[_Wa
     return [fresh.get(wait.component.name, wait) for wait in waits]
 
 
-def _bring_up(
+def _start(
     settings: Settings,
     group: list[Component],
     running: dict[str, PidRecord | None],
     launches: dict[str, ServerLaunch],
-    say: Say,
-) -> list[ComponentReport]:
-    """Start the group's missing processes at once, wait for all together, heal the stuck."""
-    waits = [_start_or_watch(settings, c, running[c.name], launches.get(c.name)) for c in group]
+) -> list[_Wait]:
+    """Start the group's missing processes at once; what `up` then waits for."""
+    return [_start_or_watch(settings, c, running[c.name], launches.get(c.name)) for c in group]
+
+
+def _heal(settings: Settings, waits: list[_Wait], say: Say) -> list[_Wait]:
+    """Wait for all together, then restart the stuck and wait for them."""
     _settle(waits, say)
-    waits = _restart_stuck(settings, waits, say)
+    return _restart_stuck(settings, waits, say)
+
+
+def _reports(settings: Settings, waits: list[_Wait]) -> list[ComponentReport]:
     return [_report(settings, w.component, w.state, w.record, w.problem) for w in waits]
 
 
@@ -401,7 +415,8 @@ def up(
 
     Every port is checked before anything starts, so a conflict leaves nothing half-up, and
     so are the payload keys: no process of the stack could read a run without them.
-    Workers are not started while a server is unhealthy: they could not connect. One worker
+    Workers start once Temporal is healthy, while the other servers still come up (a
+    worker connects to nothing else to start); not at all while it is unhealthy. One worker
     process serves every role in ``roles`` (with ``split``: one process per role).
     ``say`` hears what `up` waits for while it waits, and what it restarts.
     """
@@ -417,14 +432,17 @@ def up(
         launches = {c.name: c.launch() for c in components if c.launch and running[c.name] is None}
         for launch in launches.values():
             check_ports_free(launch)
-        reports = _bring_up(settings, servers, running, launches, say)
-        unhealthy = [r.name for r in reports if not r.healthy]
-        if unhealthy:
-            why = f"not started: {', '.join(unhealthy)} unhealthy"
-            return reports + [
+        server_waits = _start(settings, servers, running, launches)
+        cluster = _heal(settings, [w for w in server_waits if w.component.name == TEMPORAL], say)
+        if not all(w.problem is None for w in cluster):
+            others = _heal(settings, [w for w in server_waits if w not in cluster], say)
+            why = f"not started: {TEMPORAL} unhealthy"
+            return _reports(settings, cluster + others) + [
                 _report(settings, w, ComponentState.NOT_STARTED, problem=why) for w in workers
             ]
-        return reports + _bring_up(settings, workers, running, launches, say)
+        rest = [w for w in server_waits if w.component.name != TEMPORAL]
+        rest += _start(settings, workers, running, launches)
+        return _reports(settings, cluster + _heal(settings, rest, say))
 
 
 def _running_split(settings: Settings) -> bool:

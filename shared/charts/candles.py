@@ -13,7 +13,6 @@ x = bar index are straight lines in the same coordinates.
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -79,7 +78,6 @@ CANDLE_MARGIN = 0.05
 """Space above and below the candles, as a share of their range."""
 
 X_TICKS = 8
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def chart_window(bars: Sequence[Bar], last: int) -> pd.DataFrame:
@@ -179,14 +177,6 @@ def png_bytes(figure: Figure) -> bytes:
     finally:
         plt.close(figure)
     return buffer.getvalue()
-
-
-def png_dimensions(png: bytes) -> tuple[int, int]:
-    """``(width, height)`` in pixels, read from the PNG header without decoding the image."""
-    if png[:8] != _PNG_SIGNATURE or png[12:16] != b"IHDR":
-        raise InvalidInput("png", "not a PNG image")
-    width, height = struct.unpack(">II", png[16:24])
-    return width, height
 
 
 def _time_format(timeframe: Timeframe) -> str:

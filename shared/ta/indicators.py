@@ -18,17 +18,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-import talib
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from shared.errors import InvalidInput
 from shared.market.bars import Bar, bars_to_frame, validate_bars
 from shared.validation_errors import problem
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class IndicatorName(StrEnum):
@@ -210,6 +211,8 @@ def compute_indicator(
     frame = bars_to_frame(bars)
     validate_bars(frame)
     inputs = talib_inputs(frame, spec.inputs)
+    import talib  # with pandas, 0.3 s: loaded by the first computation, not by every importer
+
     raw = getattr(talib, spec.function)(*inputs, **chosen.model_dump())
     arrays: tuple[NDArray[np.float64], ...] = raw if isinstance(raw, tuple) else (raw,)
     values = {

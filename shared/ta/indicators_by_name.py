@@ -11,34 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
+from types import ModuleType
 
 import numpy as np
-import talib
 from numpy.typing import NDArray
 
 from shared.market.bars import Bar, bars_to_frame
+from shared.ta.indicator_names import IndicatorByName
 from shared.ta.indicators import missing_as_none, talib_inputs
 
 Array = NDArray[np.float64]
-
-
-class IndicatorByName(StrEnum):
-    """The names the market analyst may ask for."""
-
-    SMA_50 = "sma_50"
-    SMA_200 = "sma_200"
-    EMA_10 = "ema_10"
-    MACD = "macd"
-    MACDS = "macds"
-    MACDH = "macdh"
-    RSI = "rsi"
-    BOLL = "boll"
-    BOLL_UB = "boll_ub"
-    BOLL_LB = "boll_lb"
-    ATR = "atr"
-    VWMA = "vwma"
-    MFI = "mfi"
 
 
 @dataclass(frozen=True)
@@ -62,15 +44,17 @@ class NamedIndicator:
 
     name: IndicatorByName
     description: str
-    compute: Callable[[Prices], Array]
+    compute: Callable[[ModuleType, Prices], Array]
+    """TA-Lib (imported by the first computation, not with the table) and the prices."""
     bars_needed: int
 
 
-def _vwma(prices: Prices, window: int) -> Array:
+def _vwma(ta: ModuleType, prices: Prices, window: int) -> Array:
     """Volume-weighted average of the typical price (stockstats' definition)."""
     typical = (prices.high + prices.low + prices.close) / 3
     with np.errstate(divide="ignore", invalid="ignore"):
-        return talib.SUM(typical * prices.volume, window) / talib.SUM(prices.volume, window)
+        result: Array = ta.SUM(typical * prices.volume, window) / ta.SUM(prices.volume, window)
+        return result
 
 
 INDICATORS_BY_NAME: dict[IndicatorByName, NamedIndicator] = {
@@ -80,85 +64,85 @@ INDICATORS_BY_NAME: dict[IndicatorByName, NamedIndicator] = {
             IndicatorByName.SMA_50,
             "50-bar simple moving average of the close: the medium-term trend and a "
             "dynamic support/resistance level",
-            lambda p: talib.SMA(p.close, 50),
+            lambda ta, p: ta.SMA(p.close, 50),
             50,
         ),
         NamedIndicator(
             IndicatorByName.SMA_200,
             "200-bar simple moving average of the close: the long-term trend; a close "
             "crossing it (or the 50 crossing it) marks a regime change",
-            lambda p: talib.SMA(p.close, 200),
+            lambda ta, p: ta.SMA(p.close, 200),
             200,
         ),
         NamedIndicator(
             IndicatorByName.EMA_10,
             "10-bar exponential moving average of the close: short-term momentum",
-            lambda p: talib.EMA(p.close, 10),
+            lambda ta, p: ta.EMA(p.close, 10),
             10,
         ),
         NamedIndicator(
             IndicatorByName.MACD,
             "MACD line (12-bar EMA minus 26-bar EMA of the close): momentum; its "
             "crossings of the signal line mark momentum shifts",
-            lambda p: talib.MACD(p.close, 12, 26, 9)[0],
+            lambda ta, p: ta.MACD(p.close, 12, 26, 9)[0],
             34,
         ),
         NamedIndicator(
             IndicatorByName.MACDS,
             "MACD signal line (9-bar EMA of the MACD line)",
-            lambda p: talib.MACD(p.close, 12, 26, 9)[1],
+            lambda ta, p: ta.MACD(p.close, 12, 26, 9)[1],
             34,
         ),
         NamedIndicator(
             IndicatorByName.MACDH,
             "MACD histogram (MACD line minus signal): the strength of momentum; a sign "
             "change is a crossover",
-            lambda p: talib.MACD(p.close, 12, 26, 9)[2],
+            lambda ta, p: ta.MACD(p.close, 12, 26, 9)[2],
             34,
         ),
         NamedIndicator(
             IndicatorByName.RSI,
             "14-bar relative strength index, 0-100: above 70 overbought, below 30 oversold",
-            lambda p: talib.RSI(p.close, 14),
+            lambda ta, p: ta.RSI(p.close, 14),
             15,
         ),
         NamedIndicator(
             IndicatorByName.BOLL,
             "Bollinger middle band (20-bar SMA of the close)",
-            lambda p: talib.BBANDS(p.close, 20, 2.0, 2.0)[1],
+            lambda ta, p: ta.BBANDS(p.close, 20, 2.0, 2.0)[1],
             20,
         ),
         NamedIndicator(
             IndicatorByName.BOLL_UB,
             "Bollinger upper band (middle + 2 standard deviations): overbought zone and "
             "breakout level",
-            lambda p: talib.BBANDS(p.close, 20, 2.0, 2.0)[0],
+            lambda ta, p: ta.BBANDS(p.close, 20, 2.0, 2.0)[0],
             20,
         ),
         NamedIndicator(
             IndicatorByName.BOLL_LB,
             "Bollinger lower band (middle - 2 standard deviations): oversold zone",
-            lambda p: talib.BBANDS(p.close, 20, 2.0, 2.0)[2],
+            lambda ta, p: ta.BBANDS(p.close, 20, 2.0, 2.0)[2],
             20,
         ),
         NamedIndicator(
             IndicatorByName.ATR,
             "14-bar average true range: volatility in price units, for stops and sizing",
-            lambda p: talib.ATR(p.high, p.low, p.close, 14),
+            lambda ta, p: ta.ATR(p.high, p.low, p.close, 14),
             15,
         ),
         NamedIndicator(
             IndicatorByName.VWMA,
             "14-bar volume-weighted moving average of the typical price: the trend "
             "weighted by participation",
-            lambda p: _vwma(p, 14),
+            lambda ta, p: _vwma(ta, p, 14),
             14,
         ),
         NamedIndicator(
             IndicatorByName.MFI,
             "14-bar money flow index, 0-100: RSI weighted by volume; above 80 "
             "overbought, below 20 oversold",
-            lambda p: talib.MFI(p.high, p.low, p.close, p.volume, 14),
+            lambda ta, p: ta.MFI(p.high, p.low, p.close, p.volume, 14),
             15,
         ),
     )
@@ -168,4 +152,6 @@ INDICATORS_BY_NAME: dict[IndicatorByName, NamedIndicator] = {
 
 def compute_by_name(name: IndicatorByName, prices: Prices) -> list[float | None]:
     """One value per bar of ``prices``; ``None`` where there is no finite value yet."""
-    return missing_as_none(INDICATORS_BY_NAME[name].compute(prices))
+    import talib
+
+    return missing_as_none(INDICATORS_BY_NAME[name].compute(talib, prices))

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from shared.llm.contracts import ToolResult
-from shared.ta.indicators_by_name import IndicatorByName
+from shared.ta.indicator_names import IndicatorByName
 
 R = TypeVar("R", bound=BaseModel)
 

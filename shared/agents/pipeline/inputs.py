@@ -45,7 +45,7 @@ from shared.agents.pipeline.schemas import (
     Speaker,
     TraderProposal,
 )
-from shared.ta.indicators_by_name import IndicatorByName
+from shared.ta.indicator_names import IndicatorByName
 
 MISSING = "missing"
 """The key of the missing reports in the flat JSON (no analyst may be named so)."""

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from shared.agents.pipeline.analyst import Desk, analyst_spec
 from shared.agents.pipeline.evidence import INF, Bands, Evidence, banded, sign_of, signed
 from shared.agents.pipeline.facts import Payloads, PriceFacts, price_facts
-from shared.ta.indicators_by_name import IndicatorByName
+from shared.ta.indicator_names import IndicatorByName
 from shared.tools.catalog import MARKET_TOOLS
 
 CRASH_DRAWDOWN = 0.9
