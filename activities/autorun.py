@@ -32,6 +32,7 @@ from activities.heartbeat import heartbeating
 from activities.research import JSON, MARKDOWN
 from activities.services import Services, StoredReport
 from shared.agents.portfolio.inputs import TickerDecision
+from shared.charts.offload import drawn
 from shared.data.contracts import DataKind
 from shared.errors import QuantdeskError
 from shared.market.bars import Timeframe
@@ -212,8 +213,12 @@ class AutoRunActivities(Services):
                 as_of=as_of,
             )
             bars = routed.value
-            return render_pattern_chart(
-                bars, symbol=symbol, timeframe=Timeframe.D1.value, last=min(len(bars), CHART_BARS)
+            return drawn(
+                render_pattern_chart,
+                bars,
+                symbol=symbol,
+                timeframe=Timeframe.D1.value,
+                last=min(len(bars), CHART_BARS),
             )
         except QuantdeskError as error:
             activity.logger.warning("no chart for %s: %s", symbol, error)

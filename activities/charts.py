@@ -4,9 +4,9 @@ A chart (~100 KB) never crosses Temporal: the workflow chooses the object key
 (from its workflow id, run id and step), the activity overwrites whatever is
 there, so a retry leaves one chart, and the vision agents read it by key. The
 activities are synchronous because matplotlib is; the worker runs them in a
-thread pool and ``shared.charts`` serialises the drawing itself. Matplotlib is imported by
-the first render, not with this module, which every workflow importing the activities
-(and so the CLI and the console) loads.
+thread pool, and each chart is drawn in the chart process (``shared.charts.offload``).
+Matplotlib is imported by the first chart, not with this module, which the CLI and the
+console import with the workflows that name its activities.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from activities.failures import as_temporal_failures
 from activities.group import activity_on
 from activities.heartbeat import heartbeating
 from activities.services import Services
+from shared.charts.offload import drawn
 from shared.charts.png import png_dimensions
 from shared.market.bars import Bar, Timeframe
 from shared.queues import CHARTS_QUEUE
@@ -77,11 +78,14 @@ class ChartActivities(Services):
     @heartbeating
     def render_pattern_chart(self, request: ChartRequest) -> ChartResult:
         """Candles (and volume) of the last 40 bars, for the pattern agent."""
-        from shared.charts import render
+        from shared.charts.render import render_pattern_chart
 
         with as_temporal_failures():
-            png = render.render_pattern_chart(
-                request.bars, symbol=request.symbol, timeframe=request.timeframe
+            png = drawn(
+                render_pattern_chart,
+                request.bars,
+                symbol=request.symbol,
+                timeframe=request.timeframe,
             )
             return self._stored(request, png, None)
 
@@ -89,10 +93,10 @@ class ChartActivities(Services):
     @heartbeating
     def render_trend_chart(self, request: ChartRequest) -> ChartResult:
         """Candles of the last 50 bars with four trendlines, for the trend agent."""
-        from shared.charts import render
+        from shared.charts.render import render_trend_chart
 
         with as_temporal_failures():
-            png, lines = render.render_trend_chart(
-                request.bars, symbol=request.symbol, timeframe=request.timeframe
+            png, lines = drawn(
+                render_trend_chart, request.bars, symbol=request.symbol, timeframe=request.timeframe
             )
             return self._stored(request, png, lines)

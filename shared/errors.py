@@ -16,6 +16,14 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+def _rebuilt(kind: type[QuantdeskError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    """An error of ``kind`` with ``args`` and attributes ``state``, its ``__init__`` skipped."""
+    error = kind.__new__(kind)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
 class QuantdeskError(Exception):
     """Base class. ``retryable`` tells Temporal whether another attempt can help."""
 
@@ -25,6 +33,11 @@ class QuantdeskError(Exception):
         self.message = message
         self.fix = fix
         super().__init__(f"{message} {fix}".strip() if fix else message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by state, not by ``__init__``'s arguments (which subclasses change): an error
+        raised in a chart process (``shared.charts.offload``) reaches the worker whole."""
+        return (_rebuilt, (type(self), self.args, self.__dict__))
 
     @property
     def type_name(self) -> str:
@@ -109,6 +122,13 @@ class StructuredOutputError(QuantdeskError):
 
 class StorageUnavailable(QuantdeskError):
     """The object store could not be reached; a later attempt may succeed."""
+
+    retryable = True
+
+
+class ChartProcessLost(QuantdeskError):
+    """The process drawing charts died mid-chart (killed, out of memory); a new one is started
+    for the next attempt."""
 
     retryable = True
 

@@ -190,26 +190,25 @@ class SpendLedger(SqlStore):
                     .on_conflict_do_nothing()
                 )
             others = spend_calls.c.call != call
-            run_spent = _sum(conn, others, spend_calls.c.run == scope.run)
-            run_limit = _limit(conn, run_scope(scope.run), started)
-            refusal = _overrun(
+            refusal = _refusal(
+                conn,
                 f"run {scope.run}",
-                run_spent,
+                _limit(conn, run_scope(scope.run), started),
                 estimate,
-                run_limit,
                 f"quantdesk budget raise {scope.run}",
+                others,
+                spend_calls.c.run == scope.run,
             )
             if refusal is None and scope.book is not None:
-                book_spent = _sum(
-                    conn, others, spend_calls.c.book == scope.book, spend_calls.c.day == day
-                )
-                book_limit = _limit(conn, book_scope(scope.book), _daily(daily))
-                refusal = _overrun(
+                refusal = _refusal(
+                    conn,
                     f"book {scope.book} on {day} (UTC)",
-                    book_spent,
+                    _limit(conn, book_scope(scope.book), _daily(daily)),
                     estimate,
-                    book_limit,
                     f"quantdesk budget raise --book {scope.book}",
+                    others,
+                    spend_calls.c.book == scope.book,
+                    spend_calls.c.day == day,
                 )
             if refusal is not None:
                 # Kept at nothing: the run is known to wait on this book (``runs_of_book``).
@@ -311,6 +310,16 @@ def _limit(conn: Connection, scope: str, otherwise: Limit) -> Limit:
         usd=found.usd if found.usd is not None else otherwise.usd,
         tokens=found.tokens if found.tokens is not None else otherwise.tokens,
     )
+
+
+def _refusal(
+    conn: Connection, what: str, limit: Limit, estimate: Spend, raise_with: str, *where: object
+) -> SpendingLimitReached | None:
+    """``_overrun`` of the calls ``where`` selects against ``limit``; without a limit nothing
+    is summed (a run's tree holds thousands of rows, and most runs have no limit)."""
+    if limit == Limit():
+        return None
+    return _overrun(what, _sum(conn, *where), estimate, limit, raise_with)
 
 
 def _sum(conn: Connection, *where: object) -> Spend:

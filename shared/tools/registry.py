@@ -21,6 +21,7 @@ the vendor that answered, which the result records.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -96,20 +97,26 @@ def tool_named(name: str) -> Tool:
 
 def tool_specs(names: Iterable[str], *, fixed: Iterable[str] = ()) -> list[ToolSpec]:
     """The schemas to offer the model, without the arguments the workflow fixes."""
-    specs = []
-    for name in names:
-        tool = tool_named(name)
-        hidden = set(fixed) | tool.context_fields
-        schema = tool.arguments.model_json_schema()
-        properties = {k: v for k, v in schema.get("properties", {}).items() if k not in hidden}
-        required = [k for k in schema.get("required", []) if k not in hidden]
-        parameters: dict[str, Any] = {"type": "object", "properties": properties}
-        if required:
-            parameters["required"] = required
-        if "$defs" in schema:
-            parameters["$defs"] = schema["$defs"]
-        specs.append(ToolSpec(name=name, description=tool.description, parameters=parameters))
-    return specs
+    hidden = frozenset(fixed)
+    return [_tool_spec(name, hidden) for name in names]
+
+
+@functools.cache
+def _tool_spec(name: str, fixed: frozenset[str]) -> ToolSpec:
+    """One tool's spec, built once per process: pydantic builds a JSON schema anew at every
+    ``model_json_schema`` call, and every agent turn of every run asks (2 s of a 60-name
+    desk's 62 s of GIL, issue 39). Specs are never changed once built."""
+    tool = tool_named(name)
+    hidden = fixed | tool.context_fields
+    schema = tool.arguments.model_json_schema()
+    properties = {k: v for k, v in schema.get("properties", {}).items() if k not in hidden}
+    required = [k for k in schema.get("required", []) if k not in hidden]
+    parameters: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        parameters["required"] = required
+    if "$defs" in schema:
+        parameters["$defs"] = schema["$defs"]
+    return ToolSpec(name=name, description=tool.description, parameters=parameters)
 
 
 def _render(value: object) -> str:
