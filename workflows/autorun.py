@@ -15,7 +15,8 @@ The history stays small at many names: a Pipeline returns a ``PipelineDigest`` (
 decision in a line, its usage, the key of the whole decision it stored), and the
 Portfolio and the report read the gathered decisions by key. Runs from before
 (patch ``slim-pipeline-results``) kept whole results and started the Reflects last.
-More than ``DIRECT_MAX`` names, and more than two rounds of ``concurrency``, are
+More than ``DIRECT_MAX`` names, and more than two rounds of ``concurrency`` (of at most
+``DIRECT_LANES``), are
 analysed through ``PipelineBatch`` children (patch ``pipeline-batches``,
 ``workflows.pipeline_batch``): the history grows with the batches, at most
 ``MAX_BATCHES``, not with the names; a name's step shows running while its batch runs,
@@ -109,7 +110,10 @@ REPORT_START_TO_CLOSE = timedelta(minutes=30)
 """The run report draws a chart per name: 500 names took more than 2 minutes on a loaded
 machine, and every attempt timed out. It heartbeats, so a dead worker is still found soon."""
 DEFAULT_CASH = Decimal(100_000)
-MAX_CONCURRENCY = 32
+MAX_CONCURRENCY = 64
+"""Pipelines at once, at most. Each has one model call in flight most of its time, so a
+provider at R calls a second, L seconds a call, is kept busy only by about R x L of them:
+64 serve R = 50 at L = 1 s with room for the phases where a Pipeline waits on a tool."""
 CONVICTION_RANK = {Conviction.LOW: 1, Conviction.MEDIUM: 2, Conviction.HIGH: 3}
 
 OPEN_BOOK, SCAN, PORTFOLIO, REPORT, REFLECT = "open_book", "scan", "portfolio", "report", "reflect"
@@ -124,6 +128,10 @@ BATCHES_PATCH = "pipeline-batches"
 DIRECT_MAX = 16
 """Names an AutoRun analyses itself, at most (about 2 KB of its history each): a desk of a
 Scan's shortlist needs no batches, nor the extra hop they take."""
+DIRECT_LANES = 32
+"""Past two rounds of this many lanes, names go through batches however many lanes there are:
+100 names at 64 lanes took the AutoRun's own history to 230 KB. (The limit on lanes was 32,
+so runs from before took the same path.)"""
 
 
 class AutoRunInput(RunInput):
@@ -397,7 +405,7 @@ class AutoRunWorkflow(TrackedRun):
                 return
             self._decided(symbol, result)
 
-        many = len(self.tickers) > max(2 * args.concurrency, DIRECT_MAX)
+        many = len(self.tickers) > max(2 * min(args.concurrency, DIRECT_LANES), DIRECT_MAX)
         if slim and many and workflow.patched(BATCHES_PATCH):
             await self._batches(args, plan, positions)
         else:
