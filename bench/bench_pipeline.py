@@ -18,7 +18,11 @@ wire, so the measured run is the real graph with real decisions, and its final
 decision must equal the offline one. Runs in-process on the time-skipping server with
 a real S3, like the tests; no stack is needed.
 
-    .venv/bin/python bench/bench_pipeline.py [--latency 0.5] [--rounds 1] [--runs 5] [--symbol GOOG]
+    .venv/bin/python bench/bench_pipeline.py [--latency 0.5] [--rounds 1] [--runs 5] [--symbol GOOG] [--stack]
+
+With ``--stack`` the measured runs go through a stack started as `quantdesk up` starts it (a
+temporary data dir on free ports; its workers are processes of their own, its OpenAI role
+keyed and pointed at the stand-in), stopped after: the deployed path.
 
 With ``QUANTDESK_CODEC__ENABLED=true`` and ``QUANTDESK_CODEC__KEYS`` set, every payload is
 encrypted as on an external cluster (``workers.converter``): the same numbers, with the codec.
@@ -37,6 +41,7 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -53,15 +58,17 @@ from activities.research import ResearchActivities  # noqa: E402
 from activities.tools import run_tool_activity  # noqa: E402
 from bench.timeline import Breakdown, breakdown  # noqa: E402
 from shared.agents.pipeline.roles import ANALYST_AGENTS  # noqa: E402
-from shared.config import Settings, load_settings  # noqa: E402
+from shared.config import ENV_PREFIX, Settings, load_settings  # noqa: E402
 from shared.data.factory import build_router  # noqa: E402
 from shared.llm.contracts import ChatResponse  # noqa: E402
 from shared.llm.providers import QUEUE_OFFLINE, QUEUE_OPENAI  # noqa: E402
 from shared.queues import TOOLS_QUEUE  # noqa: E402
 from shared.storage.objects import ObjectStore  # noqa: E402
 from shared.tools.registry import ToolServices  # noqa: E402
+from tests.cli_process import run_quantdesk, stack_env, stack_ports, stack_settings  # noqa: E402
 from tests.fakes.replay import ReplayVendor, recording_chat  # noqa: E402
-from tests.servers import running_workers, s3_for_tests  # noqa: E402
+from tests.servers import free_port_base, running_workers, s3_for_tests  # noqa: E402
+from workers.client import connect  # noqa: E402
 from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan, freeze_startup_heap  # noqa: E402
 from workers.namespace_setup import ensure_search_attributes  # noqa: E402
@@ -92,25 +99,88 @@ async def _workers(client: Client, settings: Settings, chat: WorkerPlan) -> Asyn
         yield
 
 
-async def _pipeline(client: Client, payload: dict[str, Any]) -> PipelineResult:
+async def _pipeline(client: Client, payload: dict[str, Any], queue: str = QUEUE) -> PipelineResult:
     return await client.execute_workflow(
         "Pipeline",
         payload,
         id=f"bench-pipeline-{uuid.uuid4().hex[:8]}",
-        task_queue=QUEUE,
+        task_queue=queue,
         result_type=PipelineResult,
     )
 
 
-async def _timed(client: Client, payload: dict[str, Any]) -> tuple[PipelineResult, Breakdown]:
+async def _timed(
+    client: Client, payload: dict[str, Any], queue: str
+) -> tuple[PipelineResult, Breakdown]:
     """One Pipeline, and where its time went by the histories of it and its debates."""
-    result = await _pipeline(client, payload)
+    result = await _pipeline(client, payload, queue)
     ids = [result.workflow_id, *(f"{result.workflow_id}-{step}" for step in ("debate", "risk"))]
     return result, await breakdown(client, ids if result.abort_reason is None else ids[:1])
 
 
-async def main(latency: float, rounds: int, runs: int, symbol: str, as_of: str) -> None:
+@dataclass
+class Measured:
+    """The measured runs (wall seconds and where the time went), the warm-up's seconds, and
+    what the stand-in vendor saw."""
+
+    result: PipelineResult
+    timed: list[tuple[float, Breakdown]]
+    cold: float
+    http_requests: int
+    most_in_flight: int
+
+
+async def _measure(
+    client: Client, queue: str, measured: dict[str, Any], runs: int, vendor: ReplayVendor
+) -> Measured:
+    """A warm-up run, then ``runs`` timed ones, one after another."""
+    # A desk's chat worker has long paid its one-time costs (the SDK's first imports and
+    # client, about 0.2 s here) by the time a Pipeline runs; the measured runs come after.
+    started = time.perf_counter()
+    await _pipeline(client, measured, queue)
+    cold = time.perf_counter() - started
+    warm_up = len(vendor.requests)
+    timed = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        result, spent = await _timed(client, measured, queue)
+        timed.append((time.perf_counter() - started, spent))
+    requests = (len(vendor.requests) - warm_up) // runs
+    return Measured(result, timed, cold, requests, vendor.most_in_flight)
+
+
+async def _on_stack(
+    replies: dict[str, ChatResponse], latency: float, measured: dict[str, Any], runs: int
+) -> Measured:
+    """The runs on a stack started as `quantdesk up` starts it (its own data dir and free
+    ports), its OpenAI role keyed and pointed at the stand-in; `down` at the end."""
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-pipeline-") as folder,
+        ReplayVendor(replies, latency) as vendor,
+    ):
+        data_dir = Path(folder) / "data"
+        base = free_port_base(lambda base: stack_ports(data_dir, base), high=29000)
+        own, settings = stack_settings(data_dir, base)
+        env = stack_env(
+            own,
+            OPENAI_API_KEY=KEY,
+            **{f"{ENV_PREFIX}OPENAI__BASE_URL": vendor.base_url_openai},
+        )
+        up = run_quantdesk(env, "up")
+        try:
+            if up.returncode != 0:
+                raise SystemExit(f"`up` failed:\n{up.stdout}\n{up.stderr}")
+            client = await connect(settings)
+            return await _measure(client, settings.queues.workflows, measured, runs, vendor)
+        finally:
+            run_quantdesk(env, "down")
+
+
+async def main(
+    latency: float, rounds: int, runs: int, symbol: str, as_of: str, stack: bool
+) -> None:
     payload = {"symbol": symbol, "as_of": as_of, "debate_rounds": rounds, "risk_rounds": rounds}
+    measured = {**payload, "llm": {"provider": "openai"}}
     replies: dict[str, ChatResponse] = {}
     with tempfile.TemporaryDirectory() as tmp, s3_for_tests(Path(tmp)) as s3:
         env = await WorkflowEnvironment.start_time_skipping(
@@ -132,34 +202,37 @@ async def main(latency: float, rounds: int, runs: int, symbol: str, as_of: str) 
             )
             async with _workers(env.client, s3, offline):
                 recorded = await _pipeline(env.client, payload)
-            with ReplayVendor(replies, latency) as vendor:
-                settings = load_settings(
-                    data_dir=s3.data_dir,
-                    s3=s3.s3.model_dump(),
-                    openai={"api_key": KEY, "base_url": vendor.base_url_openai},
-                )
-                chat = WorkerPlan(
-                    queue=QUEUE_OPENAI, activities=[LlmActivities(settings, QUEUE_OPENAI).chat]
-                )
-                measured = {**payload, "llm": {"provider": "openai"}}
-                async with _workers(env.client, settings, chat):
-                    # A warm-up run first: a desk's chat worker has long paid its one-time
-                    # costs (the SDK's first imports and client, about 0.2 s here) by the
-                    # time a Pipeline runs; the measured run is the second.
-                    started = time.perf_counter()
-                    await _pipeline(env.client, measured)
-                    cold = time.perf_counter() - started
-                    warm_up = len(vendor.requests)
-                    freeze_startup_heap()  # as a worker process does once it is built
-                    timed = []
-                    for _ in range(runs):
-                        started = time.perf_counter()
-                        result, spent = await _timed(env.client, measured)
-                        timed.append((time.perf_counter() - started, spent))
-                http_requests = (len(vendor.requests) - warm_up) // runs
-                most_in_flight = vendor.most_in_flight
+            if not stack:
+                with ReplayVendor(replies, latency) as vendor:
+                    settings = load_settings(
+                        data_dir=s3.data_dir,
+                        s3=s3.s3.model_dump(),
+                        openai={"api_key": KEY, "base_url": vendor.base_url_openai},
+                    )
+                    chat = WorkerPlan(
+                        queue=QUEUE_OPENAI, activities=[LlmActivities(settings, QUEUE_OPENAI).chat]
+                    )
+                    async with _workers(env.client, settings, chat):
+                        freeze_startup_heap()  # as a worker process does once it is built
+                        outcome = await _measure(env.client, QUEUE, measured, runs, vendor)
         finally:
             await env.shutdown()
+    if stack:
+        outcome = await _on_stack(replies, latency, measured, runs)
+    _report(outcome, recorded, latency, rounds, runs, symbol, as_of, stack)
+
+
+def _report(
+    outcome: Measured,
+    recorded: PipelineResult,
+    latency: float,
+    rounds: int,
+    runs: int,
+    symbol: str,
+    as_of: str,
+    stack: bool,
+) -> None:
+    result = outcome.result
     calls = Counter({agent: u.calls for agent, u in result.usage.by_agent.items()})
     longest = max(calls[agent] for agent in ANALYST_AGENTS.values())
     sequential = sum(n for agent, n in calls.items() if agent not in ANALYST_AGENTS.values())
@@ -167,17 +240,25 @@ async def main(latency: float, rounds: int, runs: int, symbol: str, as_of: str) 
     total = sum(calls.values())
     same = result.decision == recorded.decision
     path = critical * latency
-    timed.sort(key=lambda run: run[0])
+    timed = sorted(outcome.timed, key=lambda run: run[0])
     wall, spent = timed[len(timed) // 2]
-    print(f"{symbol} as of {as_of}, {rounds} round(s), {latency:.2f} s per LLM call over HTTP")
+    where = "`quantdesk up`'s stack (worker processes)" if stack else "in-process workers"
     print(
-        f"calls: {total} in all ({http_requests} HTTP requests, at most {most_in_flight} at "
-        f"once); critical path {critical} (longest analyst {longest} + {sequential} in sequence)"
+        f"{symbol} as of {as_of}, {rounds} round(s), {latency:.2f} s per LLM call over HTTP, "
+        f"on {where}"
+    )
+    print(
+        f"calls: {total} in all ({outcome.http_requests} HTTP requests, at most "
+        f"{outcome.most_in_flight} at once); critical path {critical} (longest analyst "
+        f"{longest} + {sequential} in sequence)"
     )
     print(f"decision {result.decision.rating.value}, identical to the offline run's: {same}")
     print(f"critical path  {path:6.2f} s;  sum of calls {total * latency:6.2f} s")
     ratios = " ".join(f"{w / path:.2f}" for w, _ in timed)
-    print(f"wall/critical  {ratios}  ({runs} runs, sorted; the warm-up run: {cold / path:.2f})")
+    print(
+        f"wall/critical  {ratios}  ({runs} runs, sorted; the warm-up run: "
+        f"{outcome.cold / path:.2f})"
+    )
     print(
         f"median run     {wall:6.2f} s  (wall/critical {wall / path:.2f}, "
         f"wall/sum {wall / (total * latency):.2f})"
@@ -192,9 +273,21 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=5, help="measured runs (after a warm-up)")
     parser.add_argument("--symbol", default="GOOG")
     parser.add_argument("--as-of", default="2012-06-01T00:00:00Z")
+    parser.add_argument(
+        "--stack", action="store_true", help="measure on a stack `quantdesk up` starts"
+    )
     options = parser.parse_args()
     if options.runs < 1:
         parser.error("--runs must be at least 1")
-    asyncio.run(main(options.latency, options.rounds, options.runs, options.symbol, options.as_of))
+    asyncio.run(
+        main(
+            options.latency,
+            options.rounds,
+            options.runs,
+            options.symbol,
+            options.as_of,
+            options.stack,
+        )
+    )
     sys.stdout.flush()
     os._exit(0)  # sdk-python #300: skip the interpreter teardown that can abort

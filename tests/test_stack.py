@@ -124,14 +124,19 @@ def _pid_running(fragment: str) -> int:
     return found[0]
 
 
-def _table(output: str) -> dict[str, tuple[str, str]]:
-    """Component -> (pid, state), read from the printed table."""
+def _cells(output: str) -> dict[str, list[str]]:
+    """Component -> its cells (pid, address, state, memory, up for), from the printed table."""
     rows = {}
     for line in output.splitlines():
         cells = re.split(r"\s{2,}", line.strip())
-        if len(cells) == 4 and (cells[0] in SERVERS or cells[0].startswith("worker")):
-            rows[cells[0]] = (cells[1], cells[3])
+        if len(cells) == 6 and (cells[0] in SERVERS or cells[0].startswith("worker")):
+            rows[cells[0]] = cells
     return rows
+
+
+def _table(output: str) -> dict[str, tuple[str, str]]:
+    """Component -> (pid, state), read from the printed table."""
+    return {name: (cells[1], cells[3]) for name, cells in _cells(output).items()}
 
 
 def _states(output: str) -> dict[str, str]:
@@ -393,6 +398,14 @@ class TestStack:
         result = stack.quantdesk("status")
         assert result.returncode == 0, result.stdout + result.stderr
         assert _states(result.stdout) == dict.fromkeys(COMPONENTS, "running")
+        memory = {name: cells[4] for name, cells in _cells(result.stdout).items()}
+        assert all(re.fullmatch(r"[\d,]+ MB", shown) for shown in memory.values()), memory
+        megabytes = [int(shown.removesuffix(" MB").replace(",", "")) for shown in memory.values()]
+        assert all(20 < mb < 1500 for mb in megabytes), memory
+        total = re.search(r"^([\d,]+) MB in 4 processes$", result.stdout, re.M)
+        assert total is not None and int(total.group(1).replace(",", "")) == pytest.approx(
+            sum(megabytes), abs=4
+        )
         assert "runs whose workflow task keeps failing: none" in result.stdout
 
     def test_down_stops_exactly_the_processes_it_started(self, stack: Stack) -> None:

@@ -32,6 +32,7 @@ from cli.stack.cli_profile import remove_profile, write_profile
 from cli.stack.components import ui_url
 from cli.stack.console import console_url
 from cli.stack.pollers import GONE_AFTER, QueueService, queue_services
+from cli.stack.process_usage import shown_duration
 from cli.stack.supervisor import ALL_ROLES, ComponentReport, ComponentState
 from cli.stuck_runs import stuck_runs
 from cli.views import STUCK_TITLE, stuck_table
@@ -94,10 +95,17 @@ def _show(reports: list[ComponentReport]) -> None:
     # On a narrow terminal the address folds; names and states stay whole and greppable.
     table.add_column("address", overflow="fold")
     table.add_column("state", no_wrap=True)
+    table.add_column("memory", justify="right", no_wrap=True)
+    table.add_column("up for", justify="right", no_wrap=True)
     for report in reports:
         state = Text(report.state.value, style=STATE_STYLES[report.state])
-        table.add_row(report.name, str(report.pid or "-"), report.address, state)
+        usage = report.usage
+        memory = f"{usage.rss_mb:,.0f} MB" if usage else "-"
+        age = shown_duration(usage.up_seconds) if usage else "-"
+        table.add_row(report.name, str(report.pid or "-"), report.address, state, memory, age)
     console.print(table)
+    if measured := [r.usage.rss_mb for r in reports if r.usage]:
+        console.print(f"{sum(measured):,.0f} MB in {len(measured)} processes", highlight=False)
     for report in reports:
         if report.detail:
             console.print(Text(f"{report.name}: {report.detail}", style="red"), soft_wrap=True)

@@ -37,6 +37,7 @@ from cli.stack.components import (
     TemporalProbe,
     plan,
 )
+from cli.stack.process_usage import ProcessUsage, usage_of
 from cli.stack.servers import ServerLaunch, check_ports_free, wait_until
 from shared.config import Settings
 from shared.storage.credentials import ensure_generated_credentials
@@ -95,6 +96,9 @@ class ComponentReport(BaseModel):
     healthy: bool = Field(description="its check passed (`down` checks nothing)")
     log: Path | None = None
     detail: str = Field("", description="why it is unhealthy, with the end of its log")
+    usage: ProcessUsage | None = Field(
+        None, description="memory and age of a process we run (with its children), if known"
+    )
 
 
 class PidRecord(BaseModel):
@@ -259,6 +263,7 @@ def _report(
         healthy=claims_health and problem is None,
         log=log,
         detail=detail,
+        usage=usage_of(record.pid) if record and claims_health else None,
     )
 
 
