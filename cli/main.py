@@ -24,13 +24,14 @@ from cli.report import register as register_report_command
 from cli.run import run_app
 from cli.runs import register as register_run_commands
 from cli.schedule import schedule_app
+from cli.stack.commands import parse_roles
 from cli.stack.commands import register as register_stack_commands
 from cli.storage import storage_app
 from cli.watchlist import watchlist_app
 from shared.config import load_settings
 from shared.errors import MissingExtra
 from shared.extras import extra_of, install_command
-from workers.roles import ROLE_NAMES, WorkerRole
+from workers.roles import ROLE_NAMES
 
 app = typer.Typer(
     help="Multi-agent LLM trading analysis as durable Temporal workflows.",
@@ -80,17 +81,12 @@ def worker(
     from workers.main import run_worker
 
     with fail_on_quantdesk_errors():
-        names = [name.strip() for name in role.split(",") if name.strip()]
-        unknown = [name for name in names if name not in ROLE_NAMES]
-        if unknown or not names:
-            raise typer.BadParameter(
-                f"unknown role {', '.join(unknown) or role!r}; use: {', '.join(ROLE_NAMES)}"
-            )
+        roles = parse_roles(role, option="--role")
         settings = load_settings()
 
         async def main() -> None:
             client = await connect(settings)
-            await run_worker(client, [WorkerRole(name) for name in names], settings)
+            await run_worker(client, roles, settings)
 
         asyncio.run(main())
     finish(0)

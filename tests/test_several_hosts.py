@@ -290,9 +290,7 @@ def test_up_on_b_and_c_sets_up_the_cluster_and_both_hosts_serve(desk: Desk) -> N
         assert up.returncode == 0, f"{name}: {up.stdout}"
         assert re.search(r"^\s*temporal\s.*\sexternal\s+-\s+-\s*$", up.stdout, re.M), up.stdout
         assert "keeps its book in a SQLite file" not in up.stdout
-        assert re.search(r"^\s*worker\s.*\sstarted\s+[\d,]+ MB\s", up.stdout, re.M), (
-            up.stdout
-        )
+        assert re.search(r"^\s*worker\s.*\sstarted\s+[\d,]+ MB\s", up.stdout, re.M), up.stdout
     assert asyncio.run(_registered(desk.settings)) >= set(SEARCH_ATTRIBUTES)
 
     status = desk.quantdesk("host-c", "status", "--roles", ROLES)

@@ -69,16 +69,18 @@ progress = Console(stderr=True)
 
 
 def parse_roles(
-    text: str | None, default: tuple[WorkerRole, ...] = ALL_ROLES
+    text: str | None, default: tuple[WorkerRole, ...] = ALL_ROLES, option: str = "--roles"
 ) -> tuple[WorkerRole, ...]:
-    """The roles named in ``--roles``, or ``default`` when it is not given."""
-    if not text:
+    """The roles named (comma-separated) in ``option``, or ``default`` when it is not given."""
+    if text is None:
         return default
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in ROLE_NAMES]
-    if unknown:
+    if unknown or not names:
         raise InvalidInput(
-            "--roles", f"unknown role {', '.join(unknown)}", fix=f"Use: {', '.join(ROLE_NAMES)}."
+            option,
+            f"unknown role {', '.join(unknown)}" if unknown else "no role named",
+            fix=f"Use: {', '.join(ROLE_NAMES)}.",
         )
     return tuple(WorkerRole(name) for name in names)
 

@@ -96,8 +96,8 @@ ROLE_QUEUES: dict[WorkerRole, Callable[[TaskQueues], str]] = {
 # it, even when `up` got settings from code.
 WORKER_SETTING_SECTIONS = ("temporal", "queues", "local_llm")
 WORKER = "worker"
-TEMPORAL = "temporal"
 """The component name of the worker process that serves every role (`up` without --split)."""
+TEMPORAL = "temporal"
 
 
 @dataclass(frozen=True)

@@ -438,14 +438,14 @@ def up(
         for launch in launches.values():
             check_ports_free(launch)
         server_waits = _start(settings, servers, running, launches)
-        cluster = _heal(settings, [w for w in server_waits if w.component.name == TEMPORAL], say)
+        cluster = [w for w in server_waits if w.component.name == TEMPORAL]
+        rest = [w for w in server_waits if w.component.name != TEMPORAL]
+        cluster = _heal(settings, cluster, say)
         if not all(w.problem is None for w in cluster):
-            others = _heal(settings, [w for w in server_waits if w not in cluster], say)
             why = f"not started: {TEMPORAL} unhealthy"
-            return _reports(settings, cluster + others) + [
+            return _reports(settings, cluster + _heal(settings, rest, say)) + [
                 _report(settings, w, ComponentState.NOT_STARTED, problem=why) for w in workers
             ]
-        rest = [w for w in server_waits if w.component.name != TEMPORAL]
         rest += _start(settings, workers, running, launches)
         return _reports(settings, cluster + _heal(settings, rest, say))
 
@@ -484,7 +484,8 @@ def down(settings: Settings, roles: Sequence[WorkerRole] = ALL_ROLES) -> list[Co
     """Stop exactly the processes `up` started, workers first (they drain), then servers.
 
     The workers stopped are those of ``roles`` in the shape they run in: with one worker for
-    all roles, that one (a process cannot stop a part of itself). External endpoints are neither checked nor touched: they are not ours to stop.
+    all roles, that one (a process cannot stop a part of itself). External endpoints are
+    neither checked nor touched: they are not ours to stop.
     """
     with _exclusive(settings), TemporalProbe(settings) as probe:
         components = plan(settings, roles, probe, split=_running_split(settings))
