@@ -15,6 +15,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 from temporalio import activity
@@ -22,7 +23,7 @@ from temporalio import activity
 from activities.failures import as_temporal_failures
 from activities.heartbeat import heartbeating
 from shared.agents.schemas import schema_named
-from shared.config import ENV_PREFIX, ContextWindow, Settings
+from shared.config import ENV_PREFIX, ContextWindow, Settings, provider_setting
 from shared.errors import (
     ConfigError,
     InvalidInput,
@@ -40,6 +41,7 @@ from shared.llm.providers import (
     LlmRole,
     ProviderSpec,
     provider_spec,
+    providers_on_queue,
     vision_providers,
 )
 from shared.llm.reply_cache import ReplyCache, cache_key
@@ -54,6 +56,9 @@ from shared.spending.ledger import Spend, SpendLedger
 from shared.storage.buckets import PAYLOADS_BUCKET
 from shared.storage.claim_check import ClaimCheck
 from shared.storage.objects import ObjectRef, ObjectStore
+
+if TYPE_CHECKING:
+    from shared.llm.clients.langchain_chat import ChatModelClass
 
 OVERFLOW_RESIZES = 2
 """Times a prompt is cut again after the server said it exceeds the context window."""
@@ -78,6 +83,31 @@ class LlmActivities:
         self.queue = queue
         if store is not None:  # injected: stands where ``store`` below looks first
             vars(self)["store"] = store
+        self.chat_models = self._chat_models()
+
+    def _chat_models(self) -> dict[str, ChatModelClass]:
+        """The LangChain chat model classes of this queue's langchain rows that name one,
+        imported and checked now: a worker whose class or arguments are wrong fails to start,
+        naming the setting, instead of failing a run's first call. LangChain is imported only
+        by a worker serving such a row."""
+        rows = [
+            spec
+            for spec in providers_on_queue(self.queue)
+            if spec.client is ClientKind.LANGCHAIN and self.settings.can_answer(spec)
+        ]
+        if not rows:
+            return {}
+        from shared.llm.clients.langchain_chat import ChatModelClass
+
+        return {
+            spec.name: ChatModelClass.load(
+                spec,
+                self.settings.langchain_block(spec),
+                self.settings.model_for(spec, LlmRole.QUICK),
+                self.settings.api_key(spec),
+            )
+            for spec in rows
+        }
 
     @cached_property
     def store(self) -> ObjectStore:
@@ -108,6 +138,14 @@ class LlmActivities:
                 f"provider {spec.name!r} is served on {spec.task_queue!r}, "
                 f"but this call reached {self.queue!r}",
                 fix="Route chat calls by the provider registry's task_queue.",
+            )
+        if spec.client is ClientKind.LANGCHAIN and spec.name not in self.chat_models:
+            setting = provider_setting(spec.name, "class")
+            raise ConfigError(
+                setting,
+                f"provider {spec.name!r} names no LangChain chat model class",
+                fix=f"Set {setting} (and {provider_setting(spec.name, 'kwargs')}) in the "
+                f"environment of the {self.queue} worker, restart it, then resume the run.",
             )
         model = request.model or self.settings.model_for(spec, request.role)
         if model is None:
@@ -175,6 +213,7 @@ class LlmActivities:
                 json_schema=json_schema(schema) if schema else None,
                 sampling=sampling,
                 pool=self.clients,
+                chat_model=self.chat_models.get(spec.name),
             )
 
         window = self.settings.context_window(spec)

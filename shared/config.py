@@ -16,9 +16,10 @@ from datetime import timedelta
 from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import (
+    AliasChoices,
     BaseModel,
     BeforeValidator,
     Field,
@@ -106,6 +107,57 @@ class ProviderSettings(Serving):
         return cls(**spec.serving.model_dump())
 
 
+MODEL_KWARGS = ("model", "model_name", "model_id")
+"""The keyword arguments a LangChain class names its model with, the usual one first."""
+
+
+def _json_object(value: object) -> object:
+    """A JSON object given as text (an environment variable) parsed, anything else as given."""
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not valid JSON ({error})") from None
+    if not isinstance(parsed, dict):
+        raise ValueError('expected a JSON object of keyword arguments, e.g. {"region_name": "x"}')
+    return parsed
+
+
+class LangChainSettings(ProviderSettings):
+    """The block of a langchain row: which LangChain chat model class serves it, built with
+    which keyword arguments. The class is imported and the arguments checked against it when
+    the worker starts (``shared.llm.clients.langchain_chat``), not here: settings are read by
+    every process, and only the worker serving the row needs the integration installed."""
+
+    chat_class: str | None = Field(
+        None,
+        validation_alias=AliasChoices("class", "chat_class"),
+        description="the chat model class by import path, e.g. langchain_aws.ChatBedrockConverse "
+        "(QUANTDESK_LANGCHAIN__CLASS); unset: the row cannot answer",
+    )
+    # Not named `kwargs`: pydantic's generated __init__ takes **kwargs.
+    arguments: Annotated[dict[str, Any], NoDecode, BeforeValidator(_json_object)] = Field(
+        default_factory=dict,
+        validation_alias=AliasChoices("kwargs", "arguments"),
+        description='the class\'s keyword arguments as JSON, e.g. {"region_name": "us-east-1"}; '
+        "a `model` here is every role's model unless QUICK_MODEL, DEEP_MODEL or VISION_MODEL "
+        "says otherwise; keys go in API_KEY or the class's own variables, never here",
+    )
+
+    @property
+    def default_model(self) -> str | None:
+        """The model the keyword arguments name, if any: every role's unless set apart."""
+        given = self.arguments
+        named = next((given[name] for name in MODEL_KWARGS if name in given), None)
+        return named if isinstance(named, str) and named else None
+
+
+def settings_block_of(spec: ProviderSpec) -> type[ProviderSettings]:
+    """The settings block type of a row: langchain rows name a class and its arguments too."""
+    return LangChainSettings if spec.client is ClientKind.LANGCHAIN else ProviderSettings
+
+
 class ContextWindow(NamedTuple):
     """The context window prompts are planned for, and the variable that sets it."""
 
@@ -125,8 +177,8 @@ else:
         __base__=BaseSettings,
         **{
             name: (
-                ProviderSettings,
-                Field(ProviderSettings.of(spec), description=f"provider {name}"),
+                settings_block_of(spec),
+                Field(settings_block_of(spec).of(spec), description=f"provider {name}"),
             )
             for name, spec in PROVIDERS.items()
         },
@@ -963,7 +1015,9 @@ class Settings(_ProviderBlocks):
             LlmRole.DEEP: spec.deep_model,
             LlmRole.VISION: spec.vision_model,
         }[role]
-        return configured or default
+        if configured or default:
+            return configured or default
+        return own.default_model if isinstance(own, LangChainSettings) else None
 
     def api_key(self, spec: ProviderSpec) -> str | None:
         """The provider's key: the quantdesk setting, else the vendor's standard variable."""
@@ -983,10 +1037,28 @@ class Settings(_ProviderBlocks):
         model). A default URL alone (a local server that may not run) does not count."""
         if spec.client is ClientKind.OFFLINE:
             return True
+        if spec.client is ClientKind.LANGCHAIN:
+            return self.chat_class(spec) is not None
         if spec.key_required:
             return bool(self.api_key(spec))
         local = spec.embedded and self.local_llm.model is not None
         return bool(self._url_configured(spec) or self.api_key(spec) or local)
+
+    def chat_class(self, spec: ProviderSpec) -> str | None:
+        """The LangChain class a langchain row is served by; None when unset or not such a row."""
+        own = self.provider(spec.name)
+        return own.chat_class if isinstance(own, LangChainSettings) else None
+
+    def langchain_block(self, spec: ProviderSpec) -> LangChainSettings:
+        """The settings block of a langchain row (its class and keyword arguments)."""
+        own = self.provider(spec.name)
+        if not isinstance(own, LangChainSettings):
+            raise ConfigError(
+                provider_setting(spec.name, "class"),
+                f"provider {spec.name!r} is not a langchain row",
+                fix="Name a LangChain class only for a row whose client is langchain.",
+            )
+        return own
 
     def base_url(self, spec: ProviderSpec) -> str | None:
         """The provider's URL: the setting, the vendor's variable, the embedded server for a
@@ -1031,10 +1103,10 @@ def _describe(error: ValidationError) -> str:
     lines = []
     for item in error.errors():
         path = "__".join(str(part) for part in item["loc"]).upper()
-        # Never echo what was given for a key, or for a whole block (which may hold one):
-        # it may be a real secret.
+        # Never echo what was given for a key, a class's arguments, or a whole block (each
+        # may hold one): it may be a real secret.
         given = item.get("input")
-        secret = "KEY" in path or isinstance(given, dict | BaseModel)
+        secret = "KEY" in path or "KWARGS" in path or isinstance(given, dict | BaseModel)
         got = "" if secret else f" (got {given!r})"
         lines.append(f"{ENV_PREFIX}{path}: {item['msg']}{got}")
     return "; ".join(lines)

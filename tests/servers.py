@@ -15,7 +15,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from itertools import count
 from pathlib import Path
@@ -41,6 +41,7 @@ from tests.hosts import Host
 from workers.main import WorkerPlan, build_worker
 
 if TYPE_CHECKING:
+    from activities.llm import LlmActivities
     from shared.data.router import DataRouter
     from shared.memory import MemoryStore
 
@@ -272,11 +273,18 @@ def quantagent_plans(queue: str, settings: Settings, llm_queue: str) -> list[Wor
 
 @asynccontextmanager
 async def pipeline_workers(
-    client: Client, queue: str, settings: Settings, router: DataRouter, memory: MemoryStore
+    client: Client,
+    queue: str,
+    settings: Settings,
+    router: DataRouter,
+    memory: MemoryStore,
+    *,
+    chat: LlmActivities | None = None,
+    extra: Sequence[WorkerPlan] = (),
 ) -> AsyncIterator[None]:
     """A Pipeline's workers on their own queue (the Pipeline, its debates and Reflect), the
     tools, market, research and reflection activities reading through ``router``, and the
-    offline chat, until the block ends."""
+    chat (``chat``'s queue, else the offline one) and ``extra`` plans, until the block ends."""
     import activities.tools as tool_activities
     from activities.llm import LlmActivities
     from activities.market import MARKET_ACTIVITIES
@@ -293,6 +301,7 @@ async def pipeline_workers(
 
     store = ObjectStore.from_settings(settings)
     claims = ClaimCheck.from_settings(settings, store)
+    chat = chat or LlmActivities(settings, QUEUE_OFFLINE)
     research = ResearchActivities(settings, router=router, memory=memory, store=store)
     reflection = ReflectionActivities(settings, router=router, memory=memory)
     plans = [
@@ -309,7 +318,8 @@ async def pipeline_workers(
             ],
             threads=True,
         ),
-        WorkerPlan(queue=QUEUE_OFFLINE, activities=[LlmActivities(settings, QUEUE_OFFLINE).chat]),
+        WorkerPlan(queue=chat.queue, activities=[chat.chat]),
+        *extra,
     ]
     original = tool_activities.tool_services
     # run_tool reads through the worker's own settings; here, through ``router``.

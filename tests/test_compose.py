@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
-from pydantic import BaseModel
+from pydantic import AliasChoices, BaseModel
+from pydantic.fields import FieldInfo
 
 from shared.config import ENV_PREFIX, Settings, load_settings
 from shared.llm.providers import PROVIDERS
@@ -45,11 +46,21 @@ def _quantdesk_env(service: dict[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in service["environment"].items() if k.startswith(ENV_PREFIX)}
 
 
+def _field(model: type[BaseModel], name: str) -> FieldInfo | None:
+    """The field read from ``name``: by its own name, or by one of its aliases."""
+    for own, field in model.model_fields.items():
+        alias = field.validation_alias
+        aliases = alias.choices if isinstance(alias, AliasChoices) else [alias]
+        if name == own or name in aliases:
+            return field
+    return None
+
+
 def _is_setting(variable: str) -> bool:
     """Whether ``QUANTDESK_A__B`` names field ``b`` of the model in field ``a`` of Settings."""
     model: type[BaseModel] | None = Settings
     for part in variable.removeprefix(ENV_PREFIX).lower().split("__"):
-        field = model.model_fields.get(part) if model else None
+        field = _field(model, part) if model else None
         if field is None:
             return False
         nested = field.annotation

@@ -188,6 +188,8 @@ def test_up_serves_only_the_llm_roles_a_provider_of_could_answer(
     )
     assert "OPENAI_API_KEY" in unanswered(bare)[WorkerRole.LLM_OPENAI]
     assert "or a local model" in unanswered(bare)[WorkerRole.LLM_OPENAI_COMPATIBLE]
-    assert set(unanswered(with_keys)) == {WorkerRole.LLM_OPENAI}
+    assert set(unanswered(with_keys)) == {WorkerRole.LLM_OPENAI, WorkerRole.LLM_LANGCHAIN}
+    with_class = load_settings(langchain={"class": "langchain_aws.ChatBedrockConverse"})
+    assert WorkerRole.LLM_LANGCHAIN in serving_roles(with_class)
     local = load_settings(local_llm={"model": "smollm2"})
     assert WorkerRole.LLM_OPENAI_COMPATIBLE in serving_roles(local)

@@ -21,7 +21,13 @@ from pydantic import ValidationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.llm import LlmActivities
-from shared.config import ProviderSettings, Settings, load_settings
+from shared.config import (
+    LangChainSettings,
+    ProviderSettings,
+    Settings,
+    load_settings,
+    settings_block_of,
+)
 from shared.llm.clients import complete
 from shared.llm.contracts import ChatMessage, ChatRequest, LlmChoice
 from shared.llm.pricing import ModelPrice
@@ -58,9 +64,14 @@ def _limits(block: ProviderSettings) -> Serving:
 
 
 def test_every_row_has_a_settings_block_and_every_block_a_row() -> None:
-    blocks = {n for n, f in Settings.model_fields.items() if f.annotation is ProviderSettings}
+    blocks = {
+        name: field.annotation
+        for name, field in Settings.model_fields.items()
+        if isinstance(field.annotation, type) and issubclass(field.annotation, ProviderSettings)
+    }
 
-    assert blocks == set(PROVIDERS)
+    assert blocks == {name: settings_block_of(spec) for name, spec in PROVIDERS.items()}
+    assert blocks["langchain"] is LangChainSettings  # its class and arguments too
     assert set(PROVIDERS).isdisjoint(Settings.__annotations__)  # none written by hand
 
 
@@ -70,7 +81,9 @@ def test_every_block_default_comes_from_its_row() -> None:
 
         assert _limits(default) == spec.serving, name
         # the rest falls back to the row and the vendor's variables at use
-        assert set(default.model_dump(exclude=LIMITS).values()) == {None}, name
+        rest = default.model_dump(exclude=LIMITS)
+        assert rest.pop("arguments", {}) == {}, name  # a langchain row's: none until set
+        assert set(rest.values()) == {None}, name
 
 
 def test_no_model_is_priced_twice_at_different_prices() -> None:

@@ -48,7 +48,7 @@ from workers.roles import ROLE_NAMES, WorkerRole
 pytestmark = pytest.mark.slow
 
 SERVERS = ("temporal", "s3", "console")
-UNANSWERED = ("llm-openai", "llm-anthropic", "llm-openai-compatible")
+UNANSWERED = ("llm-openai", "llm-anthropic", "llm-openai-compatible", "llm-langchain")
 """No key, URL or local model in the test stack: `up` leaves these roles out."""
 SPLIT_WORKERS = tuple(f"worker-{role}" for role in ROLE_NAMES if role not in UNANSWERED)
 """`up --split`: one process per role that can answer (the offline one polls the rest)."""
@@ -201,10 +201,13 @@ class TestStack:
         result = stack.first_up
         assert result.returncode == 0, result.stdout + result.stderr
         assert _states(result.stdout) == dict.fromkeys(COMPONENTS, "started")
-        for role in UNANSWERED:
+        for role in UNANSWERED[:-1]:
             assert f"role {role} cannot answer: no provider on it has a key or URL" in (
                 result.stderr
             )
+        assert "role llm-langchain cannot answer: no LangChain chat model class is set" in (
+            result.stderr
+        )
         assert "their queues are polled all the same" in result.stderr
         assert f"http://127.0.0.1:{stack.settings.temporal.ui_port}" in result.stdout
         print(f"first `up` took {stack.first_up_seconds:.1f}s")

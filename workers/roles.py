@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from shared.config import Settings
-from shared.llm.providers import providers_on_queue
+from shared.config import Settings, provider_setting
+from shared.llm.providers import ClientKind, ProviderSpec, providers_on_queue
 
 
 class WorkerRole(StrEnum):
@@ -25,6 +25,7 @@ class WorkerRole(StrEnum):
     LLM_OPENAI = "llm-openai"
     LLM_ANTHROPIC = "llm-anthropic"
     LLM_OPENAI_COMPATIBLE = "llm-openai-compatible"
+    LLM_LANGCHAIN = "llm-langchain"
     LLM_OFFLINE = "llm-offline"
 
 
@@ -39,13 +40,25 @@ def unanswered(settings: Settings) -> dict[WorkerRole, str]:
         specs = providers_on_queue(role.value)
         if not specs or any(settings.can_answer(spec) for spec in specs):
             continue
-        variables = sorted(
-            {v for spec in specs for v in (spec.key_env, spec.base_url_env) if v is not None}
-        )
-        named = ", ".join(variables[:4]) + (", ..." if len(variables) > 4 else "")
-        local = " or a local model" if any(spec.embedded for spec in specs) else ""
-        left[role] = f"no provider on it has a key or URL ({named}){local}"
+        left[role] = _what_would_answer(specs)
     return left
+
+
+def _what_would_answer(specs: list[ProviderSpec]) -> str:
+    """Why none of ``specs`` can answer, naming the variables that would make one."""
+    classes = [
+        provider_setting(spec.name, "class")
+        for spec in specs
+        if spec.client is ClientKind.LANGCHAIN
+    ]
+    if classes:
+        return f"no LangChain chat model class is set ({', '.join(classes)})"
+    variables = sorted(
+        {v for spec in specs for v in (spec.key_env, spec.base_url_env) if v is not None}
+    )
+    named = ", ".join(variables[:4]) + (", ..." if len(variables) > 4 else "")
+    local = " or a local model" if any(spec.embedded for spec in specs) else ""
+    return f"no provider on it has a key or URL ({named}){local}"
 
 
 def serving_roles(settings: Settings) -> tuple[WorkerRole, ...]:

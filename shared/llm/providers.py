@@ -26,6 +26,7 @@ class ClientKind(StrEnum):
     OPENAI = "openai"
     ANTHROPIC = "anthropic"
     OPENAI_COMPATIBLE = "openai-compatible"
+    LANGCHAIN = "langchain"  # any LangChain chat model, named by the provider's settings
     OFFLINE = "offline"
 
 
@@ -53,6 +54,9 @@ class StructuredOutput(StrEnum):
     TOOL = "tool"  # Anthropic: the schema is a tool the model is made to call
     JSON_OBJECT = "json_object"  # response_format json_object: syntactically valid JSON only
     PROMPT = "prompt"  # nothing on the wire: the schema in the prompt is all
+    # a LangChain chat model's own ``with_structured_output`` (its native mechanism, whatever
+    # that is for the integration); the prompt alone where the class has none
+    INTEGRATION = "integration"
 
 
 _CHAT_COMPLETIONS_MECHANISMS = frozenset(
@@ -65,6 +69,7 @@ _STRUCTURED_BY_CLIENT: dict[ClientKind, frozenset[StructuredOutput]] = {
     ClientKind.OPENAI: _CHAT_COMPLETIONS_MECHANISMS,
     ClientKind.OPENAI_COMPATIBLE: _CHAT_COMPLETIONS_MECHANISMS | {StructuredOutput.GRAMMAR},
     ClientKind.ANTHROPIC: frozenset({StructuredOutput.TOOL, StructuredOutput.PROMPT}),
+    ClientKind.LANGCHAIN: frozenset({StructuredOutput.INTEGRATION, StructuredOutput.PROMPT}),
     ClientKind.OFFLINE: frozenset({StructuredOutput.PROMPT}),
 }
 
@@ -145,8 +150,10 @@ class ProviderSpec(BaseModel):
         False,
         description="served by the `local-llm` component of `quantdesk up` unless a URL is set",
     )
-    quick_model: str
-    deep_model: str
+    quick_model: str | None = Field(
+        description="None: no default; the provider's settings name it (langchain rows)"
+    )
+    deep_model: str | None
     vision_model: str | None
     prices: dict[str, ModelPrice] = Field(
         default_factory=dict,
@@ -187,11 +194,13 @@ class ProviderSpec(BaseModel):
 QUEUE_OPENAI = "llm-openai"
 QUEUE_ANTHROPIC = "llm-anthropic"
 QUEUE_COMPATIBLE = "llm-openai-compatible"
+QUEUE_LANGCHAIN = "llm-langchain"
 QUEUE_OFFLINE = "llm-offline"
 _QUEUE_OF_CLIENT = {
     ClientKind.OPENAI: QUEUE_OPENAI,
     ClientKind.ANTHROPIC: QUEUE_ANTHROPIC,
     ClientKind.OPENAI_COMPATIBLE: QUEUE_COMPATIBLE,
+    ClientKind.LANGCHAIN: QUEUE_LANGCHAIN,
     ClientKind.OFFLINE: QUEUE_OFFLINE,
 }
 
@@ -199,8 +208,9 @@ OFFLINE_MODEL = "offline-analyst"
 LOCAL_MODEL = "local"
 """The model name sent to the embedded llama.cpp server, which serves the one GGUF it loaded."""
 
-Models = tuple[str, str, str | None]
-"""A row's default (quick, deep, vision) models; vision None: no model reads images."""
+Models = tuple[str | None, str | None, str | None]
+"""A row's default (quick, deep, vision) models; vision None: no model reads images; all None:
+the provider's settings name them (a langchain row, whose class is the user's choice)."""
 KeyUse = Literal["required", "optional", "none"]
 """Whether calls need a key (``{env}_API_KEY``), may carry one, or have no key variable."""
 # What a row that says nothing gets: prompt-only structured output, the safe guess for a
@@ -392,6 +402,16 @@ PROVIDERS: dict[str, ProviderSpec] = {
             url="https://generativelanguage.googleapis.com/v1beta/openai/",
             capabilities=_JSON_SCHEMA,
             prices={"gemini-2.5-flash": (0.30, 2.50), "gemini-2.5-pro": (1.25, 10.0)},
+        ),
+        # Any LangChain chat model (Bedrock, Vertex, Groq, Mistral, an in-house wrapper): its
+        # class and keyword arguments are settings (QUANTDESK_LANGCHAIN__CLASS, __KWARGS), and
+        # so are its models; keys come from the class's own variables or __API_KEY.
+        row(
+            "langchain",
+            (None, None, None),
+            client=ClientKind.LANGCHAIN,
+            key="none",
+            capabilities=Capabilities(structured_output=StructuredOutput.INTEGRATION),
         ),
         row(
             "offline",

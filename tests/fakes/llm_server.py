@@ -128,6 +128,7 @@ class Scripted:
     delay: float = 0.0
     raw: bytes | None = None
     conforming: bool = False
+    overflow: tuple[int, int] | None = None  # (prompt tokens, window): the vendor's 400 for it
 
 
 # -- what each vendor refuses before answering ------------------------------------
@@ -319,6 +320,20 @@ def _openai_error(status: int, message: str, param: str | None = None) -> dict[s
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
+def _overflow(wire: Wire, prompt: int, window: int) -> dict[str, Any]:
+    """Each vendor's 400 for a prompt longer than the model's context window, as it words it."""
+    if wire is Wire.ANTHROPIC:
+        return _anthropic_error(400, f"prompt is too long: {prompt} tokens > {window} maximum")
+    body = _openai_error(
+        400,
+        f"This model's maximum context length is {window} tokens. However, your messages "
+        f"resulted in {prompt} tokens. Please reduce the length of the messages.",
+        "messages",
+    )
+    body["error"]["code"] = "context_length_exceeded"
+    return body
+
+
 def _anthropic_error(status: int, message: str, param: str | None = None) -> dict[str, Any]:
     kind = _ERROR_TYPES.get(status, _ERROR_TYPES[500])[2]
     return {
@@ -378,6 +393,8 @@ def _render(script: Scripted, wire: Wire, request: RecordedRequest) -> _Answer:
         return refusal
     body = _body(request)
     model = str(body.get("model", "unknown-model"))
+    if script.overflow is not None:
+        return _Answer(400, headers, json.dumps(_overflow(wire, *script.overflow)).encode())
     if script.status >= 400:
         message = script.message.format(model=model, key=request.api_key or "")
         payload = _ERROR[wire](script.status, message, None)
@@ -527,6 +544,11 @@ class FakeLlmServer(ServedInThread):
         self.fail(
             429, "Rate limit reached for requests.", headers={"retry-after": str(retry_after)}
         )
+
+    def context_overflow(self, prompt: int = 140_000, window: int = 128_000) -> None:
+        """400: the prompt (``prompt`` tokens) exceeds the model's ``window``, in each vendor's
+        words (OpenAI's code ``context_length_exceeded``, Anthropic's "prompt is too long")."""
+        self.script(Scripted(status=400, overflow=(prompt, window)))
 
     def server_error(self) -> None:
         self.fail(500, "The server had an error while processing your request.")

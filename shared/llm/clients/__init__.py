@@ -4,8 +4,10 @@
 provider's client kind, and runs the call the same way for all of them: an
 SDK client with its retries switched off (Temporal owns retrying, and
 SDK retries would hide 429s and multiply timeouts),
-every failure turned into a ``ProviderError`` by one translator. The offline
-engine is not a vendor and is served elsewhere.
+every failure turned into a ``ProviderError`` by one translator. A langchain row goes
+through the LangChain chat model its settings name instead (``langchain_chat``), with the
+same retries-off rule and the same errors. The offline engine is not a vendor and is served
+elsewhere.
 
 A worker passes its ``ClientPool``: the SDK client is then built once per destination
 and kept open, which spares each call the client's construction (TLS context and
@@ -21,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.errors import ConfigError
 from shared.llm.clients.common import UNSET_SAMPLING, Sampling, Target, Vendor, key_settings
@@ -29,6 +31,9 @@ from shared.llm.clients.errors import reading_reply, translated
 from shared.llm.clients.pool import ClientPool
 from shared.llm.contracts import ChatRequest, ChatResponse
 from shared.llm.providers import ClientKind, ProviderSpec
+
+if TYPE_CHECKING:
+    from shared.llm.clients.langchain_chat import ChatModelClass
 
 _VENDORS: dict[ClientKind, str] = {
     ClientKind.OPENAI: "shared.llm.clients.openai_chat",
@@ -73,17 +78,16 @@ async def complete(
     json_schema: dict[str, Any] | None = None,
     sampling: Sampling = UNSET_SAMPLING,
     pool: ClientPool | None = None,
+    chat_model: ChatModelClass | None = None,
 ) -> ChatResponse:
     """One call to ``spec``'s vendor.
 
     ``images`` maps each ``ObjectRef.key`` in the messages to its bytes, fetched
     by the caller. With ``json_schema`` the vendor is asked for JSON output where
-    it has such a switch; the text comes back unparsed either way. Raises
-    ``ProviderError`` (retryable or not) for every vendor failure.
+    it has such a switch; the text comes back unparsed either way. A langchain row is
+    called through ``chat_model``, its checked class. Raises ``ProviderError`` (retryable
+    or not) for every vendor failure.
     """
-    # The first call to a vendor imports its SDK (seconds of CPU): off the event loop.
-    vendor = await asyncio.to_thread(_vendor, spec)
-    _check_key(spec, api_key)
     target = Target(
         spec=spec,
         model=model,
@@ -97,23 +101,47 @@ async def complete(
         tools=tuple(request.tools),
         sampling=sampling,
     )
-    params = vendor.params(request, target)
     started = time.perf_counter()
+    if spec.client is ClientKind.LANGCHAIN:
+        if chat_model is None:
+            raise ValueError(f"provider {spec.name!r} is a langchain row: pass its chat_model")
+        from shared.llm.clients import langchain_chat
+
+        response = await langchain_chat.complete(
+            request,
+            target,
+            chat_model,
+            pool or ClientPool(),
+            temperature=sampling.temperature,
+            seed=sampling.seed,
+        )
+    else:
+        response = await _through_sdk(request, target, pool)
+    latency_ms = (time.perf_counter() - started) * 1000
+    return response.model_copy(update={"latency_ms": round(latency_ms, 1)})
+
+
+async def _through_sdk(
+    request: ChatRequest, target: Target, pool: ClientPool | None
+) -> ChatResponse:
+    """One call through the vendor's own SDK: its client kept open in ``pool``, or built for
+    this call and closed after it."""
+    # The first call to a vendor imports its SDK (seconds of CPU): off the event loop.
+    vendor = await asyncio.to_thread(_vendor, target.spec)
+    _check_key(target.spec, target.api_key)
+    params = vendor.params(request, target)
+    key, url, timeout = target.sdk_key, target.base_url, target.timeout
     with translated(target, vendor.errors):
         if pool is not None:
-            client = pool.client(
-                vendor.sdk, api_key=target.sdk_key, base_url=target.base_url, timeout=timeout
-            )
+            client = pool.client(vendor.sdk, api_key=key, base_url=url, timeout=timeout)
             reply = await vendor.create(client, params)
         else:
             async with vendor.sdk(
-                api_key=target.sdk_key, base_url=target.base_url, max_retries=0, timeout=timeout
+                api_key=key, base_url=url, max_retries=0, timeout=timeout
             ) as client:
                 reply = await vendor.create(client, params)
-    latency_ms = (time.perf_counter() - started) * 1000
     with reading_reply(target):
-        response = vendor.read(reply, target)
-    return response.model_copy(update={"latency_ms": round(latency_ms, 1)})
+        return vendor.read(reply, target)
 
 
 __all__ = ["ClientPool", "Sampling", "complete"]

@@ -131,18 +131,59 @@ _REFUSALS: dict[int, Callable[[Target, int, str], tuple[str, str | None]]] = {
 
 def status_error(target: Target, error: _StatusError) -> ProviderError:
     """A vendor's HTTP error: retryable by the status table, else named and explained."""
-    status = error.status_code
     detail = _vendor_detail(error.body, error.message)
+    return http_error(target, error.status_code, detail, error.response.headers)
+
+
+def http_error(
+    target: Target, status: int, detail: str, headers: Mapping[str, str]
+) -> ProviderError:
+    """An HTTP status and the vendor's explanation of it, as ``status_error`` reads them from
+    an SDK's exception (and the LangChain adapter from whatever an integration raised)."""
     if is_retryable(status):
         return _error(
             target,
             f"{_who(target)} failed with HTTP {status}: {detail}",
             retryable=True,
-            retry_after=retry_after(error.response.headers),
+            retry_after=retry_after(headers),
             status=status,
         )
-    message, fix = _REFUSALS.get(status, _bad_request)(target, status, detail)
+    message, fix = _REFUSALS.get(status, _bad_request)(target, status, detail[:_MAX_DETAIL])
     return _error(target, message, retryable=False, fix=fix, status=status)
+
+
+def context_overflow(target: Target, detail: str) -> ProviderError:
+    """A prompt longer than the model's context window: another attempt sends the same prompt,
+    so it is not retried; a window set for the model makes the worker cut prompts to fit."""
+    return _error(
+        target,
+        f"{_who(target)} refused a prompt longer than its context window: {detail[:_MAX_DETAIL]}",
+        retryable=False,
+        fix=f"Set {setting(target.spec, 'context_tokens')} to the model's context window on the "
+        f"{target.spec.task_queue} worker (prompts are then cut to fit it), restart it, then "
+        "resume the run.",
+        status=400,
+    )
+
+
+def unclassified(target: Target, error: Exception) -> ProviderError:
+    """A failure the integration did not classify: retried, within the run's retry budget,
+    since nothing says another attempt cannot succeed."""
+    return _error(
+        target,
+        f"{_who(target)} failed ({type(error).__name__}: {str(error)[:_MAX_DETAIL]})",
+        retryable=True,
+    )
+
+
+def refusal(target: Target, error: Exception) -> ProviderError:
+    """The model declined to answer (a safety refusal): asking again the same way rarely helps."""
+    return _error(
+        target,
+        f"{_who(target)} declined to answer: {str(error)[:_MAX_DETAIL]}",
+        retryable=False,
+        fix="Resume the run to ask again, or choose another model for this role.",
+    )
 
 
 def timeout_error(target: Target) -> ProviderError:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
 
@@ -34,18 +34,30 @@ class ClientPool:
     """Open SDK clients (retries off: Temporal owns retrying), reused by destination."""
 
     def __init__(self) -> None:
-        self._by_loop: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, dict[Destination, Any]
-        ] = weakref.WeakKeyDictionary()
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Hashable, Any]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def client(
         self, sdk: Callable[..., Any], *, api_key: str, base_url: str | None, timeout: float
     ) -> Any:
         """The open client of ``sdk`` for this destination on the running loop, built on
         first use."""
+        where = Destination(sdk, key_digest(api_key), base_url, timeout)
+        return self.kept(
+            where,
+            lambda: sdk(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout),
+        )
+
+    def kept(self, where: Hashable, build: Callable[[], Any]) -> Any:
+        """The client kept under ``where`` on the running loop, built by ``build`` on first
+        use; ``where`` must hold no secret in the clear (``key_digest``)."""
         clients = self._by_loop.setdefault(asyncio.get_running_loop(), {})
-        digest = hashlib.sha256(api_key.encode()).hexdigest()
-        where = Destination(sdk, digest, base_url, timeout)
         if where not in clients:
-            clients[where] = sdk(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
+            clients[where] = build()
         return clients[where]
+
+
+def key_digest(api_key: str | None) -> str:
+    """What a pool key holds of an API key: its digest, never the key."""
+    return hashlib.sha256((api_key or "").encode()).hexdigest()
