@@ -78,15 +78,16 @@ def worker(
 ) -> None:
     """Run one worker process of ROLE until SIGTERM (start more to scale a provider)."""
     from workers.client import connect
-    from workers.main import run_worker
+    from workers.main import plans_for, run_worker
 
     with fail_on_quantdesk_errors():
         roles = parse_roles(role, option="--role")
         settings = load_settings()
+        plans = plans_for(roles, settings)
 
         async def main() -> None:
             client = await connect(settings)
-            await run_worker(client, roles, settings)
+            await run_worker(client, plans, settings)
 
         asyncio.run(main())
     finish(0)

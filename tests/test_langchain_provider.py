@@ -13,9 +13,11 @@ following its instructions would: a value of the schema its request or its promp
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,6 +38,7 @@ from shared.llm.contracts import ChatMessage, ChatRequest, ToolSpec
 from shared.llm.providers import QUEUE_LANGCHAIN
 from shared.memory import MemoryStore
 from shared.queues import CHARTS_QUEUE
+from tests.cli_process import run_quantdesk
 from tests.fakes.llm_server import (
     WIRE_BY_PATH,
     FakeToolCall,
@@ -160,6 +163,21 @@ def test_a_class_or_argument_that_cannot_serve_is_refused_at_worker_start(
 
     assert caught.value.setting == setting
     assert words in str(caught.value)
+
+
+def test_quantdesk_worker_refuses_before_reaching_for_temporal(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "QUANTDESK_DATA_DIR": str(tmp_path),
+        "QUANTDESK_TEMPORAL__ADDRESS": "127.0.0.1:9",  # nothing listens: never reached
+        "QUANTDESK_LANGCHAIN__CLASS": "langchain_nowhere.ChatNothing",
+    }
+
+    result = run_quantdesk(env, "worker", "--role", "llm-langchain", timeout=120)
+
+    assert result.returncode == 1
+    assert "configuration `QUANTDESK_LANGCHAIN__CLASS`: cannot import" in result.stderr
+    assert "Temporal" not in result.stderr
 
 
 def test_a_key_written_into_the_arguments_is_refused_without_being_repeated() -> None:

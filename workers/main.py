@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -171,12 +171,20 @@ def freeze_startup_heap() -> None:
     gc.freeze()
 
 
-async def run_worker(client: Client, roles: Sequence[WorkerRole], settings: Settings) -> None:
-    """Run a worker of each of ``roles`` in this process (each polling its queue under its
+def plans_for(roles: Sequence[WorkerRole], settings: Settings) -> dict[WorkerRole, WorkerPlan]:
+    """The plan of each of ``roles``: built before connecting, so a setting no worker can
+    serve with (a LangChain class that does not import) fails at once, naming it."""
+    return {role: plan_for(role, settings) for role in roles}
+
+
+async def run_worker(
+    client: Client, plans: Mapping[WorkerRole, WorkerPlan], settings: Settings
+) -> None:
+    """Run a worker of each role's plan in this process (each polling its queue under its
     own identity) until SIGTERM or SIGINT, then drain in-flight work and return."""
     workers = [
-        build_worker(client, plan_for(role, settings), worker_identity(settings.host_name, role))
-        for role in roles
+        build_worker(client, plan, worker_identity(settings.host_name, role))
+        for role, plan in plans.items()
     ]
     freeze_startup_heap()
     stop = asyncio.Event()
