@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.outputs import ChatResult
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
@@ -105,6 +107,20 @@ def _base_url(fake: Any, wire: Wire) -> str:
 # -- refused when the worker starts ---------------------------------------------------------
 
 
+class ToolessChat(BaseChatModel):
+    """A chat model class with no tool calling (no ``bind_tools``): it cannot serve the
+    analysts, so a worker naming it must not start. It is never called."""
+
+    model: str = "toolless"
+
+    @property
+    def _llm_type(self) -> str:
+        return "toolless"
+
+    def _generate(self, messages: list[Any], stop: Any = None, **kwargs: Any) -> ChatResult:
+        raise AssertionError("a class refused at start is never called")
+
+
 def _start_worker(**block: object) -> None:
     """What `quantdesk worker --role llm-langchain` does first: plan the role."""
     plan_for(WorkerRole.LLM_LANGCHAIN, load_settings(langchain=block))
@@ -122,6 +138,11 @@ def _start_worker(**block: object) -> None:
             {"class": "langchain_core.messages.AIMessage", "kwargs": {"model": "m"}},
             "QUANTDESK_LANGCHAIN__CLASS",
             "not a LangChain chat model class",
+        ),
+        (
+            {"class": f"{__name__}.ToolessChat", "kwargs": {"model": "m"}},
+            "QUANTDESK_LANGCHAIN__CLASS",
+            "ToolessChat cannot call tools (it has no bind_tools)",
         ),
         (
             {"class": "ChatOpenAI", "kwargs": {"model": "m"}},

@@ -47,6 +47,19 @@ def without_none(**params: Any) -> dict[str, Any]:
     return {name: value for name, value in params.items() if value is not None}
 
 
+def openai_function(tool: ToolSpec) -> dict[str, Any]:
+    """A tool in OpenAI's function format: what chat completions take, and what every
+    LangChain integration's ``bind_tools`` converts to its own."""
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
 def unparsed(raw: str) -> dict[str, Any]:
     """Tool arguments that are not a JSON object, kept whole for the tool to quote back."""
     return {UNPARSED_ARGUMENTS: raw}

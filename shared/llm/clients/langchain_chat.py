@@ -57,9 +57,9 @@ from pydantic import AliasChoices, SecretStr
 from shared.config import MODEL_KWARGS, LangChainSettings, provider_setting
 from shared.errors import ConfigError, ProviderError, QuantdeskError
 from shared.llm.clients import errors
-from shared.llm.clients.common import Target, unparsed
+from shared.llm.clients.common import Target, openai_function, unparsed
 from shared.llm.clients.pool import ClientPool, key_digest
-from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage
+from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, ToolCall, Usage
 from shared.llm.providers import ProviderSpec, StructuredOutput
 
 _KEY_NAMES = ("api_key",)
@@ -217,7 +217,6 @@ class ChatModelClass:
     """A LangChain chat model class checked against a row's settings, and the arguments
     every instance is built with."""
 
-    spec: ProviderSpec
     cls: type[BaseChatModel]
     kwargs: Mapping[str, Any]
     keywords: Mapping[str, str]
@@ -241,10 +240,17 @@ class ChatModelClass:
                 fix=f"Set {class_setting} to one, e.g. langchain_aws.ChatBedrockConverse.",
             )
         model_class = _import(block.chat_class, class_setting)
+        if model_class.bind_tools is BaseChatModel.bind_tools:
+            raise ConfigError(
+                class_setting,
+                f"{model_class.__name__} cannot call tools (it has no bind_tools), and every "
+                "flow's analysts do",
+                fix="Choose a chat model class with tool calling.",
+            )
         keywords = _keywords(model_class)
         _refuse_arguments(spec, model_class, keywords, block.arguments)
         model = _refuse_key_or_model(spec, model_class, keywords, model, api_key)
-        checked = cls(spec=spec, cls=model_class, kwargs=dict(block.arguments), keywords=keywords)
+        checked = cls(cls=model_class, kwargs=dict(block.arguments), keywords=keywords)
         try:
             checked.build(model=model, api_key=api_key, timeout=block.timeout_seconds)
         except Exception as error:  # whatever the class's own validation raises
@@ -369,7 +375,10 @@ def _finish_reason(message: AIMessage) -> str | None:
 
 
 def _structured_text(parsed: object, raw: AIMessage) -> str:
-    """The reply's JSON text: what the integration parsed, else the raw text to validate."""
+    """The reply's JSON text: what the integration parsed, else what the model wrote (its
+    answer tool's arguments, or its text) for the repair turn to quote."""
+    if parsed is None and raw.tool_calls:
+        return json.dumps(raw.tool_calls[-1]["args"])
     if parsed is None:
         return _text(raw.content)
     if hasattr(parsed, "model_dump"):
@@ -402,7 +411,11 @@ async def _invoke(model: BaseChatModel, request: ChatRequest, target: Target) ->
         raw: AIMessage = structured["raw"]
         text, calls = _structured_text(structured.get("parsed"), raw), []
     else:
-        bound = model.bind_tools([_function(t) for t in request.tools]) if request.tools else model
+        bound = (
+            model.bind_tools([openai_function(t) for t in request.tools])
+            if request.tools
+            else model
+        )
         raw = await bound.ainvoke(messages)
         text, calls = _text(raw.content), _tool_calls(raw)
     return ChatResponse(
@@ -413,18 +426,6 @@ async def _invoke(model: BaseChatModel, request: ChatRequest, target: Target) ->
         model=target.model,
         finish_reason=_finish_reason(raw),
     )
-
-
-def _function(tool: ToolSpec) -> dict[str, Any]:
-    """A tool in OpenAI's function format, which every integration's ``bind_tools`` takes."""
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.parameters,
-        },
-    }
 
 
 async def complete(

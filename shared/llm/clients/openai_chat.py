@@ -27,8 +27,15 @@ import openai.resources.chat.chat  # noqa: F401
 from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
 
 from shared.llm import text_tools
-from shared.llm.clients.common import SdkErrors, Target, Vendor, unparsed, without_none
-from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage
+from shared.llm.clients.common import (
+    SdkErrors,
+    Target,
+    Vendor,
+    openai_function,
+    unparsed,
+    without_none,
+)
+from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, ToolCall, Usage
 from shared.llm.grammar_schema import capped_for_grammar
 from shared.llm.providers import SCHEMA_ON_THE_WIRE, StructuredOutput
 from shared.llm.strict_schema import NotStrict, strict_json_schema
@@ -128,17 +135,6 @@ _MESSAGE: dict[str, Callable[[ChatMessage, Target], dict[str, Any]]] = {
 }
 
 
-def _tool_spec(tool: ToolSpec) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.parameters,
-        },
-    }
-
-
 def _conversation(request: ChatRequest, target: Target) -> list[ChatMessage]:
     """The messages as this row takes them: with tools as text, no tool roles and the tools
     described in a system message."""
@@ -157,7 +153,7 @@ def request_params(request: ChatRequest, target: Target) -> dict[str, Any]:
             _MESSAGE[message.role](message, target) for message in _conversation(request, target)
         ],
     } | without_none(
-        tools=[_tool_spec(tool) for tool in native_tools] or None,
+        tools=[openai_function(tool) for tool in native_tools] or None,
         temperature=request.temperature
         if request.temperature is not None
         else target.sampling.temperature,
