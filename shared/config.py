@@ -29,7 +29,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 from shared.broker.guardrails import BrokerLimits
 from shared.data.contracts import DataKind
@@ -1118,3 +1118,7 @@ def load_settings(**overrides: object) -> Settings:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as error:
         raise ConfigError("environment", _describe(error)) from None
+    except SettingsError as error:  # a JSON setting that does not parse (its text not echoed)
+        raise ConfigError(
+            "environment", str(error), fix="Give the variable as valid JSON, or unset it."
+        ) from None

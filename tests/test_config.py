@@ -193,3 +193,14 @@ def test_up_serves_only_the_llm_roles_a_provider_of_could_answer(
     assert WorkerRole.LLM_LANGCHAIN in serving_roles(with_class)
     local = load_settings(local_llm={"model": "smollm2"})
     assert WorkerRole.LLM_OPENAI_COMPATIBLE in serving_roles(local)
+
+
+def test_a_json_setting_that_does_not_parse_is_named_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("QUANTDESK_DATA_QUOTAS", '{"fred": {"requests": 1')
+
+    with pytest.raises(ConfigError, match='field "data_quotas"') as caught:
+        load_settings()
+
+    assert '"requests": 1' not in str(caught.value)
