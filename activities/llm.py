@@ -51,6 +51,7 @@ from shared.llm.structured import (
     validate_reply,
     with_schema_instruction,
 )
+from shared.observability.metrics import ModelCall
 from shared.spending.calls import call_estimate
 from shared.spending.ledger import Spend, SpendLedger
 from shared.storage.buckets import PAYLOADS_BUCKET
@@ -284,46 +285,61 @@ class LlmActivities:
     @activity.defn(name="chat")
     @heartbeating
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        """One LLM turn: validate, call the provider, validate the structure, repair it."""
+        """One LLM turn: validate, call the provider, validate the structure, repair it; its
+        calls, tokens, cost and time measured (``shared.observability.metrics``)."""
         with as_temporal_failures():
             started = time.monotonic()
             spec, model = self._check(request)
-            request = await self._redeemed(request)
-            language = request.language or self.settings.language
-            request = request.model_copy(
-                update={"messages": in_language(request.messages, language)}
-            )
-            schema = schema_named(request.response_schema) if request.response_schema else None
-            images = await self._images(request)
-            key = self._cache_key(request, spec, model, images, schema)
-            if key is not None:
-                cached = await asyncio.to_thread(ReplyCache(self.store).get, key)
-                if cached is not None:
-                    activity.logger.info("%s: answered from the reply cache", request.agent)
-                    # Identical reply, tokens as first spent; this time they cost nothing.
-                    return cached.model_copy(
-                        update={"usage": cached.usage.model_copy(update={"cost_usd": 0.0})}
-                    )
-            messages = with_schema_instruction(request.messages, schema)
-            request = request.model_copy(update={"messages": messages})
-            call = await self._reserve(request, spec, model)
-            response = await self._complete(request, spec, model, images)
-            if schema is not None and not response.tool_calls:
-                response = await self._validated(request, response, spec, model, images)
-            latency = (time.monotonic() - started) * 1000
-            response = response.model_copy(
-                update={
-                    "latency_ms": round(latency, 1),
-                    "model": model,
-                    "usage": self._priced(response.usage, model),
-                }
-            )
-            if call is not None:
-                spent = Spend(usd=response.usage.cost_usd, tokens=response.usage.total_tokens)
-                await asyncio.to_thread(self.spending.settle, call, spent)
-            if key is not None:
-                await self._remember(key, response)
+            measured = ModelCall(provider=spec.name, model=model, agent=request.agent)
+            try:
+                response, cached = await self._answer(request, spec, model, started)
+            except Exception as error:
+                kind = (
+                    error.type_name if isinstance(error, QuantdeskError) else type(error).__name__
+                )
+                measured.failed(activity.metric_meter(), kind, time.monotonic() - started)
+                raise
+            seconds = time.monotonic() - started
+            measured.answered(activity.metric_meter(), response.usage, seconds, cached=cached)
             return response
+
+    async def _answer(
+        self, request: ChatRequest, spec: ProviderSpec, model: str, started: float
+    ) -> tuple[ChatResponse, bool]:
+        """The turn's reply, and whether it came from the reply cache."""
+        request = await self._redeemed(request)
+        language = request.language or self.settings.language
+        request = request.model_copy(update={"messages": in_language(request.messages, language)})
+        schema = schema_named(request.response_schema) if request.response_schema else None
+        images = await self._images(request)
+        key = self._cache_key(request, spec, model, images, schema)
+        if key is not None:
+            cached = await asyncio.to_thread(ReplyCache(self.store).get, key)
+            if cached is not None:
+                activity.logger.info("%s: answered from the reply cache", request.agent)
+                # Identical reply, tokens as first spent; this time they cost nothing.
+                free = cached.usage.model_copy(update={"cost_usd": 0.0})
+                return cached.model_copy(update={"usage": free}), True
+        messages = with_schema_instruction(request.messages, schema)
+        request = request.model_copy(update={"messages": messages})
+        call = await self._reserve(request, spec, model)
+        response = await self._complete(request, spec, model, images)
+        if schema is not None and not response.tool_calls:
+            response = await self._validated(request, response, spec, model, images)
+        latency = (time.monotonic() - started) * 1000
+        response = response.model_copy(
+            update={
+                "latency_ms": round(latency, 1),
+                "model": model,
+                "usage": self._priced(response.usage, model),
+            }
+        )
+        if call is not None:
+            spent = Spend(usd=response.usage.cost_usd, tokens=response.usage.total_tokens)
+            await asyncio.to_thread(self.spending.settle, call, spent)
+        if key is not None:
+            await self._remember(key, response)
+        return response, False
 
     async def _reserve(self, request: ChatRequest, spec: ProviderSpec, model: str) -> str | None:
         """Hold what the call could cost in the spending ledger under its key (a retry

@@ -8,14 +8,18 @@ every chat round that reads it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from functools import cache
+
+from temporalio import activity
 
 from activities.failures import as_temporal_failures
 from activities.group import activity_on
 from activities.heartbeat import heartbeating
 from shared.config import load_settings
 from shared.llm.contracts import ToolRequest, ToolResult
+from shared.observability.metrics import tool_called
 from shared.queues import TOOLS_QUEUE
 from shared.storage.claim_check import ClaimCheck
 from shared.storage.objects import ObjectStore
@@ -54,5 +58,13 @@ def run_tool_activity(request: ToolRequest) -> ToolResult:
     Throttled or failing vendors raise retryable failures, so Temporal retries the call.
     """
     with as_temporal_failures():
-        result = run_tool(request, services=tool_services)
+        started = time.monotonic()
+        try:
+            result = run_tool(request, services=tool_services)
+        except Exception:  # a vendor refusing or down: retried by Temporal, counted here
+            seconds = time.monotonic() - started
+            tool_called(activity.metric_meter(), request.call.name, None, False, seconds)
+            raise
+        seconds = time.monotonic() - started
+        tool_called(activity.metric_meter(), result.name, result.vendor, result.ok, seconds)
         return claim_checked(result, request, tool_services, inline_max=_inline_max())

@@ -76,7 +76,9 @@ def worker(
         ..., help=f"one of: {', '.join(ROLE_NAMES)}; several, comma-separated, in one process"
     ),
 ) -> None:
-    """Run one worker process of ROLE until SIGTERM (start more to scale a provider)."""
+    """Run one worker process of ROLE until SIGTERM (start more to scale a provider); with
+    QUANTDESK_METRICS__PORT set, its Prometheus metrics are served there."""
+    from shared.observability.exporter import metrics_runtime
     from workers.client import connect
     from workers.main import plans_for, run_worker
 
@@ -84,9 +86,10 @@ def worker(
         roles = parse_roles(role, option="--role")
         settings = load_settings()
         plans = plans_for(roles, settings)
+        runtime = metrics_runtime(settings.metrics)
 
         async def main() -> None:
-            client = await connect(settings)
+            client = await connect(settings, runtime)
             await run_worker(client, plans, settings)
 
         asyncio.run(main())

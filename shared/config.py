@@ -374,6 +374,17 @@ class McpSettings(BaseModel):
     )
 
 
+class MetricsSettings(BaseModel):
+    """Where a long-running process (a worker, the console, the MCP server) serves its
+    Prometheus metrics. `up` gives each of its processes a free port; other commands (a
+    `run`, a `status`) never serve any."""
+
+    host: str = Field("127.0.0.1", description="address to bind the /metrics endpoint to")
+    port: int | None = Field(
+        None, ge=1, le=65535, description="the /metrics port; unset: no endpoint, no cost"
+    )
+
+
 CODEC_KEYS_SETTING = f"{ENV_PREFIX}CODEC__KEYS"
 CODEC_KEY_FILE_SETTING = f"{ENV_PREFIX}CODEC__KEY_FILE"
 CODEC_ENABLED_SETTING = f"{ENV_PREFIX}CODEC__ENABLED"
@@ -784,6 +795,7 @@ class Settings(_ProviderBlocks):
     temporal: TemporalSettings = TemporalSettings()
     console: ConsoleSettings = ConsoleSettings()
     mcp: McpSettings = McpSettings()
+    metrics: MetricsSettings = MetricsSettings()
     codec: CodecSettings = CodecSettings()
     s3: S3Settings = S3Settings()
     queues: TaskQueues = TaskQueues()

@@ -113,9 +113,10 @@ def _read(path: Path | None, field: str) -> bytes | None:
         ) from None
 
 
-async def connect(settings: Settings) -> Client:
+async def connect(settings: Settings, runtime: Runtime | None = None) -> Client:
     """A client for the configured cluster, or a ConfigError naming its cause and the
-    setting to change (``workers.connection_failures``).
+    setting to change (``workers.connection_failures``). ``runtime``: one exporting
+    metrics (``shared.observability.exporter``); None, the process's default.
 
     Connecting makes one call of its own (system info), which an API key must pass;
     describing the namespace then makes a wrong namespace, or a key without access to
@@ -128,6 +129,7 @@ async def connect(settings: Settings) -> Client:
             data_converter=data_converter(settings),
             tls=tls_config(temporal),
             api_key=temporal.api_key.get_secret_value() if temporal.api_key else None,
+            runtime=runtime,
         )
         await client.workflow_service.describe_namespace(
             DescribeNamespaceRequest(namespace=temporal.namespace), timeout=NAMESPACE_CHECK_TIMEOUT

@@ -83,6 +83,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.agents.spec import AgentSpec
     from shared.llm.contracts import LlmChoice, UsageReport
     from shared.memory import MemoryRole
+    from shared.observability.metrics import decided
     from shared.queues import TOOLS_QUEUE
     from shared.storage.objects import ObjectRef
     from workflows.activity_calls import GroupActivity, Request, Result
@@ -313,6 +314,7 @@ class PipelineWorkflow(TrackedRun):
             macro_context=state.macro_context,
         )
         state.decision = await self._ask(args, portfolio_manager.SPEC, inputs)
+        decided(workflow.metric_meter(), "pipeline", state.decision.rating.value)
         if chart is not None:
             await chart
         self._enter(REPORT)

@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from shared.llm.contracts import LlmChoice, UsageReport
     from shared.llm.providers import LlmRole, ProviderSpec
     from shared.market.bars import Bar, Timeframe
+    from shared.observability.metrics import decided
     from shared.queues import TOOLS_QUEUE
     from shared.storage.buckets import CHARTS_BUCKET
     from shared.storage.objects import ObjectRef
@@ -242,6 +243,7 @@ class QuantAgentWorkflow(TrackedRun):
             ),
         )
         assert trend_chart.trendlines is not None
+        decided(workflow.metric_meter(), "quantagent", decision.decision.value)
         return QuantAgentResult(
             symbol=loaded.symbol,
             timeframe=args.timeframe,

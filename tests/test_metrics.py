@@ -1,0 +1,176 @@
+"""Metrics: a real `quantdesk worker` process exports them, a real Prometheus scrapes them.
+
+The worker is the CLI's own, a process of its own on the session's dev server and S3, with
+``QUANTDESK_METRICS__PORT`` set; Prometheus is Debian's, reading its targets from a file.
+An offline Pipeline runs on the worker, and what Prometheus then holds is compared with
+what the run says of itself. The worker is then restarted and asked about the finished
+run, which it answers by replaying the whole history: nothing it replays is counted.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from cli.stack.servers import LOOPBACK, http_answers, wait_until
+from shared.config import ENV_PREFIX, Settings
+from shared.data.sim import SimVendor
+from shared.observability.exporter import prometheus_config
+from shared.observability.metrics import DECISIONS, METRICS, MODEL_CALLS, TOOL_CALLS
+from tests.cli_process import quantdesk_argv
+from tests.prometheus import Prometheus, free_port, running_prometheus
+from workers.client import connect
+from workflows.pipeline_contracts import PipelineProgress, PipelineResult
+
+ROLES = "workflows,tools,charts,llm-offline"
+AS_OF = "2012-06-01T00:00:00Z"
+START_TIMEOUT = 90.0
+
+
+# -- the names ---------------------------------------------------------------------------------
+
+
+def test_no_name_or_label_has_a_dot_which_the_exporter_would_drop() -> None:
+    for metric in METRICS:
+        assert "." not in metric.name and all("." not in label for label in metric.labels)
+    assert len({metric.name for metric in METRICS}) == len(METRICS)
+
+
+def test_the_genai_metrics_have_the_conventions_names_as_prometheus_writes_them() -> None:
+    names = {metric.exported for metric in METRICS}
+
+    assert {"gen_ai_client_token_usage", "gen_ai_client_operation_duration_seconds"} <= names
+    assert MODEL_CALLS.exported == "quantdesk_model_calls_total"
+
+
+def test_the_naming_choice_is_frozen() -> None:
+    config = prometheus_config("127.0.0.1:9")
+
+    assert (config.counters_total_suffix, config.unit_suffix) == (True, False)
+    assert config.durations_as_seconds
+    assert config.histogram_bucket_overrides is not None
+    assert config.histogram_bucket_overrides["gen_ai_client_token_usage"][-1] == 4**11
+
+
+# -- a worker process, scraped ---------------------------------------------------------------
+
+
+class WorkerProcess:
+    """`quantdesk worker` serving the roles a Pipeline needs, its metrics on ``port``."""
+
+    def __init__(self, env: dict[str, str], port: int, log: Path) -> None:
+        self.env, self.port, self.log = env, port, log
+        self.process: subprocess.Popen[bytes] | None = None
+        self.settings: dict[str, object] = {}
+        """The settings a client of this worker's cluster and store needs."""
+
+    @property
+    def address(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                quantdesk_argv("worker", "--role", ROLES), env=self.env, stdout=out, stderr=out
+            )
+        answering = wait_until(
+            lambda: http_answers(f"http://{self.address}/metrics"), timeout=START_TIMEOUT
+        )
+        assert answering, self.log.read_text()[-3000:]
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=60)
+            self.process = None
+
+    def exposition(self) -> str:
+        with urllib.request.urlopen(f"http://{self.address}/metrics", timeout=5) as response:
+            text: str = response.read().decode()
+        return text
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
+    with running_prometheus(tmp_path_factory.mktemp("prometheus")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def worker(
+    dev_env: WorkflowEnvironment, s3_settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WorkerProcess]:
+    folder = tmp_path_factory.mktemp("metrics-worker")
+    access, secret = s3_settings.s3_credentials()
+    port = free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)},
+        f"{ENV_PREFIX}DATA_DIR": str(folder),
+        f"{ENV_PREFIX}TEMPORAL__ADDRESS": dev_env.client.service_client.config.target_host,
+        f"{ENV_PREFIX}QUEUES__WORKFLOWS": f"metrics-{uuid.uuid4().hex[:8]}",
+        f"{ENV_PREFIX}S3__ENDPOINT": s3_settings.s3.endpoint,
+        f"{ENV_PREFIX}S3__ACCESS_KEY": access,
+        f"{ENV_PREFIX}S3__SECRET_KEY": secret,
+        f"{ENV_PREFIX}METRICS__PORT": str(port),
+    }
+    process = WorkerProcess(env, port, folder / "worker.log")
+    process.settings = {
+        "data_dir": folder,
+        "temporal": {"address": dev_env.client.service_client.config.target_host},
+        "s3": {"endpoint": s3_settings.s3.endpoint, "access_key": access, "secret_key": secret},
+    }
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.mark.integration
+@pytest.mark.asyncio(loop_scope="session")
+async def test_prometheus_counts_what_the_run_says_and_a_replay_adds_nothing(
+    dev_env: WorkflowEnvironment, worker: WorkerProcess, prometheus: Prometheus
+) -> None:
+    prometheus.scrape(worker.address)
+    symbol = SimVendor().universe(datetime.fromisoformat(AS_OF))[0].symbol
+    # The worker's payload converter (large payloads claim-checked in S3), as a user's CLI has.
+    client = await connect(Settings(_env_file=None, **worker.settings))
+    handle = await client.start_workflow(
+        "Pipeline",
+        {"symbol": symbol, "as_of": AS_OF},
+        id=f"metrics-pipeline-{uuid.uuid4().hex[:8]}",
+        task_queue=worker.env[f"{ENV_PREFIX}QUEUES__WORKFLOWS"],
+        result_type=PipelineResult,
+    )
+    result = await handle.result()
+    calls = result.usage.total.calls
+    assert calls > 10
+
+    ok = f'sum({MODEL_CALLS.exported}{{outcome=~"ok|cached"}})'
+    assert prometheus.settles_at(ok, calls) == calls
+    decisions = f'sum({DECISIONS.exported}{{flow="pipeline"}})'
+    assert prometheus.settles_at(decisions, 1) == 1
+    tools = prometheus.value(f'sum({TOOL_CALLS.exported}{{outcome="ok"}})')
+    assert tools is not None and tools > 0
+    rating = prometheus.query(DECISIONS.exported)[0]["metric"]
+    assert isinstance(rating, dict) and rating["rating"] == result.decision.rating.value
+    # The SDK's own metrics come through the same endpoint, under its prefix.
+    assert prometheus.value("sum(temporal_workflow_completed_total)") is not None
+
+    worker.stop()
+    worker.start()
+    progress = await handle.query("progress", result_type=PipelineProgress)  # a full replay
+
+    assert progress.phase == "done"
+    exposition = worker.exposition()
+    # It ran workflow tasks: the replay of the whole history that answered the query.
+    assert "temporal_workflow_task_execution_latency_count" in exposition
+    assert DECISIONS.exported not in exposition
+    assert MODEL_CALLS.exported not in exposition
