@@ -83,10 +83,13 @@ class Desk:
         """The Temporal client, connected on first use (the console may start before Temporal)."""
         async with self._connecting:
             if self._client is None:
+                from shared.observability.exporter import metrics_runtime
                 from workers.client import connect
 
                 try:
-                    self._client = await connect(self.settings)
+                    # The console's and the MCP server's metrics, where a port is set.
+                    runtime = metrics_runtime(self.settings.metrics)
+                    self._client = await connect(self.settings, runtime)
                 except ConfigError as error:
                     raise Unavailable(error.message) from None
             return self._client

@@ -21,6 +21,7 @@ def serve(settings: Settings, say: Callable[[str], None]) -> None:
     import uvicorn
 
     from console.app import create_app
+    from shared.observability.exporter import metrics_runtime
 
     check_bind(settings)
     host, port = settings.console.host, settings.console.port
@@ -30,5 +31,7 @@ def serve(settings: Settings, say: Callable[[str], None]) -> None:
             f"port {port} on {host} is already in use",
             fix=f"Stop what uses it, or set {PORT_SETTING} to a free port.",
         )
+    if metrics_runtime(settings.metrics) is not None:  # bound now, used when it connects
+        say(f"metrics at http://{settings.metrics.host}:{settings.metrics.port}/metrics")
     say(f"quantdesk console at http://{host}:{port}")
     uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")

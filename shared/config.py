@@ -383,6 +383,13 @@ class MetricsSettings(BaseModel):
     port: int | None = Field(
         None, ge=1, le=65535, description="the /metrics port; unset: no endpoint, no cost"
     )
+    up_ports_from: int = Field(
+        9470,
+        ge=1,
+        le=65000,
+        description="`up`: the console's /metrics port; each worker process takes the next "
+        "(the dev server's is its gRPC port + 11)",
+    )
 
 
 CODEC_KEYS_SETTING = f"{ENV_PREFIX}CODEC__KEYS"

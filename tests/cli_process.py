@@ -13,8 +13,11 @@ from pathlib import Path
 from cli.stack.console import console_server
 from cli.stack.servers import find_binary, s3_server, temporal_dev_server
 from shared.config import ENV_PREFIX, Settings
+from workers.roles import WorkerRole
 
 ROOT = Path(__file__).resolve().parent.parent
+METRICS_OFFSET = 40
+"""A stack's metrics ports start at its base + 40: the console's, then one per worker role."""
 CLI_TIMEOUT = 360
 """`up` may wait minutes on a loaded machine (health timeouts of 90 s and 120 s, a 30 s
 reconnect grace before a stuck worker is restarted)."""
@@ -59,6 +62,7 @@ def stack_settings(data_dir: Path, base: int) -> tuple[dict[str, str], Settings]
         "TEMPORAL__UI_PORT": str(base + 1),
         "S3__ENDPOINT": f"127.0.0.1:{base + 20}",
         "CONSOLE__PORT": str(base + 2),
+        "METRICS__UP_PORTS_FROM": str(base + METRICS_OFFSET),
     }
     settings = Settings(
         _env_file=None,
@@ -66,6 +70,7 @@ def stack_settings(data_dir: Path, base: int) -> tuple[dict[str, str], Settings]
         temporal={"address": values["TEMPORAL__ADDRESS"], "ui_port": base + 1},
         s3={"endpoint": values["S3__ENDPOINT"]},
         console={"port": base + 2},
+        metrics={"up_ports_from": base + METRICS_OFFSET},
     )
     return {f"{ENV_PREFIX}{key}": value for key, value in values.items()}, settings
 
@@ -78,7 +83,8 @@ def stack_ports(data_dir: Path, base: int) -> list[int]:
         s3_server(settings, "k", "s"),
         console_server(settings),
     ]
-    return [claim.port for launch in launches for claim in launch.ports]
+    metrics = range(base + METRICS_OFFSET, base + METRICS_OFFSET + 1 + len(WorkerRole))
+    return [claim.port for launch in launches for claim in launch.ports] + list(metrics)
 
 
 def stack_env(own: Mapping[str, str], **extra: str) -> dict[str, str]:

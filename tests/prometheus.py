@@ -34,12 +34,17 @@ def free_port() -> int:
         return port
 
 
-def prometheus_binary() -> str:
-    """Debian's Prometheus; the test is skipped where it is not installed (CI installs it)."""
-    found = shutil.which("prometheus")
+def debian_binary(name: str) -> str:
+    """A binary of Debian's prometheus package; the test is skipped where it is not
+    installed (CI installs it)."""
+    found = shutil.which(name)
     if found is None:
-        pytest.skip("Debian's prometheus package is not installed")
+        pytest.skip(f"Debian's prometheus package is not installed (no {name})")
     return found
+
+
+def promtool() -> str:
+    return debian_binary("promtool")
 
 
 class Prometheus:
@@ -83,11 +88,13 @@ class Prometheus:
 
 
 @contextmanager
-def running_prometheus(folder: Path) -> Iterator[Prometheus]:
-    """A Prometheus scraping the targets of ``folder/targets.json`` every second."""
+def running_prometheus(folder: Path, targets_file: Path | None = None) -> Iterator[Prometheus]:
+    """A Prometheus scraping every second the targets of ``targets_file`` (one `up` wrote),
+    or of ``folder/targets.json``, which ``Prometheus.scrape`` fills."""
     folder.mkdir(parents=True, exist_ok=True)
-    targets = folder / "targets.json"
-    targets.write_text("[]")
+    targets = targets_file or folder / "targets.json"
+    if targets_file is None:
+        targets.write_text("[]")
     config = folder / "prometheus.yml"
     config.write_text(
         f"global:\n  scrape_interval: {SCRAPE_SECONDS}s\n  evaluation_interval: 1s\n"
@@ -96,7 +103,7 @@ def running_prometheus(folder: Path) -> Iterator[Prometheus]:
     )
     port = free_port()
     argv = [
-        prometheus_binary(),
+        debian_binary("prometheus"),
         f"--config.file={config}",
         f"--storage.tsdb.path={folder / 'data'}",
         f"--web.listen-address={LOOPBACK}:{port}",

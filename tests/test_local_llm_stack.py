@@ -53,7 +53,7 @@ class Stack:
 def _states(output: str) -> dict[str, str]:
     """Component -> state, read from the printed table."""
     rows = (re.split(r"\s{2,}", line.strip()) for line in output.splitlines())
-    return {cells[0]: cells[3] for cells in rows if len(cells) == 6 and cells[0] in COMPONENTS}
+    return {cells[0]: cells[3] for cells in rows if len(cells) == 7 and cells[0] in COMPONENTS}
 
 
 @pytest.fixture(scope="module")

@@ -42,6 +42,7 @@ from tests.cli_process import (
     stack_ports,
     stack_settings,
 )
+from tests.prometheus import promtool, running_prometheus
 from tests.servers import free_port_base, weed_shell
 from workers.roles import ROLE_NAMES, WorkerRole
 
@@ -68,6 +69,11 @@ class Stack:
 
     def quantdesk(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
         return run_quantdesk({**self.env, **env}, *args)
+
+    @property
+    def targets(self) -> Path:
+        """The Prometheus targets file `up` writes."""
+        return self.settings.data_dir / "prometheus" / "targets.json"
 
     def pids(self) -> dict[str, int]:
         """The pid of every component with a pid file."""
@@ -129,7 +135,7 @@ def _cells(output: str) -> dict[str, list[str]]:
     rows = {}
     for line in output.splitlines():
         cells = re.split(r"\s{2,}", line.strip())
-        if len(cells) == 6 and (cells[0] in SERVERS or cells[0].startswith("worker")):
+        if len(cells) == 7 and (cells[0] in SERVERS or cells[0].startswith("worker")):
             rows[cells[0]] = cells
     return rows
 
@@ -339,6 +345,44 @@ class TestStack:
         assert "as of 2011-03-01" in result.stdout
         assert f"127.0.0.1:{stack.settings.temporal.ui_port}/namespaces/" in result.stdout
         assert "trend chart: http://" in result.stdout
+
+    def test_prometheus_scrapes_the_stack_and_follows_a_restarted_worker(
+        self, stack: Stack, tmp_path: Path
+    ) -> None:
+        config = stack.settings.data_dir / "prometheus.yml"
+        checked = subprocess.run(
+            [promtool(), "check", "config", str(config)], capture_output=True, text=True
+        )
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        targets = json.loads((stack.settings.data_dir / "prometheus" / "targets.json").read_text())
+        assert [group["labels"]["component"] for group in targets] == [
+            "temporal",
+            "console",
+            "worker",
+        ]
+        status = _cells(stack.quantdesk("status").stdout)
+        ports = {group["labels"]["component"]: group["targets"][0] for group in targets}
+        assert {name: status[name][6] for name in ports} == {
+            name: f":{address.rpartition(':')[2]}" for name, address in ports.items()
+        }
+        with running_prometheus(tmp_path / "prometheus", targets_file=stack.targets) as prometheus:
+            assert prometheus.settles_at('sum(up{job="quantdesk"})', 3) == 3
+            calls = 'sum(quantdesk_model_calls_total{outcome=~"ok|cached"}) or vector(0)'
+            before = prometheus.value(calls)
+            run = stack.quantdesk("run", "quantagent", "GOOG", "--as-of", "2011-04-01")
+            assert run.returncode == 0, run.stdout + run.stderr
+            [used] = re.findall(r"usage: (\d+) LLM calls", run.stdout)
+            assert prometheus.settles_at(calls, (before or 0) + int(used)) == (before or 0) + int(
+                used
+            )
+
+            _kill(stack.pids()[RESTARTED])
+            assert stack.quantdesk("up").returncode == 0
+            again = json.loads(
+                (stack.settings.data_dir / "prometheus" / "targets.json").read_text()
+            )
+            assert again == targets  # the restarted worker serves on the same port
+            assert prometheus.settles_at('up{component="worker"}', 1) == 1
 
     def test_the_temporal_cli_reads_a_run_with_no_flag(self, stack: Stack) -> None:
         """`up` wrote the profile: no --address, no --codec-endpoint, and the result (compressed

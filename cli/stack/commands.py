@@ -33,6 +33,7 @@ from cli.stack.components import ui_url
 from cli.stack.console import console_url
 from cli.stack.pollers import GONE_AFTER, QueueService, queue_services
 from cli.stack.process_usage import shown_duration
+from cli.stack.scrape_config import config_path
 from cli.stack.supervisor import ALL_ROLES, ComponentReport, ComponentState
 from cli.stuck_runs import stuck_runs
 from cli.views import STUCK_TITLE, stuck_table
@@ -99,12 +100,15 @@ def _show(reports: list[ComponentReport]) -> None:
     table.add_column("state", no_wrap=True)
     table.add_column("memory", justify="right", no_wrap=True)
     table.add_column("up for", justify="right", no_wrap=True)
+    table.add_column("metrics", no_wrap=True)
     for report in reports:
         state = Text(report.state.value, style=STATE_STYLES[report.state])
         usage = report.usage
         memory = f"{usage.rss_mb:,.0f} MB" if usage else "-"
         age = shown_duration(usage.up_seconds) if usage else "-"
-        table.add_row(report.name, str(report.pid or "-"), report.address, state, memory, age)
+        metrics = f":{report.metrics.rpartition(':')[2]}" if report.metrics else "-"
+        row = (report.name, str(report.pid or "-"), report.address, state, memory, age, metrics)
+        table.add_row(*row)
     console.print(table)
     if measured := [r.usage.rss_mb for r in reports if r.usage]:
         console.print(f"{sum(measured):,.0f} MB in {len(measured)} processes", highlight=False)
@@ -135,6 +139,9 @@ def _show_endpoints(settings: Settings, *, cli_profile: bool = False) -> None:
             highlight=False,
         )
     console.print(f"Logs             {(settings.data_dir / 'logs').resolve()}", highlight=False)
+    console.print(
+        f"Metrics          prometheus --config.file={config_path(settings)}", highlight=False
+    )
 
 
 async def stuck_section(settings: Settings) -> RenderableType:

@@ -42,6 +42,8 @@ from cli.stack.local_llm import (
 from cli.stack.pollers import pollers_of
 from cli.stack.servers import (
     LOOPBACK,
+    TEMPORAL_METRICS_OFFSET,
+    PortClaim,
     ServerLaunch,
     http_answers,
     s3_server,
@@ -110,6 +112,8 @@ class Component:
     launch: Callable[[], ServerLaunch] | None = None
     timeout: float = SERVER_HEALTH_TIMEOUT
     is_worker: bool = False
+    metrics: str | None = None
+    """host:port of its Prometheus /metrics endpoint, when it serves one."""
 
     @property
     def patience(self) -> float:
@@ -229,13 +233,29 @@ def worker_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def worker_launch(settings: Settings, name: str, roles: Sequence[WorkerRole]) -> ServerLaunch:
+def metrics_port(settings: Settings, index: int) -> int:
+    """The /metrics port `up` gives its ``index``-th process: the console's is the first,
+    the workers' the next ones."""
+    return settings.metrics.up_ports_from + index
+
+
+def _metrics_launch(launch: ServerLaunch, port: int) -> ServerLaunch:
+    """``launch`` serving its metrics on ``port`` of the loopback, the port checked free."""
+    claim = PortClaim(port, f"{ENV_PREFIX}METRICS__UP_PORTS_FROM", "metrics")
+    env = {f"{ENV_PREFIX}METRICS__HOST": LOOPBACK, f"{ENV_PREFIX}METRICS__PORT": str(port)}
+    return replace(launch, ports=[*launch.ports, claim], env={**launch.env, **env})
+
+
+def worker_launch(
+    settings: Settings, name: str, roles: Sequence[WorkerRole], metrics: int
+) -> ServerLaunch:
     """The real worker command, run by the interpreter running this CLI: one process named
-    ``name`` serving each of ``roles``."""
+    ``name`` serving each of ``roles``, its metrics on port ``metrics``."""
     argv = [sys.executable, "-m", "cli.main", "worker", "--role", ",".join(r.value for r in roles)]
     serving = serving_roles(settings)
     answering = ",".join(r.value for r in roles if r not in ROLE_QUEUES and r in serving)
-    return ServerLaunch(name, argv, ports=[], env=worker_env(settings), answers=answering)
+    launch = ServerLaunch(name, argv, ports=[], env=worker_env(settings), answers=answering)
+    return _metrics_launch(launch, metrics)
 
 
 def _temporal(settings: Settings, probe: TemporalProbe) -> Component:
@@ -247,6 +267,7 @@ def _temporal(settings: Settings, probe: TemporalProbe) -> Component:
         address,
         lambda _pid: probe.cluster_problem() or _ui_problem(ui_url(settings)),
         lambda: temporal_dev_server(settings, SEARCH_ATTRIBUTES, codec_endpoint(settings)),
+        metrics=f"{LOOPBACK}:{settings.temporal.port + TEMPORAL_METRICS_OFFSET}",
     )
 
 
@@ -270,19 +291,29 @@ def _local_llm(settings: Settings) -> Component:
 def _console(settings: Settings) -> Component:
     """The web console, told the stack's data dir, cluster and queues like a worker."""
 
+    port = metrics_port(settings, 0)
+
     def launch() -> ServerLaunch:
         spec = console_server(settings)
-        return replace(spec, env={**worker_env(settings), **spec.env})
+        return _metrics_launch(replace(spec, env={**worker_env(settings), **spec.env}), port)
 
     address = console_url(settings).removeprefix("http://")
-    return Component(CONSOLE, address, lambda _pid: console_problem(settings), launch)
+    return Component(
+        CONSOLE,
+        address,
+        lambda _pid: console_problem(settings),
+        launch,
+        metrics=f"{LOOPBACK}:{port}",
+    )
 
 
 def _worker(
     settings: Settings, name: str, roles: Sequence[WorkerRole], probe: TemporalProbe
 ) -> Component:
-    """One worker process serving ``roles``: healthy once it polls every one of their queues."""
+    """One worker process serving ``roles``: healthy once it polls every one of their queues.
+    Its metrics port follows its first role's place, so a restarted worker keeps its port."""
     queues = [queue_of(role, settings) for role in roles]
+    port = metrics_port(settings, 1 + list(WorkerRole).index(roles[0]))
 
     def problem(pid: int | None) -> Problem:
         return next(filter(None, (probe.poller_problem(q, pid) for q in queues)), None)
@@ -291,9 +322,10 @@ def _worker(
         name,
         queues[0] if len(queues) == 1 else f"{len(queues)} task queues",
         problem,
-        lambda: worker_launch(settings, name, roles),
+        lambda: worker_launch(settings, name, roles, port),
         WORKER_HEALTH_TIMEOUT,
         is_worker=True,
+        metrics=f"{LOOPBACK}:{port}",
     )
 
 

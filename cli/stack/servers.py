@@ -8,6 +8,7 @@ test suite uses the same launch specs, so tests run what users run.
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import socket
@@ -97,10 +98,13 @@ def port_is_free(port: int, host: str = LOOPBACK) -> bool:
     return True
 
 
-def check_ports_free(launch: ServerLaunch) -> None:
-    """Fail before starting anything if a port is taken, naming the setting to change."""
+def check_ports_free(launch: ServerLaunch, patience: float = 0.0) -> None:
+    """Fail before starting anything if a port is taken, naming the setting to change; with
+    ``patience``, wait that long for it to come free first (a process just killed: its
+    threads may still hold its sockets for a moment after its pid reads as gone)."""
     for claim in launch.ports:
-        if not port_is_free(claim.port):
+        free = functools.partial(port_is_free, claim.port)
+        if not wait_until(free, timeout=patience, interval=0.1):
             raise ConfigError(
                 claim.setting,
                 f"port {claim.port} ({launch.name} {claim.purpose}) is already in use",
@@ -251,10 +255,10 @@ def json_at(url: str, timeout: float = 2.0) -> Any:
 
 
 def wait_until(check: Callable[[], bool], *, timeout: float, interval: float = 0.2) -> bool:
-    """Poll ``check()`` until it is true or ``timeout`` seconds pass."""
+    """Poll ``check()`` until it is true or ``timeout`` seconds pass (checked at least once)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
+    while not check():
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(interval)
-    return False
+    return True

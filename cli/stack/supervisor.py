@@ -38,6 +38,7 @@ from cli.stack.components import (
     plan,
 )
 from cli.stack.process_usage import ProcessUsage, usage_of
+from cli.stack.scrape_config import write_scrape_config
 from cli.stack.servers import ServerLaunch, check_ports_free, wait_until
 from shared.config import Settings
 from shared.storage.credentials import ensure_generated_credentials
@@ -99,6 +100,7 @@ class ComponentReport(BaseModel):
     usage: ProcessUsage | None = Field(
         None, description="memory and age of a process we run (with its children), if known"
     )
+    metrics: str | None = Field(None, description="host:port of its /metrics endpoint")
 
 
 class PidRecord(BaseModel):
@@ -264,6 +266,7 @@ def _report(
         log=log,
         detail=detail,
         usage=usage_of(record.pid) if record and claims_health else None,
+        metrics=component.metrics if component.launch else None,
     )
 
 
@@ -323,7 +326,7 @@ def _restart_stuck(settings: Settings, waits: list[_Wait], say: Say) -> list[_Wa
     fresh: dict[str, _Wait] = {}
     for wait, launch in stuck:
         spec = launch()
-        check_ports_free(spec)
+        check_ports_free(spec, patience=KILL_WAIT_SECONDS)
         record = _spawn(settings, wait.component.name, spec)
         fresh[wait.component.name] = _Wait(
             wait.component, record, ComponentState.RESTARTED, wait.component.timeout
@@ -430,6 +433,7 @@ def up(
         if settings.s3.embedded:
             ensure_generated_credentials(settings.data_dir)
         components = plan(settings, roles, probe, split=split)
+        write_scrape_config(settings, components)
         servers = [c for c in components if not c.is_worker]
         workers = [c for c in components if c.is_worker]
         running = {c.name: _live_record(settings, c.name) for c in components}

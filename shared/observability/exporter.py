@@ -9,6 +9,8 @@ its ``temporal_`` prefix.
 
 from __future__ import annotations
 
+import functools
+
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from shared.config import ENV_PREFIX, MetricsSettings
@@ -32,7 +34,13 @@ def metrics_runtime(metrics: MetricsSettings) -> Runtime | None:
     default runtime, whose meter records nothing)."""
     if metrics.port is None:
         return None
-    address = f"{metrics.host}:{metrics.port}"
+    return _exporting(f"{metrics.host}:{metrics.port}")
+
+
+@functools.cache
+def _exporting(address: str) -> Runtime:
+    """One runtime per address for the process's life: a client connected again (the
+    console's, after Temporal came back) exports through the endpoint already bound."""
     try:
         return Runtime(telemetry=TelemetryConfig(metrics=prometheus_config(address)))
     except RuntimeError as error:
