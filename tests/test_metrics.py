@@ -25,9 +25,10 @@ from cli.stack.servers import LOOPBACK, http_answers, wait_until
 from shared.config import ENV_PREFIX, Settings
 from shared.data.sim import SimVendor
 from shared.observability.exporter import prometheus_config
-from shared.observability.metrics import DECISIONS, METRICS, MODEL_CALLS, TOOL_CALLS
+from shared.observability.metrics import DECISIONS, METRICS, MODEL_CALLS, SDK_METRICS, TOOL_CALLS
 from tests.cli_process import quantdesk_argv
 from tests.prometheus import Prometheus, free_port, running_prometheus
+from tests.test_alerts_and_dashboard import dashboard_expressions
 from workers.client import connect
 from workflows.pipeline_contracts import PipelineProgress, PipelineResult
 
@@ -161,8 +162,15 @@ async def test_prometheus_counts_what_the_run_says_and_a_replay_adds_nothing(
     assert tools is not None and tools > 0
     rating = prometheus.query(DECISIONS.exported)[0]["metric"]
     assert isinstance(rating, dict) and rating["rating"] == result.decision.rating.value
-    # The SDK's own metrics come through the same endpoint, under its prefix.
-    assert prometheus.value("sum(temporal_workflow_completed_total)") is not None
+    # The SDK's own metrics come through the same endpoint, under its prefix: every one the
+    # rules and the dashboard read (but those counting failures, which none happened here).
+    exported = worker.exposition()
+    for name, on_failure_only in SDK_METRICS.items():
+        assert on_failure_only or name in exported, name
+    # Every panel of the dashboard is a query this Prometheus answers.
+    for title, expr in dashboard_expressions().items():
+        answer = prometheus.query(expr)
+        print(f"{title}: {[(s['metric'], s['value'][1]) for s in answer]}")  # type: ignore[index]
 
     worker.stop()
     worker.start()

@@ -136,6 +136,17 @@ METRICS: tuple[Metric, ...] = (
 )
 """Every metric of ours: the exporter's bucket overrides and the docs' table come from it."""
 
+SDK_METRICS: dict[str, bool] = {
+    "temporal_num_pollers": False,
+    "temporal_workflow_task_schedule_to_start_latency": False,
+    "temporal_activity_schedule_to_start_latency": False,
+    "temporal_workflow_completed_total": False,
+    "temporal_sticky_cache_size": False,
+    "temporal_workflow_task_execution_failed_total": True,
+}
+"""The Temporal SDK's metrics the alert rules and the dashboard read, as exported here; True
+for a counter that appears only once something failed."""
+
 OK = "ok"
 CACHED = "cached"
 
