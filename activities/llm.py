@@ -51,7 +51,7 @@ from shared.llm.structured import (
     validate_reply,
     with_schema_instruction,
 )
-from shared.observability.metrics import ModelCall
+from shared.observability.metrics import ModelCall, spend_used
 from shared.spending.calls import call_estimate
 from shared.spending.ledger import Spend, SpendLedger
 from shared.storage.buckets import PAYLOADS_BUCKET
@@ -350,9 +350,11 @@ class LlmActivities:
         call = f"{info.workflow_id}/{info.activity_id}"
         reply_tokens = request.max_tokens or self.settings.provider(spec.name).reply_tokens
         estimate = call_estimate(request, reply_tokens, self.settings.price_of(model))
-        await asyncio.to_thread(
+        used = await asyncio.to_thread(
             self.spending.reserve, call, request.spend, estimate, self.settings.budget
         )
+        for scope, share in used.items():
+            spend_used(activity.metric_meter(), scope, share)
         return call
 
     def _cache_key(

@@ -88,5 +88,8 @@ def test_the_dashboard_covers_what_an_operator_watches() -> None:
         "quantdesk_model_cost_microusd_total",
         "quantdesk_tool_calls_total",
         "quantdesk_decisions_total",
+        "quantdesk_orders_total",
+        "quantdesk_person_wait_marks_total",
+        "quantdesk_spend_limit_used_ratio",
     ):
         assert needed in read, needed

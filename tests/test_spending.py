@@ -54,7 +54,8 @@ def test_a_call_is_held_then_settled_and_a_run_limit_stops_the_next(database_url
     ledger.reserve("run-1/1", scope, DOLLAR, NO_DAILY)
     ledger.reserve("run-1/1", scope, DOLLAR, NO_DAILY)  # a retried step replaces its own hold
     ledger.settle("run-1/1", Spend(usd=0.4, tokens=40))
-    ledger.reserve("run-1/2", scope, DOLLAR, NO_DAILY)
+    used = ledger.reserve("run-1/2", scope, DOLLAR, NO_DAILY)
+    assert used == {"run:run-1": pytest.approx(1.4 / 2.2)}  # what the metric shows
     with pytest.raises(SpendingLimitReached) as stopped:
         ledger.reserve("run-1/3", scope, DOLLAR, NO_DAILY)
 
@@ -66,7 +67,10 @@ def test_a_call_is_held_then_settled_and_a_run_limit_stops_the_next(database_url
     with pytest.raises(InvalidInput, match="not above the \\$1.40 spent"):
         ledger.raise_limit(run_scope("run-1"), Limit(usd=1), standing.spent)
     ledger.raise_limit(run_scope("run-1"), Limit(usd=5), standing.spent)
-    ledger.reserve("run-1/3", scope, DOLLAR, NO_DAILY)
+    assert ledger.reserve("run-1/3", scope, DOLLAR, NO_DAILY) == {
+        "run:run-1": pytest.approx(2.4 / 5)
+    }
+    assert ledger.reserve("free/1", SpendScope(run="free"), DOLLAR, NO_DAILY) == {}
     assert ledger.run_standing("run-1").limit == Limit(usd=5)
 
 

@@ -39,6 +39,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from shared.broker.alpaca_wire import MarketClock
     from shared.broker.models import OrderIntent
+    from shared.observability.metrics import orders_ended
+    from shared.portfolio.models import BrokerKind
     from shared.portfolio.orders import PlannedOrder, RejectedOrder
     from workflows.activity_calls import run_activity
     from workflows.inputs import RunInput
@@ -147,6 +149,10 @@ class BrokerOrdersWorkflow(TrackedRun):
             self.steps[SUBMIT] = StepState.DONE
         await self._step(FOLLOW, self._follow(args, book))
         self.phase = "done"
+        outcomes = [intent.status.value for intent in self.intents]
+        orders_ended(
+            workflow.metric_meter(), BrokerKind.ALPACA.value, outcomes, len(self.carry.booked)
+        )
         return BrokerOrdersResult(
             portfolio=args.portfolio,
             intents=self.intents,

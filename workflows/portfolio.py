@@ -74,6 +74,12 @@ with workflow.unsafe.imports_passed_through():
     from shared.llm.contracts import LlmChoice
     from shared.notify.approval import Mark, outcome_notice, waiting_notice
     from shared.notify.notices import NoticeKind
+    from shared.observability.metrics import (
+        orders_ended,
+        person_still_missing,
+        person_waited,
+        person_waits,
+    )
     from shared.portfolio.costs import Costs
     from shared.portfolio.limits import Limits
     from shared.portfolio.models import (
@@ -583,6 +589,19 @@ class PortfolioWorkflow(TrackedRun):
         return self.verdict is not None
 
     async def _wait_telling(self, portfolio: str, plan: OrderPlan, timeout: timedelta) -> None:
+        """``_wait_marks``, measured: the wait, each mark it passes, and how long it lasted
+        (the workflow's meter: a replay counts nothing)."""
+        meter = workflow.metric_meter()
+        person_waits(meter, APPROVAL)
+        began = workflow.now()
+        try:
+            await self._wait_marks(portfolio, plan, timeout)
+        except TimeoutError:
+            person_waited(meter, APPROVAL, "timed_out", (workflow.now() - began).total_seconds())
+            raise
+        person_waited(meter, APPROVAL, "answered", (workflow.now() - began).total_seconds())
+
+    async def _wait_marks(self, portfolio: str, plan: OrderPlan, timeout: timedelta) -> None:
         """Wait for the answer up to ``timeout``, telling people the plan waits, then at
         each of the desk's marks (reminder, escalation) that comes before the answer; a
         ``TimeoutError`` when none comes. Each notice is its own run beside this one
@@ -604,6 +623,7 @@ class PortfolioWorkflow(TrackedRun):
                 return
             except TimeoutError:
                 waited = mark.after
+            person_still_missing(workflow.metric_meter(), APPROVAL, mark.kind.value)
             await tell(waiting_notice(wf_id, portfolio, plan, timeout, mark.kind))
         await workflow.wait_condition(
             self._answered, timeout=timeout - waited, timeout_summary=TIMEOUT
@@ -677,4 +697,6 @@ class PortfolioWorkflow(TrackedRun):
                 summary=f"{EXECUTE}: {len(plan.orders)} orders",
             ),
         )
+        outcomes = ["filled"] * len(done.executed) + ["refused"] * len(done.rejected)
+        orders_ended(workflow.metric_meter(), BrokerKind.PAPER.value, outcomes, len(done.executed))
         return done

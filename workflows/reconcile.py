@@ -16,6 +16,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from activities.broker import BookRef, BrokerActivities, Reconciliation
     from shared.notify.notices import Notice, NoticeKind
+    from shared.observability.metrics import drift_found
     from workflows.activity_calls import run_activity
     from workflows.broker_orders import BROKER_HEARTBEAT
     from workflows.inputs import RunInput
@@ -52,6 +53,8 @@ class ReconcileWorkflow:
         workflow.set_current_details(
             f"**{state}** against the broker at {result.at:%Y-%m-%d %H:%M}"
         )
+        if not result.drift.clean:
+            drift_found(workflow.metric_meter(), args.portfolio)
         if not result.drift.clean and workflow.patched(NOTIFY_DRIFT_PATCH):
             await tell(drift_notice(workflow.info().workflow_id, result))
         return result

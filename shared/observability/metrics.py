@@ -23,7 +23,7 @@ from temporalio.common import MetricMeter
 
 from shared.llm.contracts import Usage
 
-Kind = Literal["counter", "histogram", "histogram_float"]
+Kind = Literal["counter", "histogram", "histogram_float", "gauge_float"]
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,57 @@ DECISIONS = Metric(
     ("flow", "rating"),
 )
 
+ORDERS = Metric(
+    "quantdesk_orders",
+    "counter",
+    "orders a plan sent to its broker, by how each ended (filled, canceled, refused...)",
+    "{order}",
+    ("broker", OUTCOME),
+)
+FILLS = Metric(
+    "quantdesk_fills",
+    "counter",
+    "fills booked from the broker, each once",
+    "{fill}",
+    ("broker",),
+)
+DRIFT = Metric(
+    "quantdesk_drift_found",
+    "counter",
+    "reconciliations that found the book and its broker apart",
+    "{reconciliation}",
+    ("portfolio",),
+)
+PERSON_WAITS = Metric(
+    "quantdesk_person_waits",
+    "counter",
+    "times a run began waiting for a person (an approval)",
+    "{wait}",
+    ("wait",),
+)
+PERSON_MARKS = Metric(
+    "quantdesk_person_wait_marks",
+    "counter",
+    "a person's answer still missing at a desk mark (a reminder, an escalation)",
+    "{mark}",
+    ("wait", "mark"),
+)
+PERSON_WAIT_DURATION = Metric(
+    "quantdesk_person_wait_seconds",
+    "histogram_float",
+    "how long runs waited for a person's answer, by how the wait ended",
+    "s",
+    ("wait", OUTCOME),
+    tuple(float(60 * minutes) for minutes in (1, 5, 15, 30, 60, 120, 240, 480, 1440)),
+)
+SPEND_USED = Metric(
+    "quantdesk_spend_limit_used_ratio",
+    "gauge_float",
+    "the share of a spending limit used, with the call just reserved (a run's or a book's day)",
+    "1",
+    ("scope",),
+)
+
 METRICS: tuple[Metric, ...] = (
     TOKEN_USAGE,
     OPERATION_DURATION,
@@ -133,6 +184,13 @@ METRICS: tuple[Metric, ...] = (
     TOOL_CALLS,
     TOOL_DURATION,
     DECISIONS,
+    ORDERS,
+    FILLS,
+    DRIFT,
+    PERSON_WAITS,
+    PERSON_MARKS,
+    PERSON_WAIT_DURATION,
+    SPEND_USED,
 )
 """Every metric of ours: the exporter's bucket overrides and the docs' table come from it."""
 
@@ -216,3 +274,37 @@ def tool_called(
 def decided(meter: MetricMeter, flow: str, rating: str) -> None:
     """A decision a flow made; pass ``workflow.metric_meter()``, which is silent on replay."""
     _add(meter, DECISIONS, 1, {"flow": flow, "rating": rating})
+
+
+def orders_ended(meter: MetricMeter, broker: str, outcomes: list[str], fills: int) -> None:
+    """A plan's orders as they ended at ``broker``, and the fills booked (workflow meter)."""
+    for outcome in outcomes:
+        _add(meter, ORDERS, 1, {"broker": broker, OUTCOME: outcome})
+    _add(meter, FILLS, fills, {"broker": broker})
+
+
+def drift_found(meter: MetricMeter, portfolio: str) -> None:
+    """A reconciliation that found drift (workflow meter)."""
+    _add(meter, DRIFT, 1, {"portfolio": portfolio})
+
+
+def person_waits(meter: MetricMeter, wait: str) -> None:
+    """A run begins waiting for a person (workflow meter)."""
+    _add(meter, PERSON_WAITS, 1, {"wait": wait})
+
+
+def person_still_missing(meter: MetricMeter, wait: str, mark: str) -> None:
+    """A desk mark (reminder, escalation) passed with the answer still missing."""
+    _add(meter, PERSON_MARKS, 1, {"wait": wait, "mark": mark})
+
+
+def person_waited(meter: MetricMeter, wait: str, outcome: str, seconds: float) -> None:
+    """A wait for a person ended: answered, or timed out."""
+    _record(meter, PERSON_WAIT_DURATION, seconds, {"wait": wait, OUTCOME: outcome})
+
+
+def spend_used(meter: MetricMeter, scope: str, ratio: float) -> None:
+    """The share of the limit ``scope`` ("run:<id>", "book:<name>") used so far."""
+    meter.create_gauge_float(SPEND_USED.name, SPEND_USED.description, SPEND_USED.unit).set(
+        ratio, {"scope": scope}
+    )

@@ -152,9 +152,12 @@ class SpendLedger(SqlStore):
 
     ensure_schema = staticmethod(ensure_schema)
 
-    def reserve(self, call: str, scope: SpendScope, estimate: Spend, daily: BudgetSettings) -> None:
+    def reserve(
+        self, call: str, scope: SpendScope, estimate: Spend, daily: BudgetSettings
+    ) -> dict[str, float]:
         """Hold ``estimate`` for ``call``, or raise ``SpendingLimitReached`` (holding nothing)
-        when it could pass the run's limit or the book's for today."""
+        when it could pass the run's limit or the book's for today. What each limit that
+        applies has used, with this hold, by its scope (``run:<id>``, ``book:<name>``)."""
         now = time.time()
         day = utc_day(now)
         with self._engine.begin() as conn:
@@ -190,7 +193,8 @@ class SpendLedger(SqlStore):
                     .on_conflict_do_nothing()
                 )
             others = spend_calls.c.call != call
-            refusal = _refusal(
+            used: dict[str, float | None] = {}
+            refusal, used[run_scope(scope.run)] = _refusal(
                 conn,
                 f"run {scope.run}",
                 _limit(conn, run_scope(scope.run), started),
@@ -200,7 +204,7 @@ class SpendLedger(SqlStore):
                 spend_calls.c.run == scope.run,
             )
             if refusal is None and scope.book is not None:
-                refusal = _refusal(
+                refusal, used[book_scope(scope.book)] = _refusal(
                     conn,
                     f"book {scope.book} on {day} (UTC)",
                     _limit(conn, book_scope(scope.book), _daily(daily)),
@@ -219,6 +223,7 @@ class SpendLedger(SqlStore):
                 )
         if refusal is not None:
             raise refusal
+        return {where: share for where, share in used.items() if share is not None}
 
     def settle(self, call: str, spent: Spend) -> None:
         """``call`` cost ``spent``, as the vendor counted it."""
@@ -312,14 +317,24 @@ def _limit(conn: Connection, scope: str, otherwise: Limit) -> Limit:
     )
 
 
+def _used(spent: Spend, limit: Limit) -> float:
+    """The larger share of ``limit`` that ``spent`` uses, in dollars or in tokens."""
+    shares = [spent.usd / limit.usd if limit.usd else 0.0]
+    shares.append(spent.tokens / limit.tokens if limit.tokens else 0.0)
+    return max(shares)
+
+
 def _refusal(
     conn: Connection, what: str, limit: Limit, estimate: Spend, raise_with: str, *where: object
-) -> SpendingLimitReached | None:
-    """``_overrun`` of the calls ``where`` selects against ``limit``; without a limit nothing
-    is summed (a run's tree holds thousands of rows, and most runs have no limit)."""
+) -> tuple[SpendingLimitReached | None, float | None]:
+    """``_overrun`` of the calls ``where`` selects against ``limit``, and the share of it used
+    with this call's hold (``_used``); without a limit nothing is summed (a run's tree holds
+    thousands of rows, and most runs have no limit) and no share is known."""
     if limit == Limit():
-        return None
-    return _overrun(what, _sum(conn, *where), estimate, limit, raise_with)
+        return None, None
+    spent = _sum(conn, *where)
+    held = Spend(usd=spent.usd + estimate.usd, tokens=spent.tokens + estimate.tokens)
+    return _overrun(what, spent, estimate, limit, raise_with), _used(held, limit)
 
 
 def _sum(conn: Connection, *where: object) -> Spend:
