@@ -78,9 +78,9 @@ def worker(
 ) -> None:
     """Run one worker process of ROLE until SIGTERM (start more to scale a provider); with
     QUANTDESK_METRICS__PORT set, its Prometheus metrics are served there."""
-    from shared.observability.exporter import metrics_runtime
     from workers.client import connect
     from workers.main import plans_for, run_worker
+    from workers.metrics_exporter import metrics_runtime
 
     with fail_on_quantdesk_errors():
         roles = parse_roles(role, option="--role")

@@ -29,6 +29,7 @@ def register(app: typer.Typer) -> None:
         import anyio
 
         from mcp_server.server import build_server
+        from workers.metrics_exporter import metrics_runtime
 
         with fail_on_quantdesk_errors():
             settings = load_settings()
@@ -37,6 +38,7 @@ def register(app: typer.Typer) -> None:
                     update={"mcp": settings.mcp.model_copy(update={"port": port})}
                 )
             server = build_server(settings)
+            metrics_runtime(settings.metrics)  # its /metrics, when a port is set: bound now
             if http:
                 import uvicorn
 

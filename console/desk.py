@@ -83,8 +83,8 @@ class Desk:
         """The Temporal client, connected on first use (the console may start before Temporal)."""
         async with self._connecting:
             if self._client is None:
-                from shared.observability.exporter import metrics_runtime
                 from workers.client import connect
+                from workers.metrics_exporter import metrics_runtime
 
                 try:
                     # The console's and the MCP server's metrics, where a port is set.

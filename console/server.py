@@ -21,7 +21,7 @@ def serve(settings: Settings, say: Callable[[str], None]) -> None:
     import uvicorn
 
     from console.app import create_app
-    from shared.observability.exporter import metrics_runtime
+    from workers.metrics_exporter import metrics_runtime
 
     check_bind(settings)
     host, port = settings.console.host, settings.console.port

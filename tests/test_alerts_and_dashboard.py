@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from shared.observability.metrics import METRICS, SDK_METRICS
-from tests.prometheus import promtool
+from tests.prometheus import debian_binary, promtool
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "deploy" / "prometheus" / "alerts.yml"
@@ -93,3 +93,49 @@ def test_the_dashboard_covers_what_an_operator_watches() -> None:
         "quantdesk_spend_limit_used_ratio",
     ):
         assert needed in read, needed
+
+
+def test_compose_scrapes_every_worker_service_and_loads_the_rules(tmp_path: Path) -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    config_path = ROOT / "deploy" / "prometheus" / "prometheus-compose.yml"
+    config = yaml.safe_load(config_path.read_text())
+    scraped = {
+        name
+        for job in config["scrape_configs"]
+        for sd in job.get("dns_sd_configs", [])
+        for name in sd["names"]
+    }
+    workers = {name for name in compose["services"] if name.startswith("worker-")}
+    assert workers <= scraped
+    assert config["rule_files"] == ["/etc/prometheus/alerts.yml"]
+    mounts = compose["services"]["prometheus"]["volumes"]
+    assert "./deploy/prometheus/alerts.yml:/etc/prometheus/alerts.yml:ro" in mounts
+    # promtool checks it as the container reads it: the rules at the path it mounts them.
+    local = tmp_path / "prometheus.yml"
+    local.write_text(config_path.read_text().replace("/etc/prometheus/alerts.yml", str(RULES)))
+    checked = _promtool("check", "config", str(local))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_compose_provisions_grafana_with_the_dashboard_and_alertmanager_with_a_route() -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    grafana = compose["services"]["grafana"]["volumes"]
+    assert (
+        "./deploy/grafana/quantdesk.json:/var/lib/grafana/dashboards/quantdesk.json:ro" in grafana
+    )
+    provider = yaml.safe_load(
+        (ROOT / "deploy" / "grafana" / "provisioning" / "dashboards" / "quantdesk.yml").read_text()
+    )
+    assert provider["providers"][0]["options"]["path"] == "/var/lib/grafana/dashboards"
+    amtool = debian_binary("amtool")
+    config = ROOT / "deploy" / "alertmanager" / "alertmanager.yml"
+    checked = subprocess.run([amtool, "check-config", str(config)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_every_metric_and_rule_is_documented() -> None:
+    doc = (ROOT / "docs" / "monitoring.md").read_text()
+    for metric in METRICS:
+        assert f"`{metric.exported}`" in doc, metric.exported
+    for alert in rule_expressions():
+        assert f"`{alert}`" in doc, alert

@@ -24,12 +24,12 @@ from temporalio.testing import WorkflowEnvironment
 from cli.stack.servers import LOOPBACK, http_answers, wait_until
 from shared.config import ENV_PREFIX, Settings
 from shared.data.sim import SimVendor
-from shared.observability.exporter import prometheus_config
 from shared.observability.metrics import DECISIONS, METRICS, MODEL_CALLS, SDK_METRICS, TOOL_CALLS
 from tests.cli_process import quantdesk_argv
 from tests.prometheus import Prometheus, free_port, running_prometheus
 from tests.test_alerts_and_dashboard import dashboard_expressions
 from workers.client import connect
+from workers.metrics_exporter import prometheus_config
 from workflows.pipeline_contracts import PipelineProgress, PipelineResult
 
 ROLES = "workflows,tools,charts,llm-offline"

@@ -116,7 +116,7 @@ def _read(path: Path | None, field: str) -> bytes | None:
 async def connect(settings: Settings, runtime: Runtime | None = None) -> Client:
     """A client for the configured cluster, or a ConfigError naming its cause and the
     setting to change (``workers.connection_failures``). ``runtime``: one exporting
-    metrics (``shared.observability.exporter``); None, the process's default.
+    metrics (``workers.metrics_exporter``); None, the process's default.
 
     Connecting makes one call of its own (system info), which an API key must pass;
     describing the namespace then makes a wrong namespace, or a key without access to

@@ -1,7 +1,7 @@
 """What quantdesk measures, named in one place, recorded through Temporal's meter.
 
 Every process exports through the Temporal SDK's own Prometheus exporter
-(``shared.observability.exporter``), so the SDK's metrics and ours share one endpoint and
+(``workers.metrics_exporter``), so the SDK's metrics and ours share one endpoint and
 one naming choice. Ours are recorded through the meter Temporal hands an activity
 (``activity.metric_meter()``) or a workflow (``workflow.metric_meter()``, which records
 nothing while a workflow replays, so a replay never counts twice). Where no exporter is
@@ -17,11 +17,32 @@ integers, so cost is counted in micro-dollars (``/ 1e6`` in a query gives USD).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
-
-from temporalio.common import MetricMeter
+from typing import Any, Literal, Protocol
 
 from shared.llm.contracts import Usage
+
+
+class _Instrument(Protocol):
+    def add(self, value: int, additional_attributes: dict[str, str]) -> None: ...
+
+
+class _Recorder(Protocol):
+    def record(self, value: Any, additional_attributes: dict[str, str]) -> None: ...
+
+
+class _Setter(Protocol):
+    def set(self, value: float, additional_attributes: dict[str, str]) -> None: ...
+
+
+class MetricMeter(Protocol):
+    """What these functions use of Temporal's ``MetricMeter`` (an activity's or a workflow's),
+    named here so the shared code does not import the SDK."""
+
+    def create_counter(self, name: str, description: str, unit: str) -> _Instrument: ...
+    def create_histogram(self, name: str, description: str, unit: str) -> _Recorder: ...
+    def create_histogram_float(self, name: str, description: str, unit: str) -> _Recorder: ...
+    def create_gauge_float(self, name: str, description: str, unit: str) -> _Setter: ...
+
 
 Kind = Literal["counter", "histogram", "histogram_float", "gauge_float"]
 
