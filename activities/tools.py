@@ -13,6 +13,7 @@ from collections.abc import Callable
 from functools import cache
 
 from temporalio import activity
+from temporalio.common import MetricMeter
 
 from activities.failures import as_temporal_failures
 from activities.group import activity_on
@@ -59,12 +60,12 @@ def run_tool_activity(request: ToolRequest) -> ToolResult:
     """
     with as_temporal_failures():
         started = time.monotonic()
+        # A test may call the function directly, outside any activity: nothing to measure.
+        meter = activity.metric_meter() if activity.in_activity() else MetricMeter.noop
         try:
             result = run_tool(request, services=tool_services)
         except Exception:  # a vendor refusing or down: retried by Temporal, counted here
-            seconds = time.monotonic() - started
-            tool_called(activity.metric_meter(), request.call.name, None, False, seconds)
+            tool_called(meter, request.call.name, None, False, time.monotonic() - started)
             raise
-        seconds = time.monotonic() - started
-        tool_called(activity.metric_meter(), result.name, result.vendor, result.ok, seconds)
+        tool_called(meter, result.name, result.vendor, result.ok, time.monotonic() - started)
         return claim_checked(result, request, tool_services, inline_max=_inline_max())

@@ -16,8 +16,9 @@ from shared.config import ENV_PREFIX, Settings
 from workers.roles import WorkerRole
 
 ROOT = Path(__file__).resolve().parent.parent
-METRICS_OFFSET = 40
-"""A stack's metrics ports start at its base + 40: the console's, then one per worker role."""
+METRICS_OFFSET = 60
+"""A stack's metrics ports start at its base + 60 (past its local model's, base + 40): the
+console's, then one per worker role."""
 CLI_TIMEOUT = 360
 """`up` may wait minutes on a loaded machine (health timeouts of 90 s and 120 s, a 30 s
 reconnect grace before a stuck worker is restarted)."""

@@ -669,7 +669,12 @@ async def test_up_runs_the_console_as_a_component(tmp_path: Path) -> None:
     launch = console.launch()
     assert launch.argv[-1] == "console"
     assert launch.env["QUANTDESK_CONSOLE__PORT"] == "18400"
-    assert [claim.setting for claim in launch.ports] == ["QUANTDESK_CONSOLE__PORT"]
+    assert [claim.setting for claim in launch.ports] == [
+        "QUANTDESK_CONSOLE__PORT",
+        "QUANTDESK_METRICS__UP_PORTS_FROM",  # its /metrics, the first of `up`'s metrics ports
+    ]
+    assert launch.env["QUANTDESK_METRICS__PORT"] == "9470"
+    assert console.metrics == "127.0.0.1:9470"
     assert console.check(None) == "http://127.0.0.1:18400/health does not answer"
     with pytest.raises(ConfigError):
         console_server(load_settings(data_dir=tmp_path, console={"host": "0.0.0.0"}))

@@ -288,7 +288,7 @@ def test_up_on_b_and_c_sets_up_the_cluster_and_both_hosts_serve(desk: Desk) -> N
     assert not desk.registered_before_up & set(SEARCH_ATTRIBUTES)
     for name, up in desk.up.items():
         assert up.returncode == 0, f"{name}: {up.stdout}"
-        assert re.search(r"^\s*temporal\s.*\sexternal\s+-\s+-\s*$", up.stdout, re.M), up.stdout
+        assert re.search(r"^\s*temporal\s.*\sexternal\s+-\s+-\s+-\s*$", up.stdout, re.M), up.stdout
         assert "keeps its book in a SQLite file" not in up.stdout
         assert re.search(r"^\s*worker\s.*\sstarted\s+[\d,]+ MB\s", up.stdout, re.M), up.stdout
     assert asyncio.run(_registered(desk.settings)) >= set(SEARCH_ATTRIBUTES)

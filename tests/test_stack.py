@@ -28,12 +28,16 @@ import pytest
 from cli.stack import supervisor
 from cli.stack.servers import (
     UNIX_SOCKET_PATH_MAX,
+    PortClaim,
+    ServerLaunch,
+    check_ports_distinct,
     find_binary,
     s3_server,
     wait_until,
     weed_sockets,
 )
 from shared.config import ENV_PREFIX, Settings
+from shared.errors import ConfigError
 from shared.storage.credentials import credentials_path
 from tests.cli_process import (
     run_quantdesk,
@@ -167,6 +171,21 @@ def test_a_data_dir_too_deep_for_a_socket_keeps_weeds_own_socket_names(tmp_path:
     deep = tmp_path / ("d" * UNIX_SOCKET_PATH_MAX)
     assert weed_sockets(deep) == {}
     assert set(weed_sockets(tmp_path)) == {"filer", "s3"}
+
+
+def test_two_components_wanting_one_port_is_one_clear_error_before_anything_starts() -> None:
+    model = ServerLaunch(
+        "local-llm", ["llama"], [PortClaim(9470, "QUANTDESK_LOCAL_LLM__PORT", "API")]
+    )
+    console = ServerLaunch(
+        "console", ["console"], [PortClaim(9470, "QUANTDESK_METRICS__UP_PORTS_FROM", "metrics")]
+    )
+
+    with pytest.raises(ConfigError) as caught:
+        check_ports_distinct([model, console])
+
+    assert caught.value.setting == "QUANTDESK_METRICS__UP_PORTS_FROM"
+    assert "port 9470 is wanted by both local-llm API and console metrics" in str(caught.value)
 
 
 def test_a_reused_pid_is_not_ours(tmp_path: Path) -> None:

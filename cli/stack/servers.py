@@ -17,7 +17,7 @@ import sysconfig
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,6 +110,22 @@ def check_ports_free(launch: ServerLaunch, patience: float = 0.0) -> None:
                 f"port {claim.port} ({launch.name} {claim.purpose}) is already in use",
                 fix=f"Stop what uses it, or set {claim.setting} to a free port.",
             )
+
+
+def check_ports_distinct(launches: Iterable[ServerLaunch]) -> None:
+    """Fail before starting anything if two of ``launches`` claim one port (settings that
+    overlap: a metrics port on the local model's), naming the later claim's setting."""
+    claimed: dict[int, str] = {}
+    for launch in launches:
+        for claim in launch.ports:
+            first = claimed.setdefault(claim.port, f"{launch.name} {claim.purpose}")
+            if first != f"{launch.name} {claim.purpose}":
+                raise ConfigError(
+                    claim.setting,
+                    f"port {claim.port} is wanted by both {first} and {launch.name} "
+                    f"{claim.purpose}",
+                    fix=f"Set {claim.setting} so that its ports do not overlap the other's.",
+                )
 
 
 def section_env(settings: Settings, section: str) -> dict[str, str]:

@@ -39,7 +39,12 @@ from cli.stack.components import (
 )
 from cli.stack.process_usage import ProcessUsage, usage_of
 from cli.stack.scrape_config import write_scrape_config
-from cli.stack.servers import ServerLaunch, check_ports_free, wait_until
+from cli.stack.servers import (
+    ServerLaunch,
+    check_ports_distinct,
+    check_ports_free,
+    wait_until,
+)
 from shared.config import Settings
 from shared.storage.credentials import ensure_generated_credentials
 from workers.roles import WorkerRole
@@ -439,6 +444,7 @@ def up(
         running = {c.name: _live_record(settings, c.name) for c in components}
         _replace_unplanned_workers(settings, workers, running, say, split=split)
         launches = {c.name: c.launch() for c in components if c.launch and running[c.name] is None}
+        check_ports_distinct(launches.values())
         for launch in launches.values():
             check_ports_free(launch)
         server_waits = _start(settings, servers, running, launches)
