@@ -52,6 +52,7 @@ from shared.llm.structured import (
     with_schema_instruction,
 )
 from shared.observability.metrics import ModelCall, spend_used
+from shared.observability.tracing import model_call_span, record_usage
 from shared.spending.calls import call_estimate
 from shared.spending.ledger import Spend, SpendLedger
 from shared.storage.buckets import PAYLOADS_BUCKET
@@ -291,14 +292,14 @@ class LlmActivities:
             started = time.monotonic()
             spec, model = self._check(request)
             measured = ModelCall(provider=spec.name, model=model, agent=request.agent)
-            try:
-                response, cached = await self._answer(request, spec, model, started)
-            except Exception as error:
-                kind = (
-                    error.type_name if isinstance(error, QuantdeskError) else type(error).__name__
-                )
-                measured.failed(activity.metric_meter(), kind, time.monotonic() - started)
-                raise
+            with model_call_span(spec.name, model, request.agent) as span:
+                try:
+                    response, cached = await self._answer(request, spec, model, started)
+                except Exception as error:
+                    seconds = time.monotonic() - started
+                    measured.failed(activity.metric_meter(), _error_type(error), seconds)
+                    raise
+                record_usage(span, response.usage, cached=cached)
             seconds = time.monotonic() - started
             measured.answered(activity.metric_meter(), response.usage, seconds, cached=cached)
             return response
@@ -422,6 +423,11 @@ class LlmActivities:
                 fix=_model_fix(request, spec, model, self.queue),
             )
         return response.model_copy(update={"structured": structured})
+
+
+def _error_type(error: Exception) -> str:
+    """How a failed call is labelled: our error's type, or the exception's class."""
+    return error.type_name if isinstance(error, QuantdeskError) else type(error).__name__
 
 
 def _model_fix(request: ChatRequest, spec: ProviderSpec, model: str, queue: str) -> str:

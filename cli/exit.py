@@ -23,7 +23,11 @@ ERROR_CONSOLE = Console(stderr=True)
 
 
 def finish(status: int) -> NoReturn:
-    """Flush both streams and exit with ``status``, skipping interpreter teardown."""
+    """Flush both streams (and the spans still batched, when tracing) and exit with
+    ``status``, skipping interpreter teardown."""
+    from workers.tracing import flush_traces
+
+    flush_traces()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

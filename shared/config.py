@@ -392,6 +392,20 @@ class MetricsSettings(BaseModel):
     )
 
 
+class OtelSettings(BaseModel):
+    """Traces over OTLP/HTTP (``workers.tracing``): off unless an endpoint is set."""
+
+    endpoint: str | None = Field(
+        None,
+        pattern=r"^https?://\S+$",
+        description="the collector's OTLP/HTTP base URL, e.g. http://localhost:4318 (spans go "
+        "to <endpoint>/v1/traces); unset: no tracing, and no cost",
+    )
+    service_name: str = Field(
+        "quantdesk", min_length=1, description="the service.name of this process's spans"
+    )
+
+
 CODEC_KEYS_SETTING = f"{ENV_PREFIX}CODEC__KEYS"
 CODEC_KEY_FILE_SETTING = f"{ENV_PREFIX}CODEC__KEY_FILE"
 CODEC_ENABLED_SETTING = f"{ENV_PREFIX}CODEC__ENABLED"
@@ -803,6 +817,7 @@ class Settings(_ProviderBlocks):
     console: ConsoleSettings = ConsoleSettings()
     mcp: McpSettings = McpSettings()
     metrics: MetricsSettings = MetricsSettings()
+    otel: OtelSettings = OtelSettings()
     codec: CodecSettings = CodecSettings()
     s3: S3Settings = S3Settings()
     queues: TaskQueues = TaskQueues()

@@ -9,26 +9,19 @@ run, which it answers by replaying the whole history: nothing it replays is coun
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from cli.stack.servers import LOOPBACK, http_answers, wait_until
-from shared.config import ENV_PREFIX, Settings
+from shared.config import Settings
 from shared.data.sim import SimVendor
 from shared.observability.metrics import DECISIONS, METRICS, MODEL_CALLS, SDK_METRICS, TOOL_CALLS
-from tests.cli_process import quantdesk_argv
-from tests.prometheus import Prometheus, free_port, running_prometheus
+from tests.prometheus import Prometheus, running_prometheus
 from tests.test_alerts_and_dashboard import dashboard_expressions
-from workers.client import connect
+from tests.worker_process import WorkerProcess
 from workers.metrics_exporter import prometheus_config
 from workflows.pipeline_contracts import PipelineProgress, PipelineResult
 
@@ -65,41 +58,6 @@ def test_the_naming_choice_is_frozen() -> None:
 # -- a worker process, scraped ---------------------------------------------------------------
 
 
-class WorkerProcess:
-    """`quantdesk worker` serving the roles a Pipeline needs, its metrics on ``port``."""
-
-    def __init__(self, env: dict[str, str], port: int, log: Path) -> None:
-        self.env, self.port, self.log = env, port, log
-        self.process: subprocess.Popen[bytes] | None = None
-        self.settings: dict[str, object] = {}
-        """The settings a client of this worker's cluster and store needs."""
-
-    @property
-    def address(self) -> str:
-        return f"{LOOPBACK}:{self.port}"
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                quantdesk_argv("worker", "--role", ROLES), env=self.env, stdout=out, stderr=out
-            )
-        answering = wait_until(
-            lambda: http_answers(f"http://{self.address}/metrics"), timeout=START_TIMEOUT
-        )
-        assert answering, self.log.read_text()[-3000:]
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.send_signal(signal.SIGTERM)
-            self.process.wait(timeout=60)
-            self.process = None
-
-    def exposition(self) -> str:
-        with urllib.request.urlopen(f"http://{self.address}/metrics", timeout=5) as response:
-            text: str = response.read().decode()
-        return text
-
-
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
     with running_prometheus(tmp_path_factory.mktemp("prometheus")) as server:
@@ -110,25 +68,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]
 def worker(
     dev_env: WorkflowEnvironment, s3_settings: Settings, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[WorkerProcess]:
-    folder = tmp_path_factory.mktemp("metrics-worker")
-    access, secret = s3_settings.s3_credentials()
-    port = free_port()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)},
-        f"{ENV_PREFIX}DATA_DIR": str(folder),
-        f"{ENV_PREFIX}TEMPORAL__ADDRESS": dev_env.client.service_client.config.target_host,
-        f"{ENV_PREFIX}QUEUES__WORKFLOWS": f"metrics-{uuid.uuid4().hex[:8]}",
-        f"{ENV_PREFIX}S3__ENDPOINT": s3_settings.s3.endpoint,
-        f"{ENV_PREFIX}S3__ACCESS_KEY": access,
-        f"{ENV_PREFIX}S3__SECRET_KEY": secret,
-        f"{ENV_PREFIX}METRICS__PORT": str(port),
-    }
-    process = WorkerProcess(env, port, folder / "worker.log")
-    process.settings = {
-        "data_dir": folder,
-        "temporal": {"address": dev_env.client.service_client.config.target_host},
-        "s3": {"endpoint": s3_settings.s3.endpoint, "access_key": access, "secret_key": secret},
-    }
+    process = WorkerProcess(dev_env, s3_settings, tmp_path_factory.mktemp("metrics"), ROLES)
     process.start()
     yield process
     process.stop()
@@ -142,12 +82,12 @@ async def test_prometheus_counts_what_the_run_says_and_a_replay_adds_nothing(
     prometheus.scrape(worker.address)
     symbol = SimVendor().universe(datetime.fromisoformat(AS_OF))[0].symbol
     # The worker's payload converter (large payloads claim-checked in S3), as a user's CLI has.
-    client = await connect(Settings(_env_file=None, **worker.settings))
+    client = await worker.client()
     handle = await client.start_workflow(
         "Pipeline",
         {"symbol": symbol, "as_of": AS_OF},
         id=f"metrics-pipeline-{uuid.uuid4().hex[:8]}",
-        task_queue=worker.env[f"{ENV_PREFIX}QUEUES__WORKFLOWS"],
+        task_queue=worker.queue,
         result_type=PipelineResult,
     )
     result = await handle.result()

@@ -18,6 +18,7 @@ from shared.config import Settings, TemporalSettings
 from shared.errors import ConfigError
 from workers.connection_failures import explain, variable
 from workers.converter import data_converter
+from workers.tracing import tracing_interceptors
 
 T = TypeVar("T")
 RECONNECT_FIRST_DELAY = 1.0
@@ -116,7 +117,8 @@ def _read(path: Path | None, field: str) -> bytes | None:
 async def connect(settings: Settings, runtime: Runtime | None = None) -> Client:
     """A client for the configured cluster, or a ConfigError naming its cause and the
     setting to change (``workers.connection_failures``). ``runtime``: one exporting
-    metrics (``workers.metrics_exporter``); None, the process's default.
+    metrics (``workers.metrics_exporter``); None, the process's default. With
+    ``QUANTDESK_OTEL__ENDPOINT`` set, the client and its workers trace (``workers.tracing``).
 
     Connecting makes one call of its own (system info), which an API key must pass;
     describing the namespace then makes a wrong namespace, or a key without access to
@@ -130,6 +132,7 @@ async def connect(settings: Settings, runtime: Runtime | None = None) -> Client:
             tls=tls_config(temporal),
             api_key=temporal.api_key.get_secret_value() if temporal.api_key else None,
             runtime=runtime,
+            interceptors=tracing_interceptors(settings.otel),
         )
         await client.workflow_service.describe_namespace(
             DescribeNamespaceRequest(namespace=temporal.namespace), timeout=NAMESPACE_CHECK_TIMEOUT
