@@ -19,6 +19,7 @@ decision must equal the offline one. Runs in-process on the time-skipping server
 a real S3, like the tests; no stack is needed.
 
     .venv/bin/python bench/bench_pipeline.py [--latency 0.5] [--rounds 1] [--runs 5] [--symbol GOOG] [--stack]
+        [--observe off|metrics|tracing]
 
 With ``--stack`` the measured runs go through a stack started as `quantdesk up` starts it (a
 temporary data dir on free ports; its workers are processes of their own, its OpenAI role
@@ -58,7 +59,13 @@ from activities.research import ResearchActivities  # noqa: E402
 from activities.tools import run_tool_activity  # noqa: E402
 from bench.timeline import Breakdown, breakdown  # noqa: E402
 from shared.agents.pipeline.roles import ANALYST_AGENTS  # noqa: E402
-from shared.config import ENV_PREFIX, Settings, load_settings  # noqa: E402
+from shared.config import (  # noqa: E402
+    ENV_PREFIX,
+    MetricsSettings,
+    OtelSettings,
+    Settings,
+    load_settings,
+)
 from shared.data.factory import build_router  # noqa: E402
 from shared.llm.contracts import ChatResponse  # noqa: E402
 from shared.llm.providers import QUEUE_OFFLINE, QUEUE_OPENAI  # noqa: E402
@@ -66,12 +73,16 @@ from shared.queues import TOOLS_QUEUE  # noqa: E402
 from shared.storage.objects import ObjectStore  # noqa: E402
 from shared.tools.registry import ToolServices  # noqa: E402
 from tests.cli_process import run_quantdesk, stack_env, stack_ports, stack_settings  # noqa: E402
+from tests.fakes.otlp import OtlpReceiver  # noqa: E402
 from tests.fakes.replay import ReplayVendor, recording_chat  # noqa: E402
+from tests.prometheus import free_port  # noqa: E402
 from tests.servers import free_port_base, running_workers, s3_for_tests  # noqa: E402
 from workers.client import connect  # noqa: E402
 from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan, freeze_startup_heap  # noqa: E402
+from workers.metrics_exporter import metrics_runtime  # noqa: E402
 from workers.namespace_setup import ensure_search_attributes  # noqa: E402
+from workers.tracing import flush_traces, tracing_interceptors  # noqa: E402
 from workflows.debates import DebateWorkflow, RiskWorkflow  # noqa: E402
 from workflows.pipeline import PipelineWorkflow  # noqa: E402
 from workflows.pipeline_contracts import PipelineResult  # noqa: E402
@@ -176,8 +187,33 @@ async def _on_stack(
             run_quantdesk(env, "down")
 
 
+async def _observed(
+    env: WorkflowEnvironment, s3: Settings, observe: str, collector: OtlpReceiver
+) -> Client:
+    """The client the measured workers run on: the environment's own (``off``), or one of
+    the same server exporting Prometheus metrics (``metrics``) or tracing to ``collector``
+    (``tracing``), as a worker process does with those settings."""
+    if observe == "off":
+        return env.client
+    runtime = metrics_runtime(MetricsSettings(port=free_port())) if observe == "metrics" else None
+    otel = OtelSettings(endpoint=collector.endpoint if observe == "tracing" else None)
+    return await Client.connect(
+        env.client.service_client.config.target_host,
+        namespace=env.client.namespace,
+        data_converter=env.client.data_converter,
+        runtime=runtime,
+        interceptors=tracing_interceptors(otel),
+    )
+
+
 async def main(
-    latency: float, rounds: int, runs: int, symbol: str, as_of: str, stack: bool
+    latency: float,
+    rounds: int,
+    runs: int,
+    symbol: str,
+    as_of: str,
+    stack: bool,
+    observe: str = "off",
 ) -> None:
     payload = {"symbol": symbol, "as_of": as_of, "debate_rounds": rounds, "risk_rounds": rounds}
     measured = {**payload, "llm": {"provider": "openai"}}
@@ -203,7 +239,7 @@ async def main(
             async with _workers(env.client, s3, offline):
                 recorded = await _pipeline(env.client, payload)
             if not stack:
-                with ReplayVendor(replies, latency) as vendor:
+                with ReplayVendor(replies, latency) as vendor, OtlpReceiver() as collector:
                     settings = load_settings(
                         data_dir=s3.data_dir,
                         s3=s3.s3.model_dump(),
@@ -212,9 +248,15 @@ async def main(
                     chat = WorkerPlan(
                         queue=QUEUE_OPENAI, activities=[LlmActivities(settings, QUEUE_OPENAI).chat]
                     )
-                    async with _workers(env.client, settings, chat):
+                    client = await _observed(env, s3, observe, collector)
+                    async with _workers(client, settings, chat):
                         freeze_startup_heap()  # as a worker process does once it is built
-                        outcome = await _measure(env.client, QUEUE, measured, runs, vendor)
+                        outcome = await _measure(client, QUEUE, measured, runs, vendor)
+                    flush_traces()
+                    seen = (
+                        f", {len(collector.spans)} spans received" if observe == "tracing" else ""
+                    )
+                    print(f"observed: {observe}{seen}")
         finally:
             await env.shutdown()
     if stack:
@@ -276,6 +318,13 @@ if __name__ == "__main__":
     parser.add_argument(
         "--stack", action="store_true", help="measure on a stack `quantdesk up` starts"
     )
+    parser.add_argument(
+        "--observe",
+        choices=("off", "metrics", "tracing"),
+        default="off",
+        help="in-process: the workers export Prometheus metrics, or trace over OTLP to a "
+        "receiver on loopback (bench/bench_observability.py compares them)",
+    )
     options = parser.parse_args()
     if options.runs < 1:
         parser.error("--runs must be at least 1")
@@ -287,6 +336,7 @@ if __name__ == "__main__":
             options.symbol,
             options.as_of,
             options.stack,
+            options.observe,
         )
     )
     sys.stdout.flush()
