@@ -2,30 +2,36 @@
 
 The worker is the CLI's own, a process of its own on the session's dev server and S3, with
 ``QUANTDESK_METRICS__PORT`` set; Prometheus is Debian's, reading its targets from a file.
-An offline Pipeline runs on the worker, and what Prometheus then holds is compared with
-what the run says of itself. The worker is then restarted and asked about the finished
-run, which it answers by replaying the whole history: nothing it replays is counted.
+An offline AutoRun runs on the worker, and what Prometheus then holds is compared with what
+the run says of itself. The worker is then restarted and asked about one of its finished
+Pipelines, which it answers by replaying the whole history: nothing it replays is counted.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from datetime import datetime
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from shared.config import Settings
-from shared.data.sim import SimVendor
-from shared.observability.metrics import DECISIONS, METRICS, MODEL_CALLS, SDK_METRICS, TOOL_CALLS
+from shared.observability.metrics import (
+    DECISIONS,
+    METRICS,
+    MODEL_CALLS,
+    ORDERS,
+    SDK_METRICS,
+    TOOL_CALLS,
+)
 from tests.prometheus import Prometheus, running_prometheus
 from tests.test_alerts_and_dashboard import dashboard_expressions
 from tests.worker_process import WorkerProcess
 from workers.metrics_exporter import prometheus_config
-from workflows.pipeline_contracts import PipelineProgress, PipelineResult
+from workflows.autorun import AutoRunResult
+from workflows.pipeline_contracts import PipelineProgress
 
-ROLES = "workflows,tools,charts,llm-offline"
+ROLES = "workflows,tools,charts,broker,llm-offline"
 AS_OF = "2012-06-01T00:00:00Z"
 START_TIMEOUT = 90.0
 
@@ -80,28 +86,35 @@ async def test_prometheus_counts_what_the_run_says_and_a_replay_adds_nothing(
     dev_env: WorkflowEnvironment, worker: WorkerProcess, prometheus: Prometheus
 ) -> None:
     prometheus.scrape(worker.address)
-    symbol = SimVendor().universe(datetime.fromisoformat(AS_OF))[0].symbol
     # The worker's payload converter (large payloads claim-checked in S3), as a user's CLI has.
     client = await worker.client()
     handle = await client.start_workflow(
-        "Pipeline",
-        {"symbol": symbol, "as_of": AS_OF},
-        id=f"metrics-pipeline-{uuid.uuid4().hex[:8]}",
+        "AutoRun",
+        {
+            "portfolio": f"metered{uuid.uuid4().hex[:6]}",
+            "as_of": AS_OF,
+            "max_tickers": 2,
+            "analysts": ["market", "fundamentals"],
+            "reflect": False,
+        },
+        id=f"metrics-autorun-{uuid.uuid4().hex[:8]}",
         task_queue=worker.queue,
-        result_type=PipelineResult,
+        result_type=AutoRunResult,
     )
     result = await handle.result()
     calls = result.usage.total.calls
-    assert calls > 10
+    assert calls > 10 and result.decisions
 
     ok = f'sum({MODEL_CALLS.exported}{{outcome=~"ok|cached"}})'
     assert prometheus.settles_at(ok, calls) == calls
     decisions = f'sum({DECISIONS.exported}{{flow="pipeline"}})'
-    assert prometheus.settles_at(decisions, 1) == 1
+    assert prometheus.settles_at(decisions, len(result.decisions)) == len(result.decisions)
+    filled = f'sum({ORDERS.exported}{{broker="paper",outcome="filled"}}) or vector(0)'
+    assert prometheus.settles_at(filled, result.trades) == result.trades
     tools = prometheus.value(f'sum({TOOL_CALLS.exported}{{outcome="ok"}})')
     assert tools is not None and tools > 0
-    rating = prometheus.query(DECISIONS.exported)[0]["metric"]
-    assert isinstance(rating, dict) and rating["rating"] == result.decision.rating.value
+    ratings = {str(s["metric"]["rating"]) for s in prometheus.query(DECISIONS.exported)}  # type: ignore[index]
+    assert ratings == {line.rating.value for line in result.decisions}
     # The SDK's own metrics come through the same endpoint, under its prefix: every one the
     # rules and the dashboard read (but those counting failures, which none happened here).
     exported = worker.exposition()
@@ -114,7 +127,8 @@ async def test_prometheus_counts_what_the_run_says_and_a_replay_adds_nothing(
 
     worker.stop()
     worker.start()
-    progress = await handle.query("progress", result_type=PipelineProgress)  # a full replay
+    pipeline = client.get_workflow_handle(str(result.decisions[0].workflow_id))
+    progress = await pipeline.query("progress", result_type=PipelineProgress)  # a full replay
 
     assert progress.phase == "done"
     exposition = worker.exposition()
