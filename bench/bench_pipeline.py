@@ -206,16 +206,28 @@ async def _observed(
     )
 
 
-async def main(
-    latency: float,
-    rounds: int,
-    runs: int,
-    symbol: str,
-    as_of: str,
-    stack: bool,
-    observe: str = "off",
-) -> None:
-    payload = {"symbol": symbol, "as_of": as_of, "debate_rounds": rounds, "risk_rounds": rounds}
+@dataclass(frozen=True)
+class Options:
+    """The bench's command line."""
+
+    latency: float
+    rounds: int
+    runs: int
+    symbol: str
+    as_of: str
+    stack: bool
+    observe: str = "off"
+
+
+async def main(options: Options) -> None:
+    latency, runs, observe = options.latency, options.runs, options.observe
+    rounds = options.rounds
+    payload = {
+        "symbol": options.symbol,
+        "as_of": options.as_of,
+        "debate_rounds": rounds,
+        "risk_rounds": rounds,
+    }
     measured = {**payload, "llm": {"provider": "openai"}}
     replies: dict[str, ChatResponse] = {}
     with tempfile.TemporaryDirectory() as tmp, s3_for_tests(Path(tmp)) as s3:
@@ -238,7 +250,7 @@ async def main(
             )
             async with _workers(env.client, s3, offline):
                 recorded = await _pipeline(env.client, payload)
-            if not stack:
+            if not options.stack:
                 with ReplayVendor(replies, latency) as vendor, OtlpReceiver() as collector:
                     settings = load_settings(
                         data_dir=s3.data_dir,
@@ -259,21 +271,13 @@ async def main(
                     print(f"observed: {observe}{seen}")
         finally:
             await env.shutdown()
-    if stack:
+    if options.stack:
         outcome = await _on_stack(replies, latency, measured, runs)
-    _report(outcome, recorded, latency, rounds, runs, symbol, as_of, stack)
+    _report(outcome, recorded, options)
 
 
-def _report(
-    outcome: Measured,
-    recorded: PipelineResult,
-    latency: float,
-    rounds: int,
-    runs: int,
-    symbol: str,
-    as_of: str,
-    stack: bool,
-) -> None:
+def _report(outcome: Measured, recorded: PipelineResult, options: Options) -> None:
+    latency, runs = options.latency, options.runs
     result = outcome.result
     calls = Counter({agent: u.calls for agent, u in result.usage.by_agent.items()})
     longest = max(calls[agent] for agent in ANALYST_AGENTS.values())
@@ -284,9 +288,10 @@ def _report(
     path = critical * latency
     timed = sorted(outcome.timed, key=lambda run: run[0])
     wall, spent = timed[len(timed) // 2]
-    where = "`quantdesk up`'s stack (worker processes)" if stack else "in-process workers"
+    where = "`quantdesk up`'s stack (worker processes)" if options.stack else "in-process workers"
     print(
-        f"{symbol} as of {as_of}, {rounds} round(s), {latency:.2f} s per LLM call over HTTP, "
+        f"{options.symbol} as of {options.as_of}, {options.rounds} round(s), {latency:.2f} s per "
+        "LLM call over HTTP, "
         f"on {where}"
     )
     print(
@@ -328,16 +333,6 @@ if __name__ == "__main__":
     options = parser.parse_args()
     if options.runs < 1:
         parser.error("--runs must be at least 1")
-    asyncio.run(
-        main(
-            options.latency,
-            options.rounds,
-            options.runs,
-            options.symbol,
-            options.as_of,
-            options.stack,
-            options.observe,
-        )
-    )
+    asyncio.run(main(Options(**vars(options))))
     sys.stdout.flush()
     os._exit(0)  # sdk-python #300: skip the interpreter teardown that can abort

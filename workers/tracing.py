@@ -12,10 +12,12 @@ installed, and the tracer the code asks for is OpenTelemetry's no-op one: no cos
 from __future__ import annotations
 
 import functools
-
-from temporalio.client import Interceptor
+from typing import TYPE_CHECKING
 
 from shared.config import OtelSettings
+
+if TYPE_CHECKING:  # every command's exit imports this module (``flush_traces``): keep it light
+    from temporalio.client import Interceptor
 
 EXPORT_DELAY_MS = 1000
 """How long finished spans wait to go out in a batch: a trace shows within a second or two."""
