@@ -15,6 +15,8 @@ database is never left half-migrated.
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -241,14 +243,29 @@ def engine_for(url: str) -> Engine:
     return engine
 
 
+WAL_SWITCH_PATIENCE = 10.0
+"""Seconds a new connection keeps asking to switch a file to write-ahead mode."""
+
+
 def _write_ahead(connection: Any, _record: object) -> None:
     """A SQLite file in write-ahead mode, synced at checkpoints: a commit is an append, not
     the rollback journal's three fsyncs. Every model call commits twice in the spending
     ledger; under a 100-name desk the journal's commits held the worker's threads for a
     twelfth of its run (py-spy, issue 39). A commit survives the process crashing; only a
-    power cut can lose the last ones. Readers (the console) no longer wait behind a writer."""
+    power cut can lose the last ones. Readers (the console) no longer wait behind a writer.
+
+    The mode is kept in the file, so it is switched once; switching needs the file to itself,
+    which a connection opened while another writes (stores migrating one database at once)
+    does not get at once: SQLite says "locked" without waiting, so it is asked again."""
     cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    deadline = time.monotonic() + WAL_SWITCH_PATIENCE
+    while cursor.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
 
