@@ -16,7 +16,7 @@ from temporalio.service import RPCError
 
 from activities.group import activity_on
 from activities.services import Services
-from cli.stuck_runs import NOTHING_TO_READ, StuckRun, stuck_runs
+from activities.stuck_runs import NOTHING_TO_READ, StuckRun, stuck_runs
 from shared.notify.notices import Notice, NoticeKind
 from shared.queues import TOOLS_QUEUE
 

@@ -16,19 +16,11 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import Links, run_and_show
-from cli.inputs import (
-    BudgetOption,
-    BudgetTokensOption,
-    LanguageOption,
-    ProviderOption,
-    check_input,
-    llm_choice,
-    new_workflow_id,
-    run_terms,
-)
+from cli.inputs import BudgetOption, BudgetTokensOption, LanguageOption, ProviderOption
 from cli.views import console, leaderboard_table, plain
+from client.inputs import check_input, llm_choice, new_workflow_id, run_terms
+from client.process_exit import fail_on_quantdesk_errors, finish
 from shared.agents.pipeline.roles import all_analysts
 from shared.backtest import Flow
 from shared.backtest.claims_report import cutoff_lead

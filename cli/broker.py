@@ -27,8 +27,9 @@ from rich.text import Text
 from temporalio.client import WorkflowFailureError
 
 from activities.broker import Reconciliation
-from cli.exit import fail_on_quantdesk_errors, finish
-from cli.views import console, print_failure, print_links, web_ui_url
+from cli.views import console, print_failure, print_links
+from client.links import web_ui_url
+from client.process_exit import fail_on_quantdesk_errors, finish
 from shared.broker.book import BrokerBook
 from shared.broker.intents import OPEN
 from shared.broker.models import Adoption, Halt, IntentStatus, OrderIntent, Position
@@ -233,8 +234,8 @@ async def reconcile_book(
     """Run ``Reconcile`` for the book on the workflows queue, wait, print the drift; with
     ``adopt`` make the broker's numbers the book's. 0 clean (or adopted), 3 drift, 1 failed."""
     from cli.follow import result_across_outages
-    from cli.inputs import new_workflow_id
     from cli.stack.console import console_link
+    from client.inputs import new_workflow_id
     from workers.client import connect
     from workflows.reconcile import ReconcileInput, ReconcileWorkflow
 

@@ -8,8 +8,8 @@ import asyncio
 import typer
 from rich.console import Console
 
-from cli.exit import fail_on_quantdesk_errors, finish
-from cli.spending import Raised, raise_book_limit, raise_run_limit, root_of
+from client.process_exit import fail_on_quantdesk_errors, finish
+from client.spending import Raised, raise_book_limit, raise_run_limit, root_of
 from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
 from shared.spending.ledger import SpendLedger, Standing

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import typer
 from rich.console import Console
 
-from cli.exit import fail_on_quantdesk_errors, finish
+from client.process_exit import fail_on_quantdesk_errors, finish
 from shared.config import CODEC_KEY_FILE_SETTING, CODEC_KEYS_SETTING
 from shared.errors import InvalidInput
 from shared.payload_keys import new_key_line

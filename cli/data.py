@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.data_record import record_app
-from cli.exit import fail_on_quantdesk_errors, finish
+from client.process_exit import fail_on_quantdesk_errors, finish
 from shared.config import load_settings
 from shared.data.check import CheckQuery, KindCheck, check
 from shared.data.contracts import DataKind, Sector

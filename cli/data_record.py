@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cli.exit import fail_on_quantdesk_errors, finish
+from client.process_exit import fail_on_quantdesk_errors, finish
 from shared.config import Settings, load_settings
 from shared.data.social_record import DEFAULT_LIMIT, RecordReport, record_for_desk
 from shared.errors import InvalidInput

@@ -3,7 +3,7 @@
 The live view polls the common ``progress`` query (or a flow's own view of it)
 until the run ends; a failed run prints its innermost cause, the one that names
 the field or the setting. A run at or below the one followed whose workflow task
-keeps failing is shown as stuck, with its message and what to do (``cli.stuck_runs``):
+keeps failing is shown as stuck, with its message and what to do (``activities.stuck_runs``):
 such a run never ends by itself, so the view must not look like it just goes on.
 """
 
@@ -26,9 +26,9 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
+from activities.stuck_runs import StuckRun, stuck_below, stuck_steps
 from cli import views
 from cli.stack.console import console_link
-from cli.stuck_runs import StuckRun, stuck_below, stuck_steps
 from cli.views import (
     ProgressView,
     console,
@@ -37,8 +37,8 @@ from cli.views import (
     stepless,
     stuck_notice,
     titled,
-    web_ui_url,
 )
+from client.links import web_ui_url
 from shared.config import Settings
 from workers.client import ServerLost, across_outages
 from workflows.progress import RunProgress

@@ -12,9 +12,8 @@ from cli.broker import broker_app
 from cli.budget import budget_app
 from cli.codec import codec_app
 from cli.data import data_app
+from cli.doors import HANDED_OVER, hand_over
 from cli.evaluate import eval_app
-from cli.exit import fail_on_quantdesk_errors, finish
-from cli.mcp import register as register_mcp
 from cli.model import model_app
 from cli.notify import notify_app
 from cli.portfolio import portfolio_app
@@ -28,9 +27,8 @@ from cli.stack.commands import parse_roles
 from cli.stack.commands import register as register_stack_commands
 from cli.storage import storage_app
 from cli.watchlist import watchlist_app
+from client.process_exit import fail_on_quantdesk_errors, finish, run_command
 from shared.config import load_settings
-from shared.errors import MissingExtra
-from shared.extras import extra_of, install_command
 from workers.roles import ROLE_NAMES
 
 app = typer.Typer(
@@ -54,7 +52,6 @@ register_run_commands(app)
 register_report_command(app)
 register_backtest(app)
 register_approval(app)
-register_mcp(app)
 app.add_typer(run_app, name="run")
 app.add_typer(schedule_app, name="schedule")
 app.add_typer(eval_app, name="eval")
@@ -106,14 +103,17 @@ def local_llm() -> None:
     finish(0)
 
 
-@app.command("console")
-def console() -> None:
+@app.command("console", **HANDED_OVER)
+def console(ctx: typer.Context) -> None:
     """Serve the web console (QUANTDESK_CONSOLE__PORT, default 8400) until SIGTERM (`up` runs it)."""
-    from console.server import serve
+    hand_over("console", ctx.args)
 
-    with fail_on_quantdesk_errors():
-        serve(load_settings(), say=lambda line: print(line, flush=True))
-    finish(0)
+
+@app.command("mcp", **HANDED_OVER)
+def mcp(ctx: typer.Context) -> None:
+    """Serve the desk's runs, reports, books and approvals to an MCP host: over stdio, or
+    streamable HTTP with --http [--port N] (`quantdesk mcp --help` for the options)."""
+    hand_over("mcp_server", ctx.args)
 
 
 def invoked_command(argv: list[str]) -> str:
@@ -129,16 +129,7 @@ def invoked_command(argv: list[str]) -> str:
 def main() -> None:
     """The `quantdesk` command: ``app``, where a package of an extra that is not installed is
     said as the extra and the command that installs it, never as a traceback."""
-    with fail_on_quantdesk_errors():
-        try:
-            app()
-        except ModuleNotFoundError as error:
-            extra = extra_of(error.name)
-            if extra is None or error.name is None:
-                raise
-            module = error.name.partition(".")[0]
-            what = f"`{invoked_command(sys.argv)}`"
-            raise MissingExtra(what, module, extra, install_command(extra)) from None
+    run_command(app, invoked_command(sys.argv))
 
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from cli.exit import fail_on_quantdesk_errors
 from cli.stack.local_llm import MODEL_SETTING
+from client.process_exit import fail_on_quantdesk_errors
 from shared.config import Settings, load_settings
 from shared.errors import ModelInstallError, lookup
 

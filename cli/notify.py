@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cli.exit import fail_on_quantdesk_errors, finish
+from client.process_exit import fail_on_quantdesk_errors, finish
 from shared.config import NotifySettings, load_settings
 from shared.errors import ConfigError
 from shared.notify.notices import Notice, NoticeKind

@@ -20,15 +20,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cli.exit import fail_on_quantdesk_errors, finish
 from cli.inputs import (
     BudgetOption,
     BudgetTokensOption,
     EstimateOption,
     LanguageOption,
     ProviderOption,
-    run_terms,
 )
+from client.inputs import run_terms
+from client.process_exit import fail_on_quantdesk_errors, finish
 from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
 from shared.portfolio.models import BrokerKind, Portfolio
@@ -344,8 +344,9 @@ def run(
     deep_model: str | None = typer.Option(None, help="deep model (the book manager)"),
 ) -> None:
     """Run the Portfolio workflow for NAME and print what it traded."""
-    from cli.inputs import check_input, llm_choice, new_workflow_id, print_estimate
+    from cli.inputs import print_estimate
     from cli.run import _object_ref
+    from client.inputs import check_input, llm_choice, new_workflow_id
     from workflows.portfolio import PortfolioInput
 
     with fail_on_quantdesk_errors():

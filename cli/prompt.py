@@ -1,7 +1,7 @@
 """`quantdesk prompt show AGENT [flags]`: the exact prompt a run would send.
 
 No model is called and nothing is started: the agent's inputs are rehearsed
-offline (``cli.prompt_preview``) from the data its flow's run reads, strictly as
+offline (``client.prompt_preview``) from the data its flow's run reads, strictly as
 of T. What upstream agents would have answered comes from their offline rules, and
 the header says so. Change a prompt in the agent's spec (``shared/agents/...``) or
 its kind's builder and run this to see it.
@@ -14,7 +14,7 @@ from enum import StrEnum
 
 import typer
 
-from cli.exit import fail_on_quantdesk_errors, finish
+from client.process_exit import fail_on_quantdesk_errors, finish
 from shared.config import load_settings
 from shared.market.bars import Timeframe
 from shared.memory import MemoryRole
@@ -51,7 +51,7 @@ def show(
 ) -> None:
     """Print AGENT's system and user messages, as its flow's run as of AS_OF sends them."""
     with fail_on_quantdesk_errors():
-        from cli.prompt_preview import PromptRequest, preview
+        from client.prompt_preview import PromptRequest, preview
         from shared.agents.rehearsed import render_rehearsed
         from shared.data.factory import build_router
         from shared.tools.registry import ToolServices

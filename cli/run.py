@@ -13,7 +13,6 @@ from rich.table import Table
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from cli.exit import fail_on_quantdesk_errors, finish
 from cli.follow import Links, run_and_show
 from cli.inputs import (
     BudgetOption,
@@ -21,14 +20,13 @@ from cli.inputs import (
     EstimateOption,
     LanguageOption,
     ProviderOption,
-    check_input,
-    llm_choice,
-    new_workflow_id,
     print_estimate,
-    run_terms,
 )
 from cli.views import console
-from cli.watchlist import autorun_names, check_autorun_names
+from cli.watchlist import autorun_names
+from client.inputs import check_input, llm_choice, new_workflow_id, run_terms
+from client.process_exit import fail_on_quantdesk_errors, finish
+from client.starting import check_autorun_names
 from shared.agents.pipeline.roles import all_analysts
 from shared.config import Settings, load_settings
 from shared.llm.contracts import UsageReport
@@ -396,7 +394,7 @@ def decisions_table(result: AutoRunResult) -> Table:
 async def _run_autorun(
     settings: Settings, payload: dict[str, Any], workflow_id: str, out: Path
 ) -> int:
-    from cli.report import download_reports, report_refs
+    from client.reports import download_reports, report_refs
 
     async def show(result: AutoRunResult) -> Links:
         console.print(decisions_table(result))

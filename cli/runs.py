@@ -3,9 +3,9 @@
 These read what every quantdesk workflow offers: the search attributes it tags
 itself with (flow, symbol, portfolio, as_of), the common ``progress`` query, and
 the ``resume`` signal; and the server's mark on a run whose workflow task keeps
-failing (``cli.stuck_runs``), listed as "stuck" and explained by ``watch``.
+failing (``activities.stuck_runs``), listed as "stuck" and explained by ``watch``.
 `runs` lists root runs, newest first, each with its children counted by status
-(``cli.run_tree``, as the console's Runs page does); ``--parent ID`` lists a run's
+(``client.run_tree``, as the console's Runs page does); ``--parent ID`` lists a run's
 children, ``--all`` every run.
 """
 
@@ -20,12 +20,13 @@ from rich.table import Table
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError
 
-from cli.exit import fail_on_quantdesk_errors, finish
+from activities.stuck_runs import listed_status
 from cli.follow import ServerLost, follow
-from cli.run_tree import children_of, narrowed, tree_clause
-from cli.stuck_runs import listed_status
-from cli.views import STATE_STYLE, console, print_failure, titled, web_ui_url
-from shared import search_attributes as names
+from cli.views import STATE_STYLE, console, print_failure, titled
+from client.links import web_ui_url
+from client.process_exit import fail_on_quantdesk_errors, finish
+from client.run_tree import children_of, narrowed, tree_clause
+from client.runs import visibility_query
 from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
 from workflows.progress import RunProgress
@@ -42,22 +43,6 @@ STATUS_STYLE = {
     "continued_as_new": "dim",
 }
 """A listed run's status (``listed_status``) → its style."""
-
-
-def visibility_query(
-    flow: str | None, symbol: str | None, portfolio: str | None, running: bool
-) -> str:
-    """The list filter the Web UI would use for these options (values quoted safely)."""
-    clauses = []
-    if flow:
-        clauses.append(f"{names.FLOW} = {names.quoted(flow)}")
-    if symbol:
-        clauses.append(f"{names.SYMBOL} = {names.quoted(symbol.upper())}")
-    if portfolio:
-        clauses.append(f"{names.PORTFOLIO} = {names.quoted(portfolio)}")
-    if running:
-        clauses.append("ExecutionStatus = 'Running'")
-    return " AND ".join(clauses)
 
 
 async def _client(settings: Settings) -> Client:

@@ -15,118 +15,22 @@ import asyncio
 import json
 from datetime import timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
-from pydantic import BaseModel, ValidationError
 from rich.table import Table
 from temporalio.client import (
     Client,
-    Schedule,
     ScheduleActionExecutionStartWorkflow,
     ScheduleActionStartWorkflow,
-    ScheduleOverlapPolicy,
-    SchedulePolicy,
-    ScheduleSpec,
-    ScheduleState,
 )
 from temporalio.service import RPCError
 
-from cli.exit import fail_on_quantdesk_errors, finish
 from cli.views import console
-from shared.config import Settings, load_settings
-from shared.errors import InvalidInput
-from shared.validation_errors import describe_validation_error
-from workflows.autorun import AutoRunInput
-from workflows.pipeline_contracts import PipelineInput
-from workflows.quantagent import QuantAgentInput
-from workflows.reconcile import ReconcileInput
-from workflows.record_social import RecordSocialInput
-from workflows.scan import ScanInput
-from workflows.watch import WatchInput
+from client.process_exit import fail_on_quantdesk_errors, finish
+from client.schedules import SCHEDULABLE, ScheduleRequest, create_schedule
+from shared.config import load_settings
 
 schedule_app = typer.Typer(help="Run flows on cron schedules (Temporal Schedules).")
-
-SCHEDULABLE: dict[str, tuple[str, type[BaseModel]]] = {
-    "autorun": ("AutoRun", AutoRunInput),
-    "quantagent": ("QuantAgent", QuantAgentInput),
-    "pipeline": ("Pipeline", PipelineInput),
-    "scan": ("Scan", ScanInput),
-    "reconcile": ("Reconcile", ReconcileInput),
-    "record-social": ("RecordSocial", RecordSocialInput),
-    "watch": ("Watch", WatchInput),
-}
-"""``--flow`` name → (workflow type, input model checked at creation)."""
-
-DEFAULT_CATCHUP = timedelta(hours=1)
-
-
-class ScheduleRequest(BaseModel):
-    """Everything ``schedule create`` needs, checked before anything reaches the server."""
-
-    name: str
-    flow: str
-    cron: str
-    tz: str
-    workflow_input: dict[str, Any]
-    catchup: timedelta = DEFAULT_CATCHUP
-    paused: bool = False
-
-
-def _checked(request: ScheduleRequest) -> tuple[str, dict[str, Any]]:
-    """The workflow type and the validated input; bad options fail naming the option."""
-    if request.flow not in SCHEDULABLE:
-        raise InvalidInput(
-            "--flow", f"unknown flow {request.flow!r}", fix=f"Use one of: {', '.join(SCHEDULABLE)}."
-        )
-    if len(request.cron.split()) != 5:
-        raise InvalidInput(
-            "--cron",
-            f"{request.cron!r} is not a 5-field cron expression",
-            fix='Give minute hour day-of-month month day-of-week, e.g. "30 15 * * 1-5".',
-        )
-    try:
-        ZoneInfo(request.tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise InvalidInput(
-            "--tz",
-            f"unknown time zone {request.tz!r}",
-            fix="Use an IANA name, e.g. America/New_York.",
-        ) from None
-    workflow_type, model = SCHEDULABLE[request.flow]
-    try:
-        model.model_validate(request.workflow_input)
-    except ValidationError as error:
-        problems = describe_validation_error(error)
-        raise InvalidInput("--input", f"not a valid {workflow_type} input ({problems})") from None
-    return workflow_type, request.workflow_input
-
-
-async def create_schedule(client: Client, settings: Settings, request: ScheduleRequest) -> str:
-    """Create the schedule; its runs get ids ``<name>-<scheduled time>``."""
-    workflow_type, workflow_input = _checked(request)
-    await client.create_schedule(
-        request.name,
-        Schedule(
-            action=ScheduleActionStartWorkflow(
-                workflow_type,
-                workflow_input,
-                id=request.name,
-                task_queue=settings.queues.workflows,
-                static_summary=f"{workflow_type} from schedule {request.name}",
-            ),
-            spec=ScheduleSpec(cron_expressions=[request.cron], time_zone_name=request.tz),
-            policy=SchedulePolicy(
-                overlap=ScheduleOverlapPolicy.SKIP, catchup_window=request.catchup
-            ),
-            state=ScheduleState(
-                paused=request.paused, note=f"quantdesk schedule create {request.flow}"
-            ),
-        ),
-        # The server turns cron into calendar specs; the memo keeps what the user wrote.
-        memo={"cron": request.cron, "flow": request.flow},
-    )
-    return workflow_type
 
 
 async def schedules_table(client: Client) -> Table:

@@ -37,8 +37,8 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.converter import PayloadCodec
 
-from cli.exit import fail_on_quantdesk_errors, finish
 from cli.history_payloads import payloads_in
+from client.process_exit import fail_on_quantdesk_errors, finish
 from shared.config import CODEC_ENABLED_SETTING, CODEC_KEYS_SETTING, Settings, load_settings
 from shared.errors import ConfigError, ObjectNotFound
 from shared.storage.buckets import PAYLOADS_BUCKET

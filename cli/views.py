@@ -4,7 +4,7 @@ Every workflow's ``progress`` query answers a ``RunProgress`` (some with extra
 fields), so one table serves them all: each step's state, done/total, what
 waits for ``resume`` and why, LLM calls, tokens, cost, elapsed and the estimate.
 A step whose child run's workflow task keeps failing shows "stuck" with the message
-(``cli.stuck_runs``), and a notice says which run, why and what to do.
+(``activities.stuck_runs``), and a notice says which run, why and what to do.
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from temporalio.client import WorkflowFailureError
-from temporalio.exceptions import FailureError
 
-from cli.stuck_runs import StuckRun
-from shared.config import Settings
+from activities.stuck_runs import StuckRun
+from client.run_view import innermost_cause
 from shared.stats.results import Leaderboard
 from shared.stats.tables import LEADERBOARD_HEADINGS, leaderboard_cells
 from workflows.progress import RunProgress
@@ -39,16 +38,6 @@ STATE_STYLE = {
 STUCK_TITLE = "runs whose workflow task keeps failing"
 ProgressView = Callable[[Any, Mapping[str, StuckRun]], RenderableType]
 """A live view of a run's progress, given the stuck runs that hold up its steps, by step."""
-
-
-def web_ui_url(settings: Settings, workflow_id: str, run_id: str | None = None) -> str | None:
-    """The run's page in the Temporal Web UI (``QUANTDESK_TEMPORAL__UI_URL``, else the
-    embedded stack's), or None when the cluster is external and no UI is configured."""
-    ui = settings.temporal.web_ui
-    if ui is None:
-        return None
-    base = f"{ui}/namespaces/{settings.temporal.namespace}"
-    return f"{base}/workflows/{workflow_id}/{run_id or ''}/history".replace("//history", "/history")
 
 
 def _duration(seconds: float | None) -> str:
@@ -132,14 +121,6 @@ def stuck_notice(runs: Iterable[StuckRun]) -> Panel:
         title="[bold red]stuck: a workflow task keeps failing; the run waits until it is fixed[/]",
         border_style="red",
     )
-
-
-def innermost_cause(error: WorkflowFailureError) -> str:
-    """The innermost cause of a failed run (the one that names the field)."""
-    cause: BaseException = error
-    while isinstance(cause, WorkflowFailureError | FailureError) and cause.cause is not None:
-        cause = cause.cause
-    return str(cause or error)
 
 
 def print_failure(error: WorkflowFailureError) -> None:

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cli.exit import fail_on_quantdesk_errors, finish
+from client.process_exit import fail_on_quantdesk_errors, finish
 from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
 from shared.watchlists.csv_file import read_symbols
@@ -47,11 +47,6 @@ def autorun_names(watchlist: str | None, symbols: str | None, scan: bool | None)
     if symbols is not None:
         given["symbols"] = split_symbols([symbols])
     return {key: value for key, value in given.items() if value is not None}
-
-
-def check_autorun_names(settings: Settings, payload: dict[str, Any]) -> None:
-    """Refuse an unknown watchlist, or an unknown symbol (each named), before a run starts."""
-    WatchlistEdits(settings).check_autorun_names(payload)
 
 
 def watchlist_table(watchlist: Watchlist) -> Table:

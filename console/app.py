@@ -1,7 +1,7 @@
 """The console's web app: its pages, its static files, its error page and its token gate.
 
 ``create_app(settings)`` is what `quantdesk console` serves and what the tests drive.
-Every error a page raises ends on the error page with its status: ``PageError`` and its
+Every error a page raises ends on the error page with its status: ``DeskError`` and its
 kinds as they say, a malformed request 422, the project's own errors by kind (a missing
 object 404, a server away 503, bad input 400); anything else is logged and answered 500
 without a trace.
@@ -17,6 +17,9 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
+from client.access import codec_cors, same_origin, token_gate
+from client.desk import Desk
+from client.errors import DeskError
 from console import (
     books_pages,
     objects_pages,
@@ -26,9 +29,6 @@ from console import (
     watchlists_pages,
 )
 from console.codec_endpoint import router as codec_endpoint
-from console.desk import Desk
-from console.errors import PageError
-from console.security import codec_cors, same_origin, token_gate
 from console.web import HERE, page
 from shared.config import Settings
 from shared.errors import ConfigError, ObjectNotFound, QuantdeskError, StorageUnavailable
@@ -69,8 +69,8 @@ def create_app(settings: Settings) -> FastAPI:
         """Answered as soon as the console serves (`quantdesk up` waits for it)."""
         return JSONResponse({"status": "ok"})
 
-    @app.exception_handler(PageError)
-    async def page_error(request: Request, error: PageError) -> HTMLResponse:
+    @app.exception_handler(DeskError)
+    async def page_error(request: Request, error: DeskError) -> HTMLResponse:
         return _error_page(request, error.status, error.message)
 
     @app.exception_handler(RequestValidationError)

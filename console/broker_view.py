@@ -18,8 +18,8 @@ from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from activities.broker import Reconciliation
-from cli.views import web_ui_url
-from console.desk import Desk, rpc_problem
+from client.desk import Desk, rpc_problem
+from client.links import web_ui_url
 from shared import search_attributes as names
 from shared.broker.models import BookedFill, Halt, OrderIntent
 

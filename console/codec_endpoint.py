@@ -9,7 +9,7 @@ encrypts (Temporal's Codec Server protocol); a decoded payload stored in S3
 mark that kept it out of S3 (``workers.query_answers.unmarked``). The ``X-Namespace`` header is not needed: one key
 ring serves the console's cluster. Who may call is decided before a request gets here:
 the console token like every page, and which web pages may (CORS) by
-``console.security.codec_cors``.
+``client.access.codec_cors``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
-from cli.stack.console import CODEC_PREFIX
+from client.links import CODEC_PREFIX
 from console.web import desk_of
 from shared.errors import ConfigError, QuantdeskError
 from workers.payload_storage import retrieved

@@ -8,7 +8,7 @@ import asyncio
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from console.errors import NotFound
+from client.errors import NotFound
 from console.web import desk_of
 from shared.errors import ObjectNotFound
 from shared.reports.html import SORT_SCRIPT_CSP

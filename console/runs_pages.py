@@ -1,32 +1,25 @@
 """The Runs list, the Run page (and its live part), and the ``resume`` button.
 
 The list shows root runs, newest started first, each with its children counted by status
-and a link to them (``?parent=<id>``); ``children=on`` lists every run (``cli.run_tree``).
+and a link to them (``?parent=<id>``); ``children=on`` lists every run (``client.run_tree``).
 A run whose workflow task keeps failing is listed as ``stuck``, its failure on hover.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from datetime import datetime
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
-from temporalio.service import RPCError
 
-from cli.run_tree import Children, children_of, narrowed, tree_clause
-from cli.runs import visibility_query
-from cli.spending import raise_run_limit
-from cli.stuck_runs import is_marked, listed_status
-from cli.views import web_ui_url
-from console.desk import Desk, rpc_problem
-from console.errors import PageError
-from console.paging import page_number
-from console.run_view import load_run
+from client.errors import DeskError
+from client.paging import page_number
+from client.run_tree import tree_clause
+from client.run_view import load_run
+from client.runs import STATUS_FILTERS, run_rows, runs_query, send_resume
+from client.spending import raise_run_limit
 from console.web import desk_of, page
 from shared.errors import InvalidInput
-from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
 
 router = APIRouter()
 
@@ -42,44 +35,6 @@ FLOWS = (
     "Evaluate",
     "Backtest",
 )
-STATUS_FILTERS = {
-    "running": "Running",
-    "completed": "Completed",
-    "failed": "Failed",
-    "canceled": "Canceled",
-    "terminated": "Terminated",
-    "timed_out": "TimedOut",
-}
-"""The status choices of the filter → their names in a visibility query."""
-
-
-@dataclass(frozen=True)
-class RunRow:
-    """One line of the Runs list."""
-
-    workflow_id: str
-    flow: str
-    symbol: str
-    portfolio: str
-    as_of: datetime | None
-    status: str
-    started: datetime
-    web_ui: str | None
-    problem: str = ""
-    """Why its workflow task keeps failing, when it does (its status is then ``stuck``)."""
-    children: Children | None = None
-    """Its direct children by status, when it has any."""
-
-
-def runs_query(flow: str, symbol: str, portfolio: str, status: str, tree: str = "") -> str:
-    """The visibility query of the filters (quoted like the CLI's `quantdesk runs`) and of
-    the part of the tree listed (``run_tree.tree_clause``)."""
-    if status and status not in STATUS_FILTERS:
-        raise PageError(f"status {status!r} is not one of: {', '.join(STATUS_FILTERS)}")
-    query = visibility_query(flow or None, symbol or None, portfolio or None, running=False)
-    if status:
-        query = narrowed(query, f"ExecutionStatus = '{STATUS_FILTERS[status]}'")
-    return narrowed(query, tree)
 
 
 @router.get("/", include_in_schema=False)
@@ -114,47 +69,6 @@ async def runs(
         chosen={"flow": flow, "symbol": symbol, "portfolio": portfolio, "status": status},
         parent=parent,
         include_children=children,
-    )
-
-
-async def run_rows(desk: Desk, query: str, limit: int) -> list[RunRow]:
-    """Up to ``limit`` runs matching the visibility ``query``, newest started first, each
-    with its stuck problem and its children by status."""
-    client = await desk.client()
-    rows = []
-    marked: list[tuple[str, str]] = []
-    try:
-        async for run in client.list_workflows(query or None, limit=limit):
-            attributes = run.typed_search_attributes
-            rows.append(
-                RunRow(
-                    workflow_id=run.id,
-                    flow=attributes.get(FLOW) or run.workflow_type,
-                    symbol=attributes.get(SYMBOL) or "",
-                    portfolio=attributes.get(PORTFOLIO) or "",
-                    as_of=attributes.get(AS_OF),
-                    status=listed_status(run),
-                    started=run.start_time,
-                    web_ui=web_ui_url(desk.settings, run.id, run.run_id),
-                )
-            )
-            if is_marked(run):
-                marked.append((run.id, run.run_id))
-    except RPCError as error:
-        raise rpc_problem(error, "no such runs") from None
-    problems = await desk.stuck_messages(marked)
-    families = await children_of(client, [row.workflow_id for row in rows])
-    return sorted(
-        (
-            replace(
-                row,
-                problem=problems.get(row.workflow_id, ""),
-                children=families.get(row.workflow_id),
-            )
-            for row in rows
-        ),
-        key=lambda row: row.started,
-        reverse=True,
     )
 
 
@@ -193,15 +107,6 @@ async def raise_budget(
     try:
         raised = await raise_run_limit(await desk.client(), desk.settings, workflow_id, to, None)
     except InvalidInput as error:
-        raise PageError(f"raise the limit: {error}", status=422) from None
+        raise DeskError(f"raise the limit: {error}", status=422) from None
     said = quote(f"{workflow_id}: limit ${to:,.2f}; resumed {', '.join(raised.resumed) or 'none'}")
     return RedirectResponse(f"/runs/{quote(workflow_id)}?said={said}", 303)
-
-
-async def send_resume(desk: Desk, workflow_id: str) -> None:
-    """Signal ``resume`` to a running run; ``Conflict`` once it has closed."""
-    handle = await desk.running(workflow_id, "nothing to resume")
-    try:
-        await handle.signal("resume")
-    except RPCError as error:
-        raise rpc_problem(error, f"no run with id {workflow_id!r}") from None

@@ -1,6 +1,6 @@
 """`quantdesk console`: serve the console in the foreground until SIGTERM or Ctrl-C.
 
-Checked before it binds: a host beyond loopback needs a token (``console.security``),
+Checked before it binds: a host beyond loopback needs a token (``client.access``),
 and the port must be free, else the error names the setting to change.
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cli.stack.servers import port_is_free
-from console.security import check_bind
+from client.access import check_bind
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
+from shared.ports import port_is_free
 
 PORT_SETTING = f"{ENV_PREFIX}CONSOLE__PORT"
 

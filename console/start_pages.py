@@ -11,58 +11,23 @@ page moves to the new run's page. Schedules are Temporal's own (``quantdesk sche
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import BaseModel
-from temporalio.client import ScheduleActionStartWorkflow
-from temporalio.service import RPCError
 
-from cli.inputs import new_workflow_id
-from cli.schedule import SCHEDULABLE
-from console.desk import Desk, rpc_problem
-from console.errors import NotFound
+from client.desk import Desk
+from client.schedules import act_on_schedule, schedule_rows
+from client.starting import STARTABLE, start_flow, startable
 from console.forms import FormField, form_fields, payload_of, problems_of
 from console.web import desk_of, page
 from shared.errors import InvalidInput
-from workflows.backtest import BacktestInput
-from workflows.portfolio import PortfolioInput
 
 router = APIRouter()
 
-STARTABLE: dict[str, tuple[str, type[BaseModel]]] = {
-    **SCHEDULABLE,
-    "portfolio": ("Portfolio", PortfolioInput),
-    "backtest": ("Backtest", BacktestInput),
-}
-"""Form name → (workflow type, input model): the schedulable flows, a Portfolio run and a
-backtest. An evaluation names its windows as structured data: `quantdesk eval` starts it."""
-SCHEDULE_VERBS = ("pause", "unpause", "trigger")
-ID_PARTS = ("symbol", "portfolio")
-"""Input fields that also name the run (``pipeline-GOOG-<stamp>``, ``autorun-desk-...``)."""
 WATCHLIST_FIELD = "watchlist"
-
-
-@dataclass(frozen=True)
-class ScheduleRow:
-    """One schedule as the Start page lists it."""
-
-    name: str
-    flow: str
-    cron: str
-    paused: bool
-    next_run: str
-    runs: int
-
-
-def startable(name: str) -> tuple[str, type[BaseModel]]:
-    """The workflow type and input model of a startable flow; ``NotFound`` naming the others."""
-    if name not in STARTABLE:
-        raise NotFound(f"no flow {name!r} to start: use one of {', '.join(STARTABLE)}")
-    return STARTABLE[name]
 
 
 @router.get("/start", response_class=HTMLResponse)
@@ -137,24 +102,6 @@ async def start_run(request: Request, flow: str) -> HTMLResponse | RedirectRespo
     return RedirectResponse(f"/runs/{quote(workflow_id)}", 303)
 
 
-async def start_flow(desk: Desk, flow: str, payload: dict[str, Any], source: str) -> str:
-    """Start ``flow`` (a ``STARTABLE`` name) with ``payload``, already checked by its model,
-    under an id like the CLI's; its workflow id. ``source`` says who started it."""
-    workflow_type, _ = startable(flow)
-    workflow_id = new_workflow_id(flow, *(str(payload[p]) for p in ID_PARTS if p in payload))
-    try:
-        await (await desk.client()).start_workflow(
-            workflow_type,
-            payload,
-            id=workflow_id,
-            task_queue=desk.settings.queues.workflows,
-            static_summary=f"{workflow_type} from {source}",
-        )
-    except RPCError as error:
-        raise rpc_problem(error, f"cannot start {workflow_type}") from None
-    return workflow_id
-
-
 async def _names_problems(desk: Desk, payload: dict[str, object]) -> dict[str, str]:
     """An unknown watchlist, or unknown symbols (each named), as the problem of its field."""
     try:
@@ -164,47 +111,8 @@ async def _names_problems(desk: Desk, payload: dict[str, object]) -> dict[str, s
     return {}
 
 
-async def schedule_rows(desk: Desk) -> list[ScheduleRow]:
-    """Every schedule, as the Start page lists it."""
-    client = await desk.client()
-    rows = []
-    try:
-        async for listed in await client.list_schedules():
-            described = await client.get_schedule_handle(listed.id).describe()
-            schedule = described.schedule
-            action = schedule.action
-            nexts = described.info.next_action_times
-            rows.append(
-                ScheduleRow(
-                    name=listed.id,
-                    flow=action.workflow
-                    if isinstance(action, ScheduleActionStartWorkflow)
-                    else "?",
-                    cron=str(await described.memo_value("cron", "?")),
-                    paused=schedule.state.paused,
-                    next_run=nexts[0].isoformat() if nexts else "",
-                    runs=described.info.num_actions,
-                )
-            )
-    except RPCError as error:
-        raise rpc_problem(error, "no schedules") from None
-    return rows
-
-
 @router.post("/schedules/{name}/{verb}")
 async def schedule_action(request: Request, name: str, verb: str) -> RedirectResponse:
     """Pause, unpause or trigger a schedule."""
     await act_on_schedule(desk_of(request), name, verb)
     return RedirectResponse(f"/start?said={quote(f'{verb}: {name}')}", 303)
-
-
-async def act_on_schedule(desk: Desk, name: str, verb: str) -> None:
-    """Pause, unpause or trigger schedule ``name``; ``NotFound`` for another verb or name."""
-    if verb not in SCHEDULE_VERBS:
-        raise NotFound(f"no schedule action {verb!r}: use {', '.join(SCHEDULE_VERBS)}")
-    handle = (await desk.client()).get_schedule_handle(name)
-    try:
-        act: Any = getattr(handle, verb)
-        await act()
-    except RPCError as error:
-        raise rpc_problem(error, f"no schedule called {name!r}") from None

@@ -10,9 +10,9 @@ from fastapi.responses import HTMLResponse
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 
-from cli.runs import visibility_query
-from console.desk import Desk, rpc_problem
-from console.run_view import object_url
+from client.desk import Desk, rpc_problem
+from client.links import object_url
+from client.runs import visibility_query
 from console.web import desk_of, page
 
 router = APIRouter()

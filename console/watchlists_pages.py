@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.datastructures import FormData, UploadFile
 
-from console.errors import NotFound
+from client.errors import NotFound
 from console.web import desk_of, page
 from shared.errors import InvalidInput
 from shared.watchlists.csv_file import uploaded_symbols

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from markdown_it import MarkdownIt
 
-from console.desk import Desk
+from client.desk import Desk
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")

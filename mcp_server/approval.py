@@ -14,9 +14,9 @@ from decimal import Decimal
 
 from pydantic import BaseModel, Field
 
-from console.books_pages import answer_plan
-from console.desk import Desk
-from console.errors import Conflict, NotFound
+from client.books import answer_plan
+from client.desk import Desk
+from client.errors import Conflict, NotFound
 from mcp_server.contracts import ApprovalOutcome, PlanView
 from shared.config import MCP_APPROVE_SETTING
 from workflows.portfolio import ApprovalRequest, PendingPlan

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
-from console.books_pages import pending_plans, valued_at
-from console.desk import Desk
-from console.errors import NotFound
+from client.books import pending_plans, valued_at
+from client.desk import Desk
+from client.errors import NotFound
 from mcp_server.contracts import BookView
 from shared.errors import InvalidInput
 

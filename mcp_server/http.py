@@ -15,7 +15,7 @@ from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from console.security import Handler, is_foreign, is_loopback, token_gate
+from client.access import Handler, is_foreign, is_loopback, token_gate
 from shared.config import ENV_PREFIX, MCP_TOKEN_SETTING, Settings
 from shared.errors import ConfigError
 

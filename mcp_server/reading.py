@@ -15,10 +15,10 @@ from typing import Any
 
 from temporalio.client import WorkflowExecutionStatus
 
-from cli.report import report_refs
-from console.desk import Desk
-from console.errors import Conflict, NotFound
-from console.run_view import RunPage, load_run
+from client.desk import Desk
+from client.errors import Conflict, NotFound
+from client.reports import report_refs
+from client.run_view import RunPage, load_run
 from mcp_server.contracts import DecisionView, ReportPage, RunView
 from shared.storage.buckets import CHARTS_BUCKET, REPORTS_BUCKET
 from shared.storage.objects import ObjectRef

@@ -28,13 +28,13 @@ from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 from temporalio.service import RPCError
 
-from cli.inputs import check_input, llm_choice
-from cli.spending import raise_run_limit, root_of
-from cli.watchlist import check_autorun_names
-from console.desk import Desk, rpc_problem
-from console.errors import PageError
-from console.runs_pages import STATUS_FILTERS, run_rows, runs_query, send_resume
-from console.start_pages import STARTABLE, act_on_schedule, schedule_rows, start_flow, startable
+from client.desk import Desk, rpc_problem
+from client.errors import DeskError
+from client.inputs import check_input, llm_choice
+from client.runs import STATUS_FILTERS, run_rows, runs_query, send_resume
+from client.schedules import act_on_schedule, schedule_rows
+from client.spending import raise_run_limit, root_of
+from client.starting import STARTABLE, check_autorun_names, start_flow, startable
 from mcp_server import approval, reading
 from mcp_server.books import book_view
 from mcp_server.contracts import (
@@ -92,7 +92,7 @@ def answered(
         async def call(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
                 return await fn(*args, **kwargs)
-            except PageError as problem:
+            except DeskError as problem:
                 raise error(problem.message) from None
             except QuantdeskError as problem:
                 raise error(str(problem)) from None
@@ -365,7 +365,7 @@ def _desk_tools(server: MCPServer, desk: Desk) -> None:
         chart_input: Literal["image", "text"] | None = None,
     ) -> PromptText:
         """The system and user messages the agent's flow would send as of as_of (nothing runs)."""
-        from cli.prompt_preview import PromptRequest, preview
+        from client.prompt_preview import PromptRequest, preview
         from shared.agents.rehearsed import render_rehearsed
         from shared.data.factory import build_router
         from shared.tools.registry import ToolServices

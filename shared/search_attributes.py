@@ -36,7 +36,7 @@ def quoted(value: str) -> str:
 REPORTED_PROBLEMS = "TemporalReportedProblems"
 """The server's own KeywordList on a run whose workflow task keeps failing, e.g.
 ``category=WorkflowTaskFailed`` and ``cause=WorkflowTaskFailedCauseWorkflowWorkerUnhandledFailure``;
-cleared once a task succeeds (``cli/stuck_runs.py`` reads it)."""
+cleared once a task succeeds (``activities/stuck_runs.py`` reads it)."""
 WORKFLOW_TASK_FAILED = "category=WorkflowTaskFailed"
 
 TASK_PROBLEMS_SETTING = "system.numConsecutiveWorkflowTaskProblemsToTriggerSearchAttribute"

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from temporalio.service import RPCStatusCode
 
-from cli.stack.servers import LOOPBACK, ServerLaunch, port_is_free, wait_until
+from cli.stack.servers import ServerLaunch, wait_until
+from shared.ports import LOOPBACK, port_is_free
 from tests.servers import free_port_base, running
 
 OPERATOR_SERVICE = "/temporal.api.operatorservice.v1.OperatorService/"

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from cli.stack.servers import LOOPBACK, http_answers, wait_until
+from cli.stack.servers import http_answers, wait_until
+from shared.ports import LOOPBACK
 
 SCRAPE_SECONDS = 1
 START_TIMEOUT = 30.0

@@ -23,7 +23,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 with workflow.unsafe.imports_passed_through():
-    from cli.stuck_runs import StuckRun, stuck_runs
+    from activities.stuck_runs import StuckRun, stuck_runs
     from workflows.progress import RunProgress
     from workflows.tracked import TrackedRun
 

@@ -34,7 +34,7 @@ from temporalio.testing import WorkflowEnvironment
 
 import cli.run as cli_run
 import cli.views as cli_views
-from cli.report import fetch_report
+from client.reports import fetch_report
 from shared.broker.book import BrokerBook
 from shared.config import Settings
 from shared.data.contracts import Sector

@@ -41,8 +41,8 @@ from cli.broker import (
     show_orders,
     show_status,
 )
-from cli.exit import fail_on_quantdesk_errors
 from cli.portfolio import books_table, create_book
+from client.process_exit import fail_on_quantdesk_errors
 from console.app import create_app
 from shared.broker.book import BrokerBook
 from shared.broker.models import BrokerFill, IntentStatus, OrderIntent, OrderSpec
@@ -184,7 +184,7 @@ def _exit_status(error: Exception) -> int:
     """The status a command leaves with when ``error`` escapes it."""
     statuses: list[int] = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("cli.exit.finish", statuses.append)
+        patch.setattr("client.process_exit.finish", statuses.append)
         with fail_on_quantdesk_errors(EXIT_STATUSES):
             raise error
     return statuses[0]

@@ -133,7 +133,7 @@ def test_the_embedded_model_serves_llamacpp_unless_a_url_is_set(
 
 
 def test_a_runs_web_ui_link_is_the_configured_ui_or_the_embedded_one_never_a_missing_one() -> None:
-    from cli.views import web_ui_url
+    from client.links import web_ui_url
 
     embedded = load_settings()
     external = load_settings(temporal={"embedded": False, "namespace": "desk.a1b2c"})

@@ -37,11 +37,11 @@ import uvicorn
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from cli.schedule import ScheduleRequest, create_schedule
 from cli.stack.components import TemporalProbe, plan
 from cli.stack.console import CONSOLE, console_link, console_server
+from client.access import check_bind
+from client.schedules import ScheduleRequest, create_schedule
 from console.app import create_app
-from console.security import check_bind
 from shared.config import ConsoleSettings, Settings, load_settings
 from shared.errors import ConfigError
 from tests.chromium import Page, chromium_binary, chromium_page

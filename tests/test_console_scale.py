@@ -25,10 +25,10 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
 import cli.runs as cli_runs
+from activities.stuck_runs import StuckRun
 from cli.runs import list_runs, runs_filter
-from cli.stuck_runs import StuckRun
+from client.steps import step_rows
 from console.app import create_app
-from console.steps_view import step_rows
 from shared.config import load_settings
 from shared.errors import InvalidInput
 from tests.run_family import FamilyInput, FamilyWorkflow, family_worker, ticker

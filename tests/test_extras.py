@@ -16,6 +16,9 @@ import pytest
 from shared.extras import EXTRA_OF_MODULE, extra_of, install_command
 from tests.cli_process import ROOT
 
+HANDED_OVER = {"console": "console", "mcp": "mcp_server"}
+"""The commands the CLI hands over to another door's ``python -m``."""
+
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 EXTRAS: dict[str, list[str]] = PYPROJECT["project"]["optional-dependencies"]
 
@@ -74,10 +77,18 @@ def test_the_install_command_is_this_environments_pip_from_the_clone() -> None:
 def test_a_missing_extra_is_one_line_naming_it_and_its_install_command(
     hidden: str, argv: list[str], env: dict[str, str], extra: str
 ) -> None:
-    """The package is hidden from the import system, as it is where it was never installed."""
+    """The package is hidden from the import system, as it is where it was never installed.
+    `quantdesk console` and `quantdesk mcp` hand the process over to ``python -m <door>``, so
+    the package is hidden there."""
+    door = HANDED_OVER.get(argv[0])
+    start = (
+        f"import runpy; runpy.run_module({door!r}, run_name='__main__')"
+        if door
+        else "from cli.main import main; main()"
+    )
+    args = argv[1:] if door else argv
     program = (
-        f"import sys; sys.modules[{hidden!r}] = None; sys.argv = ['quantdesk', *{argv!r}]; "
-        "from cli.main import main; main()"
+        f"import sys; sys.modules[{hidden!r}] = None; sys.argv = ['quantdesk', *{args!r}]; {start}"
     )
     result = subprocess.run(
         [sys.executable, "-c", program],

@@ -38,8 +38,8 @@ from mcp.types import CallToolResult, ElicitRequestParams, ElicitResult, ImageCo
 from pydantic import SecretStr
 from temporalio.testing import WorkflowEnvironment
 
-from cli.schedule import ScheduleRequest, create_schedule
-from console.desk import Desk
+from client.desk import Desk
+from client.schedules import ScheduleRequest, create_schedule
 from mcp_server.http import MCP_PATH, http_app
 from mcp_server.server import build_server
 from shared.config import Settings

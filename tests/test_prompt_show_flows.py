@@ -15,7 +15,7 @@ import pytest
 
 from activities.market import LoadBarsRequest, read_window
 from activities.reflection import DEFAULT_HORIZON_BARS
-from cli.prompt_preview import PromptRequest, flow_of, preview
+from client.prompt_preview import PromptRequest, flow_of, preview
 from shared.agents import quantagent as qa
 from shared.agents import quantagent_agents as agents
 from shared.agents.prompt_text import render_prompt

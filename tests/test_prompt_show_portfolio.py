@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.prompt_preview import PromptRequest, preview
+from client.prompt_preview import PromptRequest, preview
 from shared.agents.portfolio.inputs import MacroInputs, PmInputs, ReviewInputs
 from shared.agents.rehearsed import Rehearsed, render_rehearsed
 from shared.config import Settings, load_settings

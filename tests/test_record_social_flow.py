@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-from cli.schedule import ScheduleRequest, _checked
+from client.schedules import ScheduleRequest, _checked
 from shared.config import Settings
 from shared.data.contracts import DataKind
 from shared.data.factory import build_router

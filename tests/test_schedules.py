@@ -29,7 +29,8 @@ from activities.llm import LlmActivities
 from activities.research import ResearchActivities
 from activities.scan import SCAN_ACTIVITIES
 from activities.tools import run_tool_activity
-from cli.schedule import ScheduleRequest, _checked, create_schedule, schedules_table
+from cli.schedule import schedules_table
+from client.schedules import ScheduleRequest, _checked, create_schedule
 from shared.config import Settings, load_settings
 from shared.data.bundled import BundledVendor
 from shared.data.contracts import DataKind

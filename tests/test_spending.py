@@ -28,7 +28,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.notify import NotifyActivities
 from cli.estimate import estimate, estimate_table
-from cli.spending import raise_book_limit, raise_run_limit
+from client.spending import raise_book_limit, raise_run_limit
 from console.app import create_app
 from shared.config import ENV_PREFIX, BudgetSettings, Settings
 from shared.errors import InvalidInput, SpendingLimitReached

@@ -21,8 +21,8 @@ from temporalio.testing import WorkflowEnvironment
 import cli.follow as cli_follow
 import cli.runs as cli_runs
 import cli.views as cli_views
+from activities.stuck_runs import StuckRun, stuck_below, stuck_run, stuck_runs, stuck_steps
 from cli.stack.commands import stuck_section
-from cli.stuck_runs import StuckRun, stuck_below, stuck_run, stuck_runs, stuck_steps
 from cli.views import stuck_notice, titled
 from shared.config import Settings, load_settings
 from tests.screens import recording_console

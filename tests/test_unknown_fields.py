@@ -21,7 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 with workflow.unsafe.imports_passed_through():
-    from cli.schedule import ScheduleRequest, _checked
+    from client.schedules import ScheduleRequest, _checked
     from shared.agents.pipeline.inputs import AnalystReports
     from shared.errors import InvalidInput
     from shared.unknown_fields import unknown_fields

@@ -23,7 +23,7 @@ import cli.runs as cli_runs
 import cli.views as cli_views
 from activities.llm import LlmActivities
 from activities.reflection import ReflectionActivities
-from cli.runs import visibility_query
+from client.runs import visibility_query
 from shared.config import Settings, load_settings
 from shared.llm.providers import QUEUE_OFFLINE
 from shared.queues import TOOLS_QUEUE

@@ -16,8 +16,9 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from cli.stack.servers import LOOPBACK, http_answers, wait_until
+from cli.stack.servers import http_answers, wait_until
 from shared.config import ENV_PREFIX, Settings
+from shared.ports import LOOPBACK
 from tests.cli_process import quantdesk_argv
 from tests.prometheus import free_port
 from workers.client import connect

@@ -2,9 +2,9 @@
 
 `register(app)` adds the three commands to the main Typer app. They share one
 runner: load settings, act, print the table and where things are, and leave
-through ``finish`` (these commands use a temporalio client, see ``cli.exit``).
+through ``finish`` (these commands use a temporalio client, see ``client.process_exit``).
 While `up` waits it says for what on stderr, so stdout stays the table. `status`
-also lists the runs whose workflow task keeps failing (``cli.stuck_runs``): the
+also lists the runs whose workflow task keeps failing (``activities.stuck_runs``): the
 stack is up, yet they wait for a fix; and, per quantdesk task queue, the workers of
 every host polling it, as Temporal lists them (``cli.stack.pollers``): pid files only
 know this host. `up` warns when its servers are shared but its book is a SQLite file
@@ -26,7 +26,7 @@ from rich.table import Table
 from rich.text import Text
 from temporalio.service import RPCError
 
-from cli.exit import fail_on_quantdesk_errors, finish
+from activities.stuck_runs import stuck_runs
 from cli.stack import supervisor
 from cli.stack.cli_profile import remove_profile, write_profile
 from cli.stack.components import ui_url
@@ -35,8 +35,8 @@ from cli.stack.pollers import GONE_AFTER, QueueService, queue_services
 from cli.stack.process_usage import shown_duration
 from cli.stack.scrape_config import config_path
 from cli.stack.supervisor import ALL_ROLES, ComponentReport, ComponentState
-from cli.stuck_runs import stuck_runs
 from cli.views import STUCK_TITLE, stuck_table
+from client.process_exit import fail_on_quantdesk_errors, finish
 from shared.config import ENV_PREFIX, Settings, load_settings
 from shared.errors import InvalidInput, QuantdeskError
 from workers.roles import ROLE_NAMES, WorkerRole, serving_roles, unanswered

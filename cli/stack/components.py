@@ -41,7 +41,6 @@ from cli.stack.local_llm import (
 )
 from cli.stack.pollers import pollers_of
 from cli.stack.servers import (
-    LOOPBACK,
     TEMPORAL_METRICS_OFFSET,
     PortClaim,
     ServerLaunch,
@@ -53,6 +52,7 @@ from cli.stack.servers import (
 from cli.stack.storage_probe import round_trip_problem
 from shared.config import ENV_PREFIX, Settings, TaskQueues
 from shared.errors import NeedsOperator, QuantdeskError
+from shared.ports import LOOPBACK
 from shared.queues import BROKER_QUEUE, CHARTS_QUEUE, TOOLS_QUEUE
 from shared.search_attributes import SEARCH_ATTRIBUTES
 from shared.storage.objects import ObjectStore

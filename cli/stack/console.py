@@ -10,13 +10,12 @@ from __future__ import annotations
 import sys
 
 from cli.stack.servers import NoJson, PortClaim, ServerLaunch, json_at
+from client.links import CODEC_PREFIX
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
 from shared.extras import install_command
 
 CONSOLE = "console"
-CODEC_PREFIX = "/codec"
-"""Where the console serves Temporal's remote codec endpoint (``console.codec_endpoint``)."""
 
 
 def console_url(settings: Settings) -> str:
@@ -35,7 +34,7 @@ def codec_endpoint(settings: Settings) -> str:
 
 def console_server(settings: Settings) -> ServerLaunch:
     """`quantdesk console` on the configured host and port, checked before it starts."""
-    from console.security import check_bind
+    from client.access import check_bind
 
     try:
         import fastapi  # noqa: F401
@@ -52,7 +51,7 @@ def console_server(settings: Settings) -> ServerLaunch:
         f"{ENV_PREFIX}CONSOLE__PORT": str(settings.console.port),
     }
     ports = [PortClaim(settings.console.port, f"{ENV_PREFIX}CONSOLE__PORT", "web console")]
-    return ServerLaunch(CONSOLE, [sys.executable, "-m", "cli.main", CONSOLE], ports, env=env)
+    return ServerLaunch(CONSOLE, [sys.executable, "-m", CONSOLE], ports, env=env)
 
 
 def health_problem(settings: Settings) -> str | None:

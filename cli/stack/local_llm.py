@@ -22,19 +22,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from cli.stack.servers import (
-    LOOPBACK,
-    NoJson,
-    PortClaim,
-    ServerLaunch,
-    json_at,
-    port_is_free,
-    section_env,
-)
+from cli.stack.servers import NoJson, PortClaim, ServerLaunch, json_at, section_env
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
 from shared.extras import install_command
 from shared.llm.providers import LOCAL_MODEL
+from shared.ports import LOOPBACK, port_is_free
 
 LOCAL_LLM = "local-llm"
 MODEL_SETTING = f"{ENV_PREFIX}LOCAL_LLM__MODEL"

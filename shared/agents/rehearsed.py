@@ -2,7 +2,7 @@
 
 ``quantdesk prompt show`` prints an agent's exact prompt without calling a model, so
 each flow rehearses its run up to that agent (``shared.agents.pipeline.rehearsal``,
-``cli.prompt_preview``). What the flows share lives here: the rehearsed agent and
+``client.prompt_preview``). What the flows share lives here: the rehearsed agent and
 how it is shown, and an agent's tool loop as the offline provider runs it (the
 workflow's own calls first, else every tool the engine plans from the inputs, then
 the agent's offline rule over the results), so an upstream output is the one an

@@ -11,16 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from console.errors import NotFound, PageError
+from client.errors import DeskError, NotFound
 
 T = TypeVar("T")
 PAGE_SIZE = 25
 
 
 def page_number(raw: str) -> int:
-    """``?page=`` as a number from 1; a ``PageError`` saying what is allowed otherwise."""
+    """``?page=`` as a number from 1; a ``DeskError`` saying what is allowed otherwise."""
     if not raw.isdigit() or int(raw) < 1:
-        raise PageError(f"page {raw!r} is not a page number: pages count from 1")
+        raise DeskError(f"page {raw!r} is not a page number: pages count from 1")
     return int(raw)
 
 

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cli.stuck_runs import StuckRun
+from activities.stuck_runs import StuckRun
 from workflows.progress import StepState
 
 FOLD_OVER = 12

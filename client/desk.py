@@ -1,9 +1,9 @@
-"""The console's clients: Temporal (connected on first use), S3 and the books.
+"""The handle every door holds: Temporal (connected on first use), S3 and the books.
 
-One ``Desk`` per app. S3 and SQL come through ``PortfolioActivities``, the same
-services the Portfolio flow's activities use (its store, its books, its book valuation
-and risk), and a book's orders at a broker through ``BrokerBook``, so the console reads
-exactly what the flows wrote. Results of closed runs
+One ``Desk`` per process (the console's app, the MCP server). S3 and SQL come through
+``PortfolioActivities``, the same services the Portfolio flow's activities use (its store,
+its books, its book valuation and risk), and a book's orders at a broker through
+``BrokerBook``, so every door reads exactly what the flows wrote. Results of closed runs
 never change, so they are kept once read; the live parts are asked each time.
 """
 
@@ -25,8 +25,8 @@ from temporalio.converter import PayloadCodec
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.portfolio import PortfolioActivities
-from cli.stuck_runs import StuckRun, stuck_below, stuck_run
-from console.errors import Conflict, NotFound, PageError, Unavailable
+from activities.stuck_runs import StuckRun, stuck_below, stuck_run
+from client.errors import Conflict, DeskError, NotFound, Unavailable
 from shared.broker.book import BrokerBook
 from shared.config import Settings
 from shared.errors import ConfigError
@@ -44,7 +44,7 @@ oldest dropped first."""
 
 
 class Desk:
-    """What every page reads through."""
+    """What every door's reads and actions go through."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -183,5 +183,5 @@ def rpc_problem(error: RPCError, not_found: str) -> Exception:
     if error.status == RPCStatusCode.NOT_FOUND:
         return NotFound(not_found)
     if error.status == RPCStatusCode.INVALID_ARGUMENT:
-        return PageError(error.message)
+        return DeskError(error.message)
     return Unavailable(f"Temporal did not answer: {error.message}")

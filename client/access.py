@@ -1,4 +1,5 @@
-"""Who may use the console: anyone on this machine, or, bound beyond loopback, token holders.
+"""Who may use the HTTP doors (the console, the MCP server over HTTP): anyone on this machine, or,
+bound beyond loopback, token holders.
 
 On loopback (the default) the console is as open as the Temporal Web UI next to it.
 Bound to any other address it refuses to start without ``QUANTDESK_CONSOLE__TOKEN``,
@@ -19,7 +20,7 @@ from urllib.parse import urlsplit
 from fastapi import Request, Response
 from fastapi.responses import RedirectResponse
 
-from cli.stack.console import CODEC_PREFIX
+from client.links import CODEC_PREFIX
 from shared.config import CODEC_ORIGINS_SETTING, ENV_PREFIX, Settings
 from shared.errors import ConfigError
 

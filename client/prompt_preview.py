@@ -3,9 +3,9 @@
 Each flow's run is rehearsed offline up to the agent, reading only what the run reads,
 strictly as of the analysis time: the Pipeline (``shared.agents.pipeline.rehearsal``)
 and the Scan (``shared.agents.scan.rehearsal``) through the configured data routes,
-QuantAgent (``cli.prompt_quantagent``) through its bar source, the Portfolio
-(``cli.prompt_portfolio``) over AutoRun's feed and a book read read-only, the reflector
-(``cli.prompt_reflection``) over an offline decision whose horizon ended by T.
+QuantAgent (``client.prompt_quantagent``) through its bar source, the Portfolio
+(``client.prompt_portfolio``) over AutoRun's feed and a book read read-only, the reflector
+(``client.prompt_reflection``) over an offline decision whose horizon ended by T.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from cli.prompt_portfolio import rehearse_portfolio
-from cli.prompt_quantagent import rehearse_quantagent
-from cli.prompt_reflection import rehearse_reflector
+from client.prompt_portfolio import rehearse_portfolio
+from client.prompt_quantagent import rehearse_quantagent
+from client.prompt_reflection import rehearse_reflector
 from shared.agents import quantagent_agents as agents
 from shared.agents import reflector
 from shared.agents.pipeline.rehearsal import rehearse
@@ -150,7 +150,7 @@ def flow_of(spec: AgentSpec[Any, Any]) -> Flow:
         "agent",
         f"prompt show knows no flow of {spec.name}'s group {spec.group!r}",
         fix=f"Show one of: {', '.join(shown)}; or add the group's flow to FLOWS "
-        "(cli/prompt_preview.py).",
+        "(client/prompt_preview.py).",
     )
 
 

@@ -1,4 +1,4 @@
-"""One run as the Run page shows it: what Temporal says of it, its progress, what its flow made.
+"""One run as the doors show it: what Temporal says of it, its progress, what its flow made.
 
 Every flow answers the common ``progress`` query (``RunProgress``), so the steps, waits,
 tokens, cost and times read the same for all. What a flow produced comes from its
@@ -7,7 +7,7 @@ result once it completed, and while it runs from what it offers live: a Pipeline
 Pipeline children and its Portfolio child's approval, a Portfolio run's ``plan``.
 Results and state are read as JSON, so a page shows whatever a flow's contract holds.
 A running run, or one below it, whose workflow task keeps failing is shown in a banner
-with its message, and on the step it holds up (``cli.stuck_runs``: the parent's own
+with its message, and on the step it holds up (``activities.stuck_runs``: the parent's own
 progress cannot know, so the page overlays it).
 """
 
@@ -21,17 +21,17 @@ from datetime import datetime
 from typing import Any
 
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import FailureError
 
-from cli.report import report_refs
-from cli.stuck_runs import StuckRun, stuck_steps
-from cli.views import innermost_cause, web_ui_url
-from console.desk import Desk
-from console.errors import NotFound
-from console.paging import Paging, paged
-from console.steps_view import StepRow, step_rows
+from activities.stuck_runs import StuckRun, stuck_steps
+from client.desk import Desk
+from client.errors import NotFound
+from client.links import object_url, web_ui_url
+from client.paging import Paging, paged
+from client.reports import report_refs
+from client.steps import StepRow, step_rows
 from shared.reports.autorun import chart_name
 from shared.spending.ledger import Standing
-from shared.storage.buckets import CHARTS_BUCKET, REPORTS_BUCKET
 from workflows.progress import RunProgress, StepState
 from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
 
@@ -90,7 +90,7 @@ class RunPage:
 
     @property
     def step_rows(self) -> list[StepRow]:
-        """The Steps table, large groups of steps folded (``console.steps_view``)."""
+        """The Steps table, large groups of steps folded (``client.steps``)."""
         if self.progress is None:
             return []
         return step_rows(self.progress.steps, self.progress.waiting, self.stuck_steps)
@@ -98,13 +98,6 @@ class RunPage:
     def step_state(self, step: str) -> StepState | None:
         """A step's state in the progress, None when not (yet) known."""
         return self.progress.steps.get(step) if self.progress else None
-
-
-def object_url(ref: dict[str, Any] | None) -> str | None:
-    """The console's address of a stored chart or report (``/objects/<bucket>/<key>``)."""
-    if not ref or ref.get("bucket") not in (CHARTS_BUCKET, REPORTS_BUCKET):
-        return None
-    return f"/objects/{ref['bucket']}/{ref['key']}"
 
 
 async def load_run(desk: Desk, workflow_id: str, page_asked: int = 1) -> RunPage:
@@ -327,3 +320,11 @@ FLOW_PARTS: dict[str, Callable[[Desk, RunPage], Awaitable[dict[str, Any]]]] = {
     "Backtest": _study,
 }
 """Workflow type → what its Run page shows beyond the steps (templates/flows/<type>.html)."""
+
+
+def innermost_cause(error: WorkflowFailureError) -> str:
+    """The innermost cause of a failed run (the one that names the field)."""
+    cause: BaseException = error
+    while isinstance(cause, WorkflowFailureError | FailureError) and cause.cause is not None:
+        cause = cause.cause
+    return str(cause or error)
