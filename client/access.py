@@ -44,17 +44,25 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind(settings: Settings) -> None:
-    """Refuse to serve beyond loopback without a token, naming the setting to set."""
-    host = settings.console.host
-    if not is_loopback(host) and settings.console.token is None:
+def refuse_open_bind(door: str, host: str, token: object, host_setting: str, how: str) -> None:
+    """Refuse to serve ``door`` beyond loopback without a token (``token`` None), naming the
+    token's setting (beside ``host_setting``: ``..._HOST`` → ``..._TOKEN``) and ``how``
+    clients then present the token."""
+    token_setting = host_setting.removesuffix("HOST") + "TOKEN"
+    if not is_loopback(host) and token is None:
         raise ConfigError(
-            TOKEN_SETTING,
-            f"the console would listen on {host}, beyond this machine, without a token",
-            fix=f"Set {TOKEN_SETTING} to a long random string (people then open "
-            f"http://HOST:{settings.console.port}/?token=...), or bind {ENV_PREFIX}CONSOLE__HOST "
+            token_setting,
+            f"the {door} would listen on {host}, beyond this machine, without a token",
+            fix=f"Set {token_setting} to a long random string ({how}), or bind {host_setting} "
             "to 127.0.0.1.",
         )
+
+
+def check_bind(settings: Settings) -> None:
+    """Refuse to serve the console beyond loopback without a token."""
+    console = settings.console
+    how = f"people then open http://HOST:{console.port}/?token=..."
+    refuse_open_bind("console", console.host, console.token, f"{ENV_PREFIX}CONSOLE__HOST", how)
 
 
 Handler = Callable[[Request], Awaitable[Response]]

@@ -4,7 +4,6 @@ and trigger."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -120,9 +119,8 @@ async def create_schedule(client: Client, settings: Settings, request: ScheduleR
 SCHEDULE_VERBS = ("pause", "unpause", "trigger")
 
 
-@dataclass(frozen=True)
-class ScheduleRow:
-    """One schedule as the Start page lists it."""
+class ScheduleRow(BaseModel, frozen=True):
+    """One schedule: its flow, cron, whether paused, next run and runs so far."""
 
     name: str
     flow: str

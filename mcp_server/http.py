@@ -15,23 +15,17 @@ from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from client.access import Handler, is_foreign, is_loopback, token_gate
-from shared.config import ENV_PREFIX, MCP_TOKEN_SETTING, Settings
-from shared.errors import ConfigError
+from client.access import Handler, is_foreign, refuse_open_bind, token_gate
+from shared.config import ENV_PREFIX, Settings
 
 MCP_PATH = "/mcp"
+MCP_HOST_SETTING = f"{ENV_PREFIX}MCP__HOST"
 
 
 def check_bind(settings: Settings) -> None:
     """Refuse to serve beyond loopback without a token, naming the setting to set."""
-    host = settings.mcp.host
-    if not is_loopback(host) and settings.mcp.token is None:
-        raise ConfigError(
-            MCP_TOKEN_SETTING,
-            f"the MCP server would listen on {host}, beyond this machine, without a token",
-            fix=f"Set {MCP_TOKEN_SETTING} to a long random string (hosts then send "
-            f"`Authorization: Bearer ...`), or bind {ENV_PREFIX}MCP__HOST to 127.0.0.1.",
-        )
+    how = "hosts then send `Authorization: Bearer ...`"
+    refuse_open_bind("MCP server", settings.mcp.host, settings.mcp.token, MCP_HOST_SETTING, how)
 
 
 async def own_origin_only(request: Request, call_next: Handler) -> Response:

@@ -51,7 +51,6 @@ from mcp_server.contracts import (
     RunStarted,
     RunView,
     ScheduleList,
-    ScheduleRow,
 )
 from shared.config import Settings
 from shared.errors import QuantdeskError
@@ -344,7 +343,7 @@ def _desk_tools(server: MCPServer, desk: Desk) -> None:
     async def list_schedules() -> ScheduleList:
         """Every schedule: its flow, cron, whether paused, next run and runs so far."""
         rows = await schedule_rows(desk)
-        return ScheduleList(schedules=[ScheduleRow(**vars(row)) for row in rows])
+        return ScheduleList(schedules=rows)
 
     @server.tool(title="Trigger a schedule now", annotations=STARTS)
     @as_tool

@@ -61,6 +61,20 @@ class Page:
         await self.send("Page.navigate", url=url)
         await self.wait_for("document.readyState === 'complete' && location.href !== 'about:blank'")
 
+    async def fill_and_submit(self, form: dict[str, str | list[str]], button: str) -> None:
+        """Fill a form's fields as a person would (a list ticks those boxes), then press the
+        button with id ``button``."""
+        for name, value in form.items():
+            for box in value if isinstance(value, list) else []:
+                await self.evaluate(
+                    f'document.querySelector(\'input[name="{name}"][value="{box}"]\').checked = true'
+                )
+            if not isinstance(value, list):
+                await self.evaluate(
+                    f"document.querySelector('[name=\"{name}\"]').value = {value!r}"
+                )
+        await self.evaluate(f"document.getElementById({button!r}).click()")
+
     async def evaluate(self, expression: str) -> Any:
         """The value of a JavaScript expression in the page (promises awaited)."""
         answer = await self.send(
