@@ -19,14 +19,10 @@ execution, or running the same workflow id again, books nothing twice.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Awaitable
 from datetime import timedelta
-from enum import StrEnum
-from typing import TypeVar
 
-from pydantic import AwareDatetime, BaseModel, Field, field_validator, model_validator
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
@@ -57,7 +53,6 @@ with workflow.unsafe.imports_passed_through():
     from shared.agents.portfolio.inputs import (
         BookBrief,
         CandidateSlate,
-        TickerDecision,
         candidate_ideas,
     )
     from shared.agents.portfolio.report import PortfolioOutcome, render_portfolio_report
@@ -71,7 +66,6 @@ with workflow.unsafe.imports_passed_through():
     from shared.agents.portfolio.view import ViewSize
     from shared.agents.spec import AgentSpec, InputsT, OutputT
     from shared.broker.models import IntentStatus
-    from shared.llm.contracts import LlmChoice
     from shared.notify.approval import Mark, outcome_notice, waiting_notice
     from shared.notify.notices import NoticeKind
     from shared.observability.metrics import (
@@ -80,10 +74,7 @@ with workflow.unsafe.imports_passed_through():
         person_waited,
         person_waits,
     )
-    from shared.portfolio.costs import Costs
-    from shared.portfolio.limits import Limits
     from shared.portfolio.models import (
-        NAME_PATTERN,
         BrokerKind,
         DecisionRecord,
         DecisionStatus,
@@ -103,21 +94,27 @@ with workflow.unsafe.imports_passed_through():
         BrokerOrdersInput,
         BrokerOrdersResult,
         BrokerOrdersWorkflow,
-        ExecutionPolicy,
     )
     from workflows.concurrency import gather_all
-    from workflows.inputs import RunInput
     from workflows.llm_calls import call_agent
     from workflows.notify import tell
-    from workflows.progress import RunProgress, StepState
+    from workflows.portfolio_contracts import (
+        MAX_DECISIONS,
+        Approval,
+        ApprovalAnswer,
+        ApprovalRequest,
+        PendingPlan,
+        PortfolioInput,
+        PortfolioProgress,
+        PortfolioResult,
+    )
+    from workflows.progress import StepState
     from workflows.provider_check import check_provider
     from workflows.reconcile import ReconcileInput, ReconcileWorkflow
     from workflows.retries import durable
     from workflows.run_keys import run_key_prefix, run_report
     from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
-
-T = TypeVar("T")
 
 BOOK_START_TO_CLOSE = timedelta(minutes=2)
 """A data read may build the simulated market first (seconds); SQL and S3 are quick."""
@@ -127,11 +124,6 @@ EXECUTE_HEARTBEAT = timedelta(seconds=5)
 APPROVAL_NOTICES_PATCH = "approval-notices"
 """Gates telling people of a waiting plan: older runs waited without a word."""
 TIMEOUT = "approval timeout"
-DEFAULT_APPROVAL_MINUTES = 24 * 60
-MAX_APPROVAL_MINUTES = 30 * 24 * 60
-MAX_DECISIONS = 500
-"""Candidates at most: the agents see a bounded view of them (``shared.agents.portfolio.view``,
-tried up to 500 in ``tests/test_portfolio_view.py``), and the decisions travel by key."""
 WATCHED_NAMES_PATCH = "watched-names-ranked"
 """Gates ranking decided names without a Scan: older histories skipped that step."""
 DECISION_CHARS = 6_000
@@ -159,13 +151,6 @@ STEPS = (
 )
 
 
-class Approval(StrEnum):
-    """Whether the plan trades at once or waits for a person."""
-
-    AUTO = "auto"
-    REQUIRED = "required"
-
-
 NOT_FILLED = {
     IntentStatus.CANCELED,
     IntentStatus.EXPIRED,
@@ -173,99 +158,6 @@ NOT_FILLED = {
     IntentStatus.REFUSED,
 }
 """How an order at a broker ends with shares left unfilled (a partial fill's rest too)."""
-
-
-class PortfolioInput(RunInput):
-    """One decision for one book. ``{"portfolio": "demo", "as_of": "2012-06-01T00:00:00Z"}``
-    manages the holdings alone; a Scan summary and Pipeline decisions add candidates."""
-
-    portfolio: str = Field(pattern=NAME_PATTERN)
-    as_of: AwareDatetime = Field(description="prices, risk and fills are as of this time")
-    scan_summary: ObjectRef | None = Field(None, description="S3 key of a Scan's ScanSummary")
-    decisions: list[TickerDecision] = Field(
-        default_factory=list,
-        max_length=MAX_DECISIONS,
-        description="Pipeline decisions for candidates and holdings (TickerDecision.of)",
-    )
-    decisions_key: ObjectRef | None = Field(
-        None,
-        description="S3 key of the decisions as a JSON list, read at the start instead of "
-        "`decisions`: a parent of many Pipelines keeps them out of its history",
-    )
-    llm: LlmChoice = LlmChoice()
-    approval: Approval = Approval.AUTO
-    approval_timeout_minutes: int = Field(DEFAULT_APPROVAL_MINUTES, ge=1, le=MAX_APPROVAL_MINUTES)
-    costs: Costs | None = Field(None, description="fees and slippage; None: the worker's settings")
-    limits: Limits = Limits()
-    broker: BrokerKind | None = Field(
-        None, description="the book's broker, checked: a book bound to another is refused"
-    )
-    execution: ExecutionPolicy = Field(
-        default_factory=ExecutionPolicy, description="how orders are worked at a real broker"
-    )
-
-    @field_validator("decisions")
-    @classmethod
-    def _one_per_symbol(cls, value: list[TickerDecision]) -> list[TickerDecision]:
-        symbols = [d.symbol for d in value]
-        repeated = sorted({s for s in symbols if symbols.count(s) > 1})
-        if repeated:
-            raise ValueError(f"give one decision per symbol; repeated: {', '.join(repeated)}")
-        return value
-
-    @model_validator(mode="after")
-    def _one_source_of_decisions(self) -> PortfolioInput:
-        if self.decisions and self.decisions_key is not None:
-            raise ValueError("give decisions or decisions_key, not both")
-        return self
-
-
-class ApprovalRequest(BaseModel):
-    """Who answers the approval, and why (both optional); with ``plan_hash``, the answer holds
-    only for the plan of that hash (``PendingPlan.digest``), so what a person saw is what
-    they approved."""
-
-    by: str = Field("", max_length=200)
-    note: str = Field("", max_length=2000)
-    plan_hash: str | None = Field(
-        None, pattern=r"^[0-9a-f]{16}$", description="the digest of the plan being answered"
-    )
-
-
-class ApprovalAnswer(BaseModel):
-    """What the approve/reject update did."""
-
-    status: DecisionStatus
-    message: str
-
-
-class PortfolioProgress(RunProgress):
-    """The ``progress`` answer, and whether the run waits for an approval."""
-
-    awaiting_approval: bool = False
-    status: DecisionStatus | None = None
-
-
-class PendingPlan(BaseModel):
-    """What an approver approves: the PM's decision and the sized plan (``plan`` query)."""
-
-    portfolio: str
-    decision: AllocationDecision
-    plan: OrderPlan
-    awaiting_approval: bool
-
-    def digest(self) -> str:
-        """16 hex digits of the SHA-256 of the decision and plan (not of whether they wait),
-        the same in the workflow and in any client that read the ``plan`` query."""
-        shown = self.model_dump(mode="json", exclude={"awaiting_approval"})
-        canonical = json.dumps(shown, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-
-class PortfolioResult(PortfolioOutcome):
-    """The run's outcome and its stored Markdown report."""
-
-    report: StoredReport
 
 
 def _settled(status: DecisionStatus) -> bool:
