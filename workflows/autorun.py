@@ -34,10 +34,8 @@ happens, until ``resume`` (forwarded to the running children).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Any, TypeVar
 
-from pydantic import AwareDatetime, BaseModel, Field, field_validator, model_validator
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 from temporalio.types import MethodAsyncSingleParam
@@ -55,21 +53,21 @@ with workflow.unsafe.imports_passed_through():
         RunReportRequest,
     )
     from activities.research import ResearchActivities, ResolveAsOfRequest, ResolvedAsOf
-    from shared.agents.pipeline.schemas import AnalystKind
     from shared.agents.portfolio.inputs import DecisionLine, TickerDecision
     from shared.agents.scan.schemas import Conviction
-    from shared.llm.contracts import LlmChoice, Usage, UsageReport
+    from shared.llm.contracts import Usage, UsageReport
     from shared.portfolio.limits import CASH_EQUIVALENTS
-    from shared.portfolio.models import NAME_PATTERN, BrokerKind
     from shared.reports.autorun import AutoRunReport, TickerFailure
     from shared.storage.objects import ObjectRef
-    from shared.watchlists.symbols import list_problem, normalized
     from workflows.activity_calls import run_activity
-    from workflows.broker_orders import ExecutionPolicy
+
+    # The input's defaults and limits are imported from here too (starters, the benches).
+    from workflows.autorun_contracts import DEFAULT_CASH as DEFAULT_CASH
+    from workflows.autorun_contracts import MAX_CONCURRENCY as MAX_CONCURRENCY
+    from workflows.autorun_contracts import AutoRunInput, AutoRunProgress, AutoRunResult
     from workflows.children import flow_of, usage_report
     from workflows.concurrency import root_message, run_bounded
-    from workflows.debate_contracts import MAX_ROUNDS
-    from workflows.inputs import RunInput, scheduled_time
+    from workflows.inputs import scheduled_time
     from workflows.pipeline import PipelineWorkflow, start_reflect
     from workflows.pipeline_batch import (
         BATCH_CHILD,
@@ -88,17 +86,16 @@ with workflow.unsafe.imports_passed_through():
     from workflows.pipeline_contracts import PipelineDigest, PipelineResult, ReflectPlan
     from workflows.portfolio import (
         MAX_DECISIONS,
-        Approval,
         PortfolioInput,
         PortfolioResult,
         PortfolioWorkflow,
     )
-    from workflows.progress import RunProgress, StepState, track
+    from workflows.progress import StepState, track
     from workflows.provider_check import check_provider
     from workflows.resume import BAD_REPLY
     from workflows.retries import HEARTBEAT, durable
     from workflows.run_keys import run_key_prefix, run_report
-    from workflows.scan import MAX_TICKERS, ScanInput, ScanResult, ScanWorkflow
+    from workflows.scan import ScanInput, ScanResult, ScanWorkflow
     from workflows.tracked import TrackedRun
     from workflows.visibility import tag_run
 
@@ -109,11 +106,6 @@ STEP_START_TO_CLOSE = timedelta(minutes=2)
 REPORT_START_TO_CLOSE = timedelta(minutes=30)
 """The run report draws a chart per name: 500 names took more than 2 minutes on a loaded
 machine, and every attempt timed out. It heartbeats, so a dead worker is still found soon."""
-DEFAULT_CASH = Decimal(100_000)
-MAX_CONCURRENCY = 64
-"""Pipelines at once, at most. Each has one model call in flight most of its time, so a
-provider at R calls a second, L seconds a call, is kept busy only by about R x L of them:
-64 serve R = 50 at L = 1 s with room for the phases where a Pipeline waits on a tool."""
 CONVICTION_RANK = {Conviction.LOW: 1, Conviction.MEDIUM: 2, Conviction.HIGH: 3}
 
 OPEN_BOOK, SCAN, PORTFOLIO, REPORT, REFLECT = "open_book", "scan", "portfolio", "report", "reflect"
@@ -132,107 +124,6 @@ DIRECT_LANES = 32
 """Past two rounds of this many lanes, names go through batches however many lanes there are:
 100 names at 64 lanes took the AutoRun's own history to 230 KB. (The limit on lanes was 32,
 so runs from before took the same path.)"""
-
-
-class AutoRunInput(RunInput):
-    """Every field is optional: ``{}`` runs the desk offline on the latest data."""
-
-    portfolio: str = Field("desk", pattern=NAME_PATTERN, description="created if missing")
-    initial_cash: Decimal = Field(DEFAULT_CASH, gt=0, description="cash of a new portfolio")
-    as_of: AwareDatetime | None = Field(
-        None, description="analysis time; default: a schedule's time, else the latest data"
-    )
-    watchlist: str | None = Field(
-        None,
-        pattern=NAME_PATTERN,
-        description="analyse this watchlist's names (`quantdesk watchlist`)",
-    )
-    symbols: list[str] | None = Field(None, description="analyse these names (no watchlist)")
-    scan: bool | None = Field(
-        None, description="add the Scan's shortlist; default: only without watchlist or symbols"
-    )
-    max_tickers: int = Field(10, ge=1, le=MAX_TICKERS)
-    min_conviction: Conviction = Field(Conviction.MEDIUM, description="of the Scan's shortlist")
-    analysts: list[AnalystKind] = Field(default_factory=lambda: list(AnalystKind), min_length=1)
-    debate_rounds: int = Field(1, ge=1, le=MAX_ROUNDS)
-    risk_rounds: int = Field(1, ge=1, le=MAX_ROUNDS)
-    llm: LlmChoice = LlmChoice()
-    concurrency: int = Field(4, ge=1, le=MAX_CONCURRENCY, description="Pipelines at once")
-    approval: Approval = Approval.AUTO
-    broker: BrokerKind | None = Field(
-        None,
-        description="where the book's orders go: a new book is bound to it (default paper); "
-        "an existing one must already be (default: the broker it has)",
-    )
-    execution: ExecutionPolicy = Field(
-        default_factory=ExecutionPolicy, description="how orders are worked at a real broker"
-    )
-    reflect: bool = Field(True, description="start one Reflect per decision")
-    reflect_horizon_bars: int = Field(5, ge=1, le=250)
-
-    @field_validator("analysts")
-    @classmethod
-    def _once_each(cls, value: list[AnalystKind]) -> list[AnalystKind]:
-        if len(set(value)) != len(value):
-            raise ValueError("name each analyst once")
-        return value
-
-    @field_validator("symbols")
-    @classmethod
-    def _a_list(cls, value: list[str] | None) -> list[str] | None:
-        if value is None:
-            return None
-        symbols = normalized(value)
-        found = list_problem(symbols)
-        if found is not None:
-            raise ValueError(f"{found[0]}; {found[1]}")
-        return symbols
-
-    @model_validator(mode="after")
-    def _names_from_one_place(self) -> AutoRunInput:
-        if self.watchlist is not None and self.symbols is not None:
-            raise ValueError("give watchlist or symbols, not both")
-        if self.scan is False and not self.names_given:
-            raise ValueError("without the Scan, give a watchlist or symbols to analyse")
-        return self
-
-    @property
-    def names_given(self) -> bool:
-        """Whether the run was given its names (a watchlist or symbols)."""
-        return self.watchlist is not None or self.symbols is not None
-
-    @property
-    def scans(self) -> bool:
-        """Whether the run scans: as asked, else only when it was given no names."""
-        return self.scan if self.scan is not None else not self.names_given
-
-
-class AutoRunProgress(RunProgress):
-    """The ``progress`` answer, with the tickers' count."""
-
-    tickers_total: int = 0
-    tickers_done: int = 0
-    tickers_failed: int = 0
-
-
-class AutoRunResult(BaseModel):
-    """What the run decided and did, and where its report is."""
-
-    workflow_id: str
-    portfolio: str
-    as_of: AwareDatetime
-    shortlist: list[str]
-    candidates: list[str]
-    decisions: list[DecisionLine] = Field(description="each in a line; the report has them whole")
-    failures: list[TickerFailure]
-    portfolio_status: str
-    trades: int
-    refused: int
-    report: RunReportFiles
-    report_url: str = Field(description="presigned URL of the HTML report")
-    reflections: list[str] = Field(description="ids of the Reflect runs left waiting")
-    usage: UsageReport
-    usage_by_part: dict[str, Usage]
 
 
 def shortlist_of(scan: ScanResult, min_conviction: Conviction) -> tuple[list[str], list[str]]:
