@@ -11,23 +11,33 @@ A step that reads and then writes takes its lock with a write that changes nothi
 (``_locked_book``, ``_locked_intent``): SQLite takes its write lock only at a write,
 PostgreSQL locks the row an update touches, so what the step reads next stays true
 until it commits. Every step locks the book before the intent, never after.
+
+The selects the steps compose, and how rows become records, are ``shared.broker.book_rows``.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from pydantic import BaseModel
-from sqlalchemy import ColumnElement, Connection, Row, Select, delete, func, select, update
+from sqlalchemy import ColumnElement, Connection, Row, delete, func, select, update
 
-from shared.broker.guardrails import BrokerLimits, Exposure, check_order, exchange_day
+from shared.broker.book_rows import (
+    adoption_from_row,
+    day_notional,
+    differences,
+    intent_from_row,
+    positions_json,
+    said,
+    select_booked_fills,
+    select_intents,
+    with_status,
+)
+from shared.broker.guardrails import BrokerLimits, Exposure, check_order
 from shared.broker.intents import (
     ACCEPTED,
-    NOT_TRADING,
     OPEN,
     SET_BY_FILLS,
     TERMINAL,
@@ -118,7 +128,7 @@ class BrokerBook(PortfolioStore):
             )
             stored = self._insert_once(conn, order_intents, values, "client_order_id")
         intent = record_of(OrderIntent, stored, book=book)
-        if differs := _differences(intent, spec, OrderSpec.model_fields):
+        if differs := differences(intent, spec, OrderSpec.model_fields):
             raise InvalidInput(
                 "client_order_id",
                 f"{coid} was recorded for another order: {differs}",
@@ -140,18 +150,18 @@ class BrokerBook(PortfolioStore):
     ) -> list[OrderIntent]:
         """The book's intents, oldest first; only those in ``status`` when given, the latest
         ``limit`` of them when given."""
-        query = _with_status(_intents().where(portfolios.c.name == book), status)
+        query = with_status(select_intents().where(portfolios.c.name == book), status)
         query = query.order_by(order_intents.c.id.desc())
         with self._engine.connect() as conn:
             self._row(conn, book)  # an unknown book is an error, not an empty list
             rows = conn.execute(query.limit(limit) if limit else query).all()
-        return [_intent(row) for row in reversed(rows)]
+        return [intent_from_row(row) for row in reversed(rows)]
 
     def intent_count(
         self, book: str, status: IntentStatus | Collection[IntentStatus] | None = None
     ) -> int:
         """How many intents the book has (in ``status`` when given)."""
-        query = _with_status(
+        query = with_status(
             select(func.count())
             .select_from(order_intents)
             .join(portfolios, portfolios.c.id == order_intents.c.portfolio_id)
@@ -218,8 +228,8 @@ class BrokerBook(PortfolioStore):
         return OrderIntent.model_validate({**intent.model_dump(), **changes})  # its rules hold
 
     def _intent_where(self, conn: Connection, where: ColumnElement[bool]) -> OrderIntent | None:
-        row = conn.execute(_intents().where(where)).first()
-        return None if row is None else _intent(row)
+        row = conn.execute(select_intents().where(where)).first()
+        return None if row is None else intent_from_row(row)
 
     # --- guardrails -----------------------------------------------------------------------
 
@@ -242,7 +252,7 @@ class BrokerBook(PortfolioStore):
     def exposure(self, intent: OrderIntent, at: datetime) -> Exposure:
         """What the intent's book holds of its symbol and has asked for besides it: unfilled
         shares of open sells of the symbol, and intents of the exchange day ``at`` is in."""
-        others = _intents().where(
+        others = select_intents().where(
             portfolios.c.name == intent.book,
             order_intents.c.client_order_id != intent.client_order_id,
         )
@@ -260,7 +270,7 @@ class BrokerBook(PortfolioStore):
             return Exposure(
                 held_shares=conn.execute(held).scalar_one_or_none() or 0,
                 open_sell_shares=sum(row.qty - row.filled_qty for row in conn.execute(selling)),
-                notional_today=_notional_today(conn, others, at),
+                notional_today=day_notional(conn, others, at),
                 halt=self._halt_in_force(conn, intent.book),
             )
 
@@ -269,7 +279,7 @@ class BrokerBook(PortfolioStore):
         aside: what the daily cap is checked against."""
         with self._engine.connect() as conn:
             self._row(conn, book)
-            return _notional_today(conn, _intents().where(portfolios.c.name == book), at)
+            return day_notional(conn, select_intents().where(portfolios.c.name == book), at)
 
     # --- fills ----------------------------------------------------------------------------
 
@@ -299,7 +309,7 @@ class BrokerBook(PortfolioStore):
             if inserted is not None:
                 self._apply_fill(conn, row, self._locked_intent(conn, intent.client_order_id), fill)
             outcome = self._booked_fill(conn, fill.fill_id, new=inserted is not None)
-        if differs := _differences(outcome.fill, fill, SAME_FILL, book=book):
+        if differs := differences(outcome.fill, fill, SAME_FILL, book=book):
             raise InvalidInput(
                 "fill_id",
                 f"{fill.fill_id} was booked for another fill: {differs}",
@@ -368,17 +378,21 @@ class BrokerBook(PortfolioStore):
 
     def _booked_fill(self, conn: Connection, fill_id: str, *, new: bool) -> FillOutcome:
         """What booking the fill ``fill_id`` did, read back."""
-        row = conn.execute(_booked_fills().where(broker_fills.c.fill_id == fill_id)).one()
-        intent = conn.execute(_intents().where(order_intents.c.id == row.intent_id)).one()
+        row = conn.execute(select_booked_fills().where(broker_fills.c.fill_id == fill_id)).one()
+        intent = conn.execute(select_intents().where(order_intents.c.id == row.intent_id)).one()
         trade = None if row.trade_key is None else self._trade_at(conn, row.trade_key)
         return FillOutcome(
-            fill=record_of(BookedFill, row), intent=_intent(intent), trade=trade, new=new
+            fill=record_of(BookedFill, row), intent=intent_from_row(intent), trade=trade, new=new
         )
 
     def fills(self, book: str, *, limit: int | None = None) -> list[BookedFill]:
         """The book's fills as booked (or covered by an adoption), oldest first; the latest
         ``limit`` when given."""
-        query = _booked_fills().where(portfolios.c.name == book).order_by(broker_fills.c.id.desc())
+        query = (
+            select_booked_fills()
+            .where(portfolios.c.name == book)
+            .order_by(broker_fills.c.id.desc())
+        )
         with self._engine.connect() as conn:
             self._row(conn, book)
             rows = conn.execute(query.limit(limit) if limit else query).all()
@@ -421,7 +435,7 @@ class BrokerBook(PortfolioStore):
 
     def halt(self, book: str, reason: str, who: str) -> Halt:
         """Stop the book's orders (``check_intent`` refuses every one) until ``resume``."""
-        return self._record_halt(book, halted=True, reason=_said("reason", reason), who=who)
+        return self._record_halt(book, halted=True, reason=said("reason", reason), who=who)
 
     def resume(self, book: str, who: str) -> Halt:
         """Let the book's orders through again."""
@@ -440,7 +454,7 @@ class BrokerBook(PortfolioStore):
 
     def _record_halt(self, book: str, *, halted: bool, reason: str, who: str) -> Halt:
         record = Halt(
-            book=book, halted=halted, reason=reason, who=_said("who", who), at=datetime.now(UTC)
+            book=book, halted=halted, reason=reason, who=said("who", who), at=datetime.now(UTC)
         )
         with self._engine.begin() as conn:
             row = self._row(conn, book)
@@ -513,102 +527,24 @@ class BrokerBook(PortfolioStore):
                 .values(
                     portfolio_id=row.id,
                     as_of=as_of,
-                    who=_said("who", who),
-                    reason=_said("reason", reason),
+                    who=said("who", who),
+                    reason=said("reason", reason),
                     cash_before=row.cash,
                     cash_after=cash,
-                    positions_before=_json(sorted(before, key=lambda p: p.symbol)),
-                    positions_after=_json(after),
+                    positions_before=positions_json(sorted(before, key=lambda p: p.symbol)),
+                    positions_after=positions_json(after),
                     created_at=now,
                 )
                 .returning(adoptions)
             ).one()
-            return _adoption(inserted, book)
+            return adoption_from_row(inserted, book)
 
     def adoptions(self, book: str) -> list[Adoption]:
         """The book's adoptions of the broker's numbers, oldest first."""
-        return [_adoption(row, book) for row in self._book_rows(book, adoptions.c.id)]
+        return [adoption_from_row(row, book) for row in self._book_rows(book, adoptions.c.id)]
 
     def _locked_book(self, conn: Connection, name: str) -> Row[Any]:
         """The book's row, locked until the transaction ends (see the module's doc)."""
         where = portfolios.c.name == name
         conn.execute(update(portfolios).where(where).values(cash=portfolios.c.cash))
         return self._row(conn, name)
-
-
-def _intents() -> Select[Any]:
-    """Intents with their book's name."""
-    return select(order_intents, portfolios.c.name.label("book")).join(
-        portfolios, portfolios.c.id == order_intents.c.portfolio_id
-    )
-
-
-def _booked_fills() -> Select[Any]:
-    """Fills with their intent's client order id and their book's name."""
-    return (
-        select(broker_fills, order_intents.c.client_order_id, portfolios.c.name.label("book"))
-        .join(order_intents, order_intents.c.id == broker_fills.c.intent_id)
-        .join(portfolios, portfolios.c.id == broker_fills.c.portfolio_id)
-    )
-
-
-def _with_status(
-    query: Select[Any], status: IntentStatus | Collection[IntentStatus] | None
-) -> Select[Any]:
-    """``query`` of intents narrowed to those in ``status``, when given."""
-    if status is None:
-        return query
-    wanted = {status} if isinstance(status, IntentStatus) else set(status)
-    return query.where(order_intents.c.status.in_(wanted))
-
-
-def _notional_today(conn: Connection, intents: Select[Any], at: datetime) -> Decimal:
-    """What ``intents`` created on the exchange day ``at`` is in are worth, refused ones aside."""
-    start, end = exchange_day(at)
-    today = intents.where(
-        order_intents.c.created_at >= start,
-        order_intents.c.created_at < end,
-        order_intents.c.status.not_in(NOT_TRADING),
-    )
-    return sum((_intent(row).notional for row in conn.execute(today)), Decimal(0))
-
-
-def _differences(
-    recorded: BaseModel, given: BaseModel, names: Iterable[str], **given_too: Any
-) -> str:
-    """Each of the fields ``names`` where ``given`` (or ``given_too``) is not as recorded, as
-    ``qty 10 (now 11)``; empty where they agree."""
-    return ", ".join(
-        f"{name} {recorded_value!r} (now {value!r})"
-        for name in names
-        if (value := given_too[name] if name in given_too else getattr(given, name))
-        != (recorded_value := getattr(recorded, name))
-    )
-
-
-def _intent(row: Row[Any]) -> OrderIntent:
-    return record_of(OrderIntent, row)
-
-
-def _said(field: str, text: str) -> str:
-    """``text``, which must say something: a halt or an adoption is explained by someone."""
-    if not text.strip():
-        raise InvalidInput(field, "empty", fix=f"Give the {field}.")
-    return text
-
-
-def _json(positions: list[Position]) -> str:
-    return json.dumps([position.model_dump(mode="json") for position in positions])
-
-
-def _adoption(row: Row[Any], book: str) -> Adoption:
-    def positions(text: str) -> list[Position]:
-        return [Position.model_validate(item) for item in json.loads(text)]
-
-    return record_of(
-        Adoption,
-        row,
-        book=book,
-        positions_before=positions(row.positions_before),
-        positions_after=positions(row.positions_after),
-    )
