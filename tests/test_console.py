@@ -299,7 +299,7 @@ async def test_an_approval_round_trip_in_chromium(
         ):
             await page.goto(stack.url + path)
             await page.screenshot(shots / f"{name}.png")
-    if os.environ.get("QUANTDESK_UPDATE_DOCS"):  # the README's pictures, when asked for
+    if os.environ.get("QUANTDESK_UPDATE_DOCS"):  # the pictures of the README and docs/console.md
         for name in ("run", "portfolio"):
             shutil.copyfile(shots / f"{name}.png", DOCS / f"console-{name}.png")
 

@@ -1,6 +1,6 @@
 """A command whose extra is not installed says which extra and the command that installs it,
-exits 1 and shows no traceback: the README's quick start installs `.[local]` only, and its MCP
-section then tells the user to run `quantdesk mcp`."""
+exits 1 and shows no traceback: the README's quick start installs `.[local]` only, and docs/mcp.md
+then tells the user to run `quantdesk mcp`."""
 
 from __future__ import annotations
 

@@ -176,7 +176,7 @@ async def _timeline(env: WorkflowEnvironment, handle: WorkflowHandle[Any, Any]) 
 async def latest(
     ts_env: WorkflowEnvironment, workers: ObjectStore
 ) -> tuple[WorkflowHandle[Any, Any], ScanResult]:
-    """A scan started the way the README says, with the Temporal CLI and ``--input '{}'``."""
+    """A scan started the way docs/scan.md says, with the Temporal CLI and ``--input '{}'``."""
     workflow_id = f"scan-cli-{uuid.uuid4()}"
     address = ts_env.client.service_client.config.target_host
     started = subprocess.run(

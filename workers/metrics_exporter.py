@@ -2,7 +2,7 @@
 
 One exporter serves the SDK's metrics (workflow tasks, schedule-to-start latencies, pollers,
 sticky cache...) and ours (``shared.observability.metrics``), with one naming choice, frozen
-here and documented in the README's "Monitoring": counters end in ``_total``, durations are
+here and documented in docs/monitoring.md: counters end in ``_total``, durations are
 seconds, no unit suffix is added (ours carry theirs in their names), the SDK's metrics keep
 its ``temporal_`` prefix.
 """

@@ -178,7 +178,8 @@ class ResumeGate:
         """Report a wait below (or in) this run to its parent, if it has one.
 
         Runs parked before parents were told replay without this signal in their history;
-        the patch keeps them replaying exactly (README: Changing workflow code safely).
+        the patch keeps them replaying exactly (docs/development.md, "Changing workflow code
+        safely").
         """
         parent = workflow.info().parent
         if parent is None or not workflow.patched(WAITS_REPORTED_PATCH):

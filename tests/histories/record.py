@@ -8,7 +8,7 @@ exactly. ``tests/test_replay.py`` replays every file written here with today's
 code, so a change that would break an in-flight run fails CI instead of a user's
 run. Re-record only on purpose (a new workflow type, or a change gated with
 ``workflow.patched``: keep the old history too, under another name, so both paths
-stay covered); the README's "Changing workflow code safely" says how.
+stay covered); docs/development.md, "Changing workflow code safely", says how.
 
 Everything runs offline on a time-skipping server, a real S3 server and SQLite in a
 temporary directory, with the product's worker plans. Four runs cover all ten types:
