@@ -248,31 +248,19 @@ def _plan_table(pending: Any) -> Table:
     return table
 
 
-async def _answer(settings: Settings, workflow_id: str, update: str, by: str, note: str) -> int:
-    """Show the plan, then send the ``approve`` or ``reject`` update."""
-    from temporalio.client import WorkflowUpdateFailedError
-    from temporalio.service import RPCError
+async def _answer(settings: Settings, workflow_id: str, update: str, by: str, note: str) -> None:
+    """Show the waiting plan, then send the ``approve`` or ``reject`` update bound to the hash of
+    the plan shown (``client.books``): a plan that changed since is refused, not answered."""
+    from client.books import answer_plan, waiting_plan
+    from client.desk import Desk
+    from workflows.portfolio import ApprovalRequest
 
-    from workers.client import connect
-    from workflows.portfolio import ApprovalAnswer, ApprovalRequest, PendingPlan
-
-    handle = (await connect(settings)).get_workflow_handle(workflow_id)
-    try:
-        pending = await handle.query("plan", result_type=PendingPlan)
-        if pending is not None:
-            console.print(_plan_table(pending))
-        answer = await handle.execute_update(
-            update, ApprovalRequest(by=by, note=note), result_type=ApprovalAnswer
-        )
-    except WorkflowUpdateFailedError as error:
-        cause = error.cause.message if error.cause and hasattr(error.cause, "message") else error
-        console.print(f"[bold red]{update} refused:[/] {cause}", highlight=False)
-        return 1
-    except RPCError as error:
-        console.print(f"[bold red]cannot reach {workflow_id}:[/] {error}", highlight=False)
-        return 1
-    console.print(f"{workflow_id}: {answer.message}", highlight=False)
-    return 0
+    desk = Desk(settings)
+    target, pending = await waiting_plan(desk, workflow_id, plan_hash=None)
+    console.print(_plan_table(pending))
+    asked = ApprovalRequest(by=by, note=note, plan_hash=pending.digest())
+    answer = await answer_plan(desk, target, update, asked)
+    console.print(f"{target}: {answer.message}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:
@@ -286,8 +274,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Approve a waiting Portfolio run's plan: it trades."""
         with fail_on_quantdesk_errors():
-            status = asyncio.run(_answer(load_settings(), workflow_id, "approve", by, note))
-        finish(status)
+            asyncio.run(_answer(load_settings(), workflow_id, "approve", by, note))
+        finish(0)
 
     @app.command("reject")
     def reject(
@@ -297,8 +285,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Reject a waiting Portfolio run's plan: nothing trades."""
         with fail_on_quantdesk_errors():
-            status = asyncio.run(_answer(load_settings(), workflow_id, "reject", by, note))
-        finish(status)
+            asyncio.run(_answer(load_settings(), workflow_id, "reject", by, note))
+        finish(0)
 
 
 async def _run_portfolio(settings: Settings, payload: dict[str, Any], workflow_id: str) -> int:

@@ -12,25 +12,21 @@ children, ``--all`` every run.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from typing import Any
 
 import typer
 from rich.table import Table
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError
 
-from activities.stuck_runs import listed_status
 from cli.follow import ServerLost, follow
 from cli.views import STATE_STYLE, console, print_failure, titled
+from client.desk import Desk
 from client.links import web_ui_url
 from client.process_exit import fail_on_quantdesk_errors, finish
-from client.run_tree import children_of, narrowed, tree_clause
-from client.runs import visibility_query
+from client.run_tree import narrowed, tree_clause
+from client.runs import cancel_run, run_rows, send_resume, visibility_query
 from shared.config import Settings, load_settings
 from shared.errors import InvalidInput
-from workflows.progress import RunProgress
-from workflows.visibility import AS_OF, FLOW, PORTFOLIO, SYMBOL
 
 STATUS_STYLE = {
     "running": "yellow",
@@ -53,34 +49,26 @@ async def _client(settings: Settings) -> Client:
 
 async def list_runs(settings: Settings, query: str, limit: int) -> Table:
     """The most recent runs matching ``query``, newest started first, each with its children
-    counted by status."""
-    client = await _client(settings)
+    counted by status (``client.runs.run_rows``, as the console lists them)."""
+    rows = await run_rows(Desk(settings), query, limit)
     table = Table(title="quantdesk runs", show_edge=False)
     table.add_column("workflow id", overflow="fold")
     for column in ("flow", "symbol", "portfolio", "as of", "status", "started", "children"):
         table.add_column(column, overflow="fold")
-    listed = [run async for run in client.list_workflows(query or None, limit=limit)]
-    # Visibility lists running runs first, then by close time: newest started first here.
-    listed.sort(key=lambda run: run.start_time, reverse=True)
-    families = await children_of(client, [run.id for run in listed])
-    for run in listed:
-        attributes = run.typed_search_attributes
-        as_of = attributes.get(AS_OF)
-        shown = listed_status(run)
-        style = STATUS_STYLE.get(shown, "")
-        children = families.get(run.id)
+    for row in rows:
+        style = STATUS_STYLE.get(row.status, "")
         table.add_row(
-            run.id,
-            attributes.get(FLOW) or run.workflow_type,
-            attributes.get(SYMBOL) or "",
-            attributes.get(PORTFOLIO) or "",
-            as_of.date().isoformat() if as_of else "",
-            f"[{style}]{shown}[/]",
-            run.start_time.strftime("%Y-%m-%d %H:%M:%S"),
-            f"{children.total}: {children.statuses}" if children else "",
+            row.workflow_id,
+            row.flow,
+            row.symbol,
+            row.portfolio,
+            row.as_of.date().isoformat() if row.as_of else "",
+            f"[{style}]{row.status}[/]",
+            row.started.strftime("%Y-%m-%d %H:%M:%S"),
+            f"{row.children.total}: {row.children.statuses}" if row.children else "",
         )
-    table.caption = f"{len(listed)} run(s)" + (f" where {query}" if query else "")
-    if families:
+    table.caption = f"{len(rows)} run(s)" + (f" where {query}" if query else "")
+    if any(row.children for row in rows):
         table.caption += " · a run's children: quantdesk runs --parent ID"
     return table
 
@@ -130,27 +118,23 @@ async def watch_run(settings: Settings, workflow_id: str) -> int:
     return 0
 
 
-async def resume_run(settings: Settings, workflow_id: str) -> int:
+async def resume_run(settings: Settings, workflow_id: str) -> None:
     """Send ``resume``; the run (and its children) retry the calls that wait."""
-    client = await _client(settings)
-    handle = client.get_workflow_handle(workflow_id)
-    try:
-        waiting: dict[str, Any] = {}
-        with contextlib.suppress(RPCError):
-            waiting = (await handle.query("progress", result_type=RunProgress)).waiting
-        await handle.signal("resume")
-    except RPCError as error:
-        console.print(f"[bold red]cannot resume {workflow_id}:[/] {error}", highlight=False)
-        return 1
+    waiting = await send_resume(Desk(settings), workflow_id)
     if waiting:
         console.print(f"resumed {workflow_id}; retrying: {', '.join(waiting)}", highlight=False)
     else:
         console.print(f"resumed {workflow_id} (nothing waited here; children were told too)")
-    return 0
+
+
+async def cancel(settings: Settings, workflow_id: str) -> None:
+    """Ask the run to cancel."""
+    await cancel_run(Desk(settings), workflow_id)
+    console.print(f"cancellation requested: {workflow_id} stops at its next step", highlight=False)
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``runs``, ``watch`` and ``resume`` to the ``quantdesk`` command."""
+    """Add ``runs``, ``watch``, ``resume`` and ``cancel`` to the ``quantdesk`` command."""
 
     @app.command("runs")
     def runs(
@@ -180,5 +164,12 @@ def register(app: typer.Typer) -> None:
     def resume(workflow_id: str = typer.Argument(..., help="the run waiting for a fix")) -> None:
         """Retry the calls a run parked after a failure only a fix could cure (bad key...)."""
         with fail_on_quantdesk_errors():
-            status = asyncio.run(resume_run(load_settings(), workflow_id))
-        finish(status)
+            asyncio.run(resume_run(load_settings(), workflow_id))
+        finish(0)
+
+    @app.command("cancel")
+    def cancel_command(workflow_id: str = typer.Argument(..., help="a running run")) -> None:
+        """Cancel a running run: it stops at its next step, its children with it."""
+        with fail_on_quantdesk_errors():
+            asyncio.run(cancel(load_settings(), workflow_id))
+        finish(0)

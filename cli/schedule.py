@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import Any
 
@@ -26,33 +27,35 @@ from temporalio.client import (
 from temporalio.service import RPCError
 
 from cli.views import console
+from client.desk import Desk
 from client.process_exit import fail_on_quantdesk_errors, finish
-from client.schedules import SCHEDULABLE, ScheduleRequest, create_schedule
+from client.schedules import (
+    SCHEDULABLE,
+    ScheduleRequest,
+    ScheduleRow,
+    act_on_schedule,
+    create_schedule,
+    delete_schedule,
+    schedule_rows,
+)
 from shared.config import load_settings
 
 schedule_app = typer.Typer(help="Run flows on cron schedules (Temporal Schedules).")
 
 
-async def schedules_table(client: Client) -> Table:
-    """Every schedule of the namespace with its flow, spec, state and next run."""
+def schedules_table(rows: list[ScheduleRow]) -> Table:
+    """The schedules with their flow, spec, state and next run."""
     table = Table(title="schedules", show_edge=False)
     for column in ("name", "flow", "cron", "paused", "next run", "recent runs"):
         table.add_column(column)
-    async for listed in await client.list_schedules():
-        description = await client.get_schedule_handle(listed.id).describe()
-        schedule = description.schedule
-        action = schedule.action
-        flow = action.workflow if isinstance(action, ScheduleActionStartWorkflow) else "?"
-        spec = schedule.spec
-        cron = await description.memo_value("cron", ", ".join(spec.cron_expressions) or "?")
-        nexts = description.info.next_action_times
+    for row in rows:
         table.add_row(
-            listed.id,
-            str(flow),
-            f"{cron} {spec.time_zone_name or 'UTC'}",
-            "yes" if schedule.state.paused else "no",
-            nexts[0].isoformat() if nexts else "",
-            str(description.info.num_actions),
+            row.name,
+            row.flow,
+            f"{row.cron} {row.time_zone}",
+            "yes" if row.paused else "no",
+            row.next_run,
+            str(row.runs),
         )
     return table
 
@@ -73,6 +76,13 @@ def _run(work: Any) -> None:
     with fail_on_quantdesk_errors():
         status = asyncio.run(_with_client(work))
     finish(status)
+
+
+def _on_desk(work: Callable[[Desk], Coroutine[Any, Any, None]]) -> None:
+    """Run ``work`` on the client's desk; its errors are said in one line."""
+    with fail_on_quantdesk_errors():
+        asyncio.run(work(Desk(load_settings())))
+    finish(0)
 
 
 @schedule_app.command("create")
@@ -119,10 +129,10 @@ def create(
 def list_() -> None:
     """List the namespace's schedules (the same as `temporal schedule list`)."""
 
-    async def work(client: Client) -> None:
-        console.print(await schedules_table(client))
+    async def work(desk: Desk) -> None:
+        console.print(schedules_table(await schedule_rows(desk)))
 
-    _run(work)
+    _on_desk(work)
 
 
 @schedule_app.command("describe")
@@ -157,12 +167,14 @@ def describe(name: str = typer.Argument(...)) -> None:
 
 def _simple(verb: str, doc: str) -> None:
     def command(name: str = typer.Argument(...)) -> None:
-        async def work(client: Client) -> None:
-            handle = client.get_schedule_handle(name)
-            await getattr(handle, verb)()
+        async def work(desk: Desk) -> None:
+            if verb == "delete":
+                await delete_schedule(desk, name)
+            else:
+                await act_on_schedule(desk, name, verb)
             console.print(f"{verb}: {name}")
 
-        _run(work)
+        _on_desk(work)
 
     command.__doc__ = doc
     schedule_app.command(verb)(command)

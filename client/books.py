@@ -1,4 +1,5 @@
-"""A book as every door reads it at one clock, its plans that wait for a person, and the answer to
+"""A book as every door reads it at one clock, its plans that wait for a person (in a Portfolio run
+or an AutoRun's Portfolio child), and the answer to
 one of them (bound to the plan's hash, so an answer to a plan that has since changed is refused)."""
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from temporalio.service import RPCError
 
 from activities.portfolio import LoadRequest, RiskRequest
 from client.desk import Desk, rpc_problem
-from client.errors import Conflict
+from client.errors import Conflict, NotFound
 from client.runs import visibility_query
-from workflows.portfolio import ApprovalAnswer, ApprovalRequest
+from workflows.portfolio import ApprovalAnswer, ApprovalRequest, PendingPlan
 
 ANSWERS = ("approve", "reject")
 
@@ -68,3 +69,45 @@ async def answer_plan(
         raise Conflict(f"{answer} refused by {workflow_id}: {cause}") from None
     except RPCError as error:
         raise rpc_problem(error, f"no run with id {workflow_id!r}") from None
+
+
+async def portfolio_run(desk: Desk, workflow_id: str) -> str:
+    """The Portfolio run a plan of ``workflow_id`` waits in: the run itself, or an AutoRun's
+    Portfolio child."""
+    _, described = await desk.described(workflow_id)
+    if described.workflow_type == "Portfolio":
+        return workflow_id
+    if described.workflow_type == "AutoRun":
+        return f"{workflow_id}-portfolio"
+    raise NotFound(
+        f"{workflow_id} is a {described.workflow_type} run: plans wait in Portfolio and AutoRun runs"
+    )
+
+
+async def read_plan(desk: Desk, workflow_id: str) -> tuple[str, PendingPlan]:
+    """The Portfolio run's id and its sized plan; ``NotFound`` before it has one."""
+    target = await portfolio_run(desk, workflow_id)
+    handle, _ = await desk.described(target)
+    raw = await desk.query(handle, "plan")
+    if raw is None:
+        raise NotFound(
+            f"{target} has no plan yet (it is still deciding): read it once the run waits"
+        )
+    return target, PendingPlan.model_validate(raw)
+
+
+async def waiting_plan(
+    desk: Desk, workflow_id: str, plan_hash: str | None
+) -> tuple[str, PendingPlan]:
+    """The plan ``plan_hash`` names (None: the plan waiting now, for a door that shows it and
+    then binds its answer to it), still waiting; ``Conflict`` when it has been answered or the
+    hash is not the waiting plan's."""
+    target, pending = await read_plan(desk, workflow_id)
+    if not pending.awaiting_approval:
+        raise Conflict(f"{target} is not waiting for an approval: it was answered, or has ended")
+    if plan_hash is not None and plan_hash != pending.digest():
+        raise Conflict(
+            f"plan hash {plan_hash!r} does not match the plan waiting in {target} "
+            f"({pending.digest()}): read the plan again and show it before answering"
+        )
+    return target, pending

@@ -7,15 +7,17 @@ the MCP server as a tool error. The statuses are HTTP's because two of the doors
 
 from __future__ import annotations
 
+from shared.errors import QuantdeskError
 
-class DeskError(Exception):
-    """A request the client cannot serve, with the status and a message for people."""
+
+class DeskError(QuantdeskError):
+    """A request the client cannot serve, with the status and a message for people (a
+    quantdesk error, so the CLI says it in one line as it says every other)."""
 
     status = 400
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
-        self.message = message
         if status is not None:
             self.status = status
 

@@ -115,10 +115,24 @@ async def run_rows(desk: Desk, query: str, limit: int) -> list[RunRow]:
     )
 
 
-async def send_resume(desk: Desk, workflow_id: str) -> None:
-    """Signal ``resume`` to a running run; ``Conflict`` once it has closed."""
+async def send_resume(desk: Desk, workflow_id: str) -> list[str]:
+    """Signal ``resume`` to a running run (its children are told too); the steps that waited
+    here for it (none when only a child waits, or the run cannot say now). ``Conflict`` once
+    it has closed."""
     handle = await desk.running(workflow_id, "nothing to resume")
+    progress = await desk.query(handle, "progress")
     try:
         await handle.signal("resume")
+    except RPCError as error:
+        raise rpc_problem(error, f"no run with id {workflow_id!r}") from None
+    return sorted((progress or {}).get("waiting") or {})
+
+
+async def cancel_run(desk: Desk, workflow_id: str) -> None:
+    """Ask a running run to cancel (it stops at its next step; its children are cancelled
+    with it); ``Conflict`` once it has closed."""
+    handle = await desk.running(workflow_id, "nothing to cancel")
+    try:
+        await handle.cancel()
     except RPCError as error:
         raise rpc_problem(error, f"no run with id {workflow_id!r}") from None

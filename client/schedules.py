@@ -125,13 +125,14 @@ class ScheduleRow(BaseModel, frozen=True):
     name: str
     flow: str
     cron: str
+    time_zone: str
     paused: bool
     next_run: str
     runs: int
 
 
 async def schedule_rows(desk: Desk) -> list[ScheduleRow]:
-    """Every schedule, as the Start page lists it."""
+    """Every schedule of the namespace (the cron as written at creation, else the spec's)."""
     client = await desk.client()
     rows = []
     try:
@@ -139,14 +140,17 @@ async def schedule_rows(desk: Desk) -> list[ScheduleRow]:
             described = await client.get_schedule_handle(listed.id).describe()
             schedule = described.schedule
             action = schedule.action
+            spec = schedule.spec
             nexts = described.info.next_action_times
+            written = ", ".join(spec.cron_expressions) or "?"
             rows.append(
                 ScheduleRow(
                     name=listed.id,
                     flow=action.workflow
                     if isinstance(action, ScheduleActionStartWorkflow)
                     else "?",
-                    cron=str(await described.memo_value("cron", "?")),
+                    cron=str(await described.memo_value("cron", written)),
+                    time_zone=spec.time_zone_name or "UTC",
                     paused=schedule.state.paused,
                     next_run=nexts[0].isoformat() if nexts else "",
                     runs=described.info.num_actions,
@@ -165,5 +169,14 @@ async def act_on_schedule(desk: Desk, name: str, verb: str) -> None:
     try:
         act: Any = getattr(handle, verb)
         await act()
+    except RPCError as error:
+        raise rpc_problem(error, f"no schedule called {name!r}") from None
+
+
+async def delete_schedule(desk: Desk, name: str) -> None:
+    """Delete schedule ``name`` (runs it started go on); ``NotFound`` for an unknown name. Only
+    the CLI offers it: a page or an assistant cannot delete what a person set up."""
+    try:
+        await (await desk.client()).get_schedule_handle(name).delete()
     except RPCError as error:
         raise rpc_problem(error, f"no schedule called {name!r}") from None

@@ -14,9 +14,9 @@ from decimal import Decimal
 
 from pydantic import BaseModel, Field
 
-from client.books import answer_plan
+from client.books import answer_plan, read_plan, waiting_plan
 from client.desk import Desk
-from client.errors import Conflict, NotFound
+from client.errors import Conflict
 from mcp_server.contracts import ApprovalOutcome, PlanView
 from shared.config import MCP_APPROVE_SETTING
 from workflows.portfolio import ApprovalRequest, PendingPlan
@@ -37,29 +37,6 @@ class HostCannotAsk(BaseModel):
     asked, so nothing is approved."""
 
 
-async def portfolio_run(desk: Desk, workflow_id: str) -> str:
-    """The Portfolio run a plan of ``workflow_id`` waits in: the run itself, or an AutoRun's
-    Portfolio child."""
-    _, described = await desk.described(workflow_id)
-    if described.workflow_type == "Portfolio":
-        return workflow_id
-    if described.workflow_type == "AutoRun":
-        return f"{workflow_id}-portfolio"
-    raise NotFound(
-        f"{workflow_id} is a {described.workflow_type} run: plans wait in Portfolio and AutoRun runs"
-    )
-
-
-async def read_plan(desk: Desk, workflow_id: str) -> tuple[str, PendingPlan]:
-    """The Portfolio run's id and its sized plan; ``NotFound`` before it has one."""
-    target = await portfolio_run(desk, workflow_id)
-    handle, _ = await desk.described(target)
-    raw = await desk.query(handle, "plan")
-    if raw is None:
-        raise NotFound(f"{target} has no plan yet (it is still deciding): wait_run, then get_plan")
-    return target, PendingPlan.model_validate(raw)
-
-
 async def plan_view(desk: Desk, workflow_id: str) -> PlanView:
     """The plan of ``workflow_id`` (a Portfolio or AutoRun run) with its hash."""
     target, pending = await read_plan(desk, workflow_id)
@@ -72,20 +49,6 @@ async def plan_view(desk: Desk, workflow_id: str) -> PlanView:
         rejected=[order.model_dump(mode="json") for order in pending.plan.rejected],
         decision=pending.decision.model_dump(mode="json"),
     )
-
-
-async def waiting_plan(desk: Desk, workflow_id: str, plan_hash: str) -> tuple[str, PendingPlan]:
-    """The plan ``plan_hash`` names, still waiting; ``Conflict`` when it has been answered or
-    the hash is not the waiting plan's."""
-    target, pending = await read_plan(desk, workflow_id)
-    if not pending.awaiting_approval:
-        raise Conflict(f"{target} is not waiting for an approval: it was answered, or has ended")
-    if plan_hash != pending.digest():
-        raise Conflict(
-            f"plan hash {plan_hash!r} does not match the plan waiting in {target} "
-            f"({pending.digest()}): read it again with get_plan and show it to the user"
-        )
-    return target, pending
 
 
 def approvals_allowed(allowed: bool, tool: str = "approve_plan") -> None:

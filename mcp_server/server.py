@@ -28,10 +28,12 @@ from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 from temporalio.service import RPCError
 
+from client.books import waiting_plan
 from client.desk import Desk, rpc_problem
 from client.errors import DeskError
 from client.inputs import check_input, llm_choice
 from client.runs import STATUS_FILTERS, run_rows, runs_query, send_resume
+from client.runs import cancel_run as request_cancel
 from client.schedules import act_on_schedule, schedule_rows
 from client.spending import raise_run_limit, root_of
 from client.starting import STARTABLE, check_autorun_names, start_flow, startable
@@ -212,8 +214,7 @@ def _run_tools(server: MCPServer, desk: Desk) -> None:
     @as_tool
     async def cancel_run(run_id: RunId) -> Done:
         """Cancel a running run (it stops at its next step; nothing more is traded)."""
-        handle = await desk.running(run_id, "nothing to cancel")
-        await handle.cancel()
+        await request_cancel(desk, run_id)
         return Done(target=run_id, message="cancellation requested")
 
 
@@ -274,7 +275,7 @@ def _approval_tools(server: MCPServer, desk: Desk) -> None:
     ) -> approval.Confirmation | Elicit[approval.Confirmation] | approval.HostCannotAsk:
         """Ask the person to confirm the plan, once the plan named is the one waiting."""
         approval.approvals_allowed(allowed)
-        target, pending = await approval.waiting_plan(desk, run_id, plan_hash)
+        target, pending = await waiting_plan(desk, run_id, plan_hash)
         capabilities = ctx.client_capabilities
         if capabilities is None or capabilities.elicitation is None:
             return approval.HostCannotAsk()

@@ -5,7 +5,7 @@ runs are listed too): SeaweedFS S3, a SQLite book of its own and
 the workers of the offline desk. A flow is started from its checked input and read as a run
 (its steps, usage, result and charts); runs are listed as roots with their children folded,
 filtered by the search attributes, and a parent's children are listed on their own; a
-closed run cannot be resumed and an unknown one is not found; a failed run reads its
+closed run cannot be resumed or cancelled, a running one can, and an unknown one is not found; a failed run reads its
 innermost cause; a schedule is created, listed, paused, unpaused and triggered. The doors'
 own tests (``test_console``, ``test_mcp``, the CLI's) check how each shows these answers.
 """
@@ -28,7 +28,7 @@ from client.errors import Conflict, DeskError, NotFound
 from client.inputs import check_input
 from client.run_tree import tree_clause
 from client.run_view import load_run
-from client.runs import run_rows, runs_query, send_resume
+from client.runs import cancel_run, run_rows, runs_query, send_resume
 from client.schedules import ScheduleRequest, act_on_schedule, create_schedule, schedule_rows
 from client.starting import start_flow, startable
 from shared.config import Settings
@@ -154,8 +154,23 @@ async def test_a_closed_run_cannot_resume_and_an_unknown_one_is_not_found(
 ) -> None:
     with pytest.raises(Conflict, match=f"{quantagent_run} is completed: nothing to resume"):
         await send_resume(desk, quantagent_run)
+    with pytest.raises(Conflict, match=f"{quantagent_run} is completed: nothing to cancel"):
+        await cancel_run(desk, quantagent_run)
     with pytest.raises(NotFound, match="no run with id 'quantagent-none'"):
         await load_run(desk, "quantagent-none")
+
+
+async def test_a_running_run_is_resumed_then_cancelled(desk: Desk) -> None:
+    """A QuantAgent on OpenAI, whose queue no worker here polls: its calls wait to be picked."""
+    workflow_id = await start_flow(
+        desk, "quantagent", {**QUANTAGENT, "llm": {"provider": "openai"}}, "the client's tests"
+    )
+    assert await send_resume(desk, workflow_id) == []  # nothing parked for a fix here
+    await cancel_run(desk, workflow_id)
+    handle = (await desk.client()).get_workflow_handle(workflow_id)
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+    assert (await load_run(desk, workflow_id)).status == WorkflowExecutionStatus.CANCELED
 
 
 async def test_a_failed_run_reads_its_innermost_cause(desk: Desk) -> None:

@@ -30,7 +30,8 @@ from activities.research import ResearchActivities
 from activities.scan import SCAN_ACTIVITIES
 from activities.tools import run_tool_activity
 from cli.schedule import schedules_table
-from client.schedules import ScheduleRequest, _checked, create_schedule
+from client.desk import Desk
+from client.schedules import ScheduleRequest, _checked, create_schedule, schedule_rows
 from shared.config import Settings, load_settings
 from shared.data.bundled import BundledVendor
 from shared.data.contracts import DataKind
@@ -133,7 +134,7 @@ async def test_a_backfilled_run_reads_the_data_of_its_scheduled_time(
     shown = Console(record=True, width=200)
     listed = ""
     for _ in range(100):  # the schedule list is eventually consistent, like the run list
-        shown.print(await schedules_table(client))
+        shown.print(schedules_table(await schedule_rows(Desk(settings))))
         listed = shown.export_text()
         if name in listed:
             break

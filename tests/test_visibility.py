@@ -23,6 +23,7 @@ import cli.runs as cli_runs
 import cli.views as cli_views
 from activities.llm import LlmActivities
 from activities.reflection import ReflectionActivities
+from client.errors import Conflict
 from client.runs import visibility_query
 from shared.config import Settings, load_settings
 from shared.llm.providers import QUEUE_OFFLINE
@@ -129,5 +130,6 @@ async def test_runs_watch_and_resume_commands_read_the_server(
             break
         await asyncio.sleep(0.1)
     assert workflow_id in listed and "GOOG" in listed
-    assert await cli_runs.resume_run(settings, workflow_id) == 1  # a closed run has no waits
+    with pytest.raises(Conflict, match="is completed: nothing to resume"):
+        await cli_runs.resume_run(settings, workflow_id)
     assert await cli_runs.watch_run(settings, "no-such-run") == 1
