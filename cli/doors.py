@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Any, NoReturn
 
+DOOR_MODULES = {"console": "console", "mcp": "mcp_server"}
+"""``quantdesk`` command → the door it hands over to (whose ``__main__`` reads the arguments)."""
 HANDED_OVER: dict[str, Any] = {
     "context_settings": {"allow_extra_args": True, "ignore_unknown_options": True},
     "add_help_option": False,
@@ -19,8 +21,8 @@ HANDED_OVER: dict[str, Any] = {
 """A command whose arguments (``--help`` included) are the door's to read."""
 
 
-def hand_over(door: str, args: list[str]) -> NoReturn:
-    """Replace this process with ``python -m door args``."""
+def hand_over(command: str, args: list[str]) -> NoReturn:
+    """Replace this process with ``python -m <the command's door> args``."""
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(sys.executable, [sys.executable, "-m", door, *args])
+    os.execv(sys.executable, [sys.executable, "-m", DOOR_MODULES[command], *args])

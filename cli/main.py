@@ -113,7 +113,7 @@ def console(ctx: typer.Context) -> None:
 def mcp(ctx: typer.Context) -> None:
     """Serve the desk's runs, reports, books and approvals to an MCP host: over stdio, or
     streamable HTTP with --http [--port N] (`quantdesk mcp --help` for the options)."""
-    hand_over("mcp_server", ctx.args)
+    hand_over("mcp", ctx.args)
 
 
 def invoked_command(argv: list[str]) -> str:

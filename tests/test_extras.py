@@ -13,11 +13,9 @@ from importlib import metadata
 
 import pytest
 
+from cli.doors import DOOR_MODULES
 from shared.extras import EXTRA_OF_MODULE, extra_of, install_command
 from tests.cli_process import ROOT
-
-HANDED_OVER = {"console": "console", "mcp": "mcp_server"}
-"""The commands the CLI hands over to another door's ``python -m``."""
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 EXTRAS: dict[str, list[str]] = PYPROJECT["project"]["optional-dependencies"]
@@ -80,7 +78,7 @@ def test_a_missing_extra_is_one_line_naming_it_and_its_install_command(
     """The package is hidden from the import system, as it is where it was never installed.
     `quantdesk console` and `quantdesk mcp` hand the process over to ``python -m <door>``, so
     the package is hidden there."""
-    door = HANDED_OVER.get(argv[0])
+    door = DOOR_MODULES.get(argv[0])
     start = (
         f"import runpy; runpy.run_module({door!r}, run_name='__main__')"
         if door

@@ -22,6 +22,7 @@ import types
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
+from importlib import import_module
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from unittest import mock
@@ -384,6 +385,7 @@ def commands_page(root: Path) -> str:
     import typer.main
 
     from cli import main as cli_main
+    from cli.doors import DOOR_MODULES
 
     command = typer.main.get_command(cli_main.app)
     name = "quantdesk"
@@ -399,6 +401,10 @@ def commands_page(root: Path) -> str:
     lines += _help_paragraphs(command.help)
     lines += _command_body(command, ctx)
     for words, sub, sub_ctx in _walk(command, ctx, [name]):
+        if words[1:] and words[1] in DOOR_MODULES:  # handed over: the door's own command
+            door = import_module(f"{DOOR_MODULES[words[1]]}.__main__")
+            sub = typer.main.get_command(door.app)
+            sub_ctx = sub.context_class(sub, parent=ctx, info_name=words[1])
         level = min(len(words), 6)
         anchor = "-".join(words[1:])
         lines += [f"{'#' * level} `{' '.join(words)}` {{#{anchor}}}", ""]
