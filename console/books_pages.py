@@ -1,6 +1,6 @@
 """The Portfolio pages: every book; one book with its positions, trades, equity curve, risk and
 the plans that wait for a person, whom the Approve / Reject buttons answer; for a book bound
-to a real broker, its broker part first (``console.broker_view``).
+to a real broker, its broker part first (``client.broker_view``).
 
 The book is read from SQL and valued, with its risk, by the Portfolio flow's own
 activities (``PortfolioActivities.load_portfolio`` and ``compute_risk``, called as plain
@@ -20,10 +20,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import ValidationError
 
 from client.books import ANSWERS, answer_plan, pending_plans, valued_at
+from client.broker_view import load_broker_view
 from client.desk import Desk
 from client.errors import DeskError, NotFound
 from client.spending import raise_book_limit
-from console.broker_view import load_broker_view
 from console.charts import line_svg
 from console.web import desk_of, page
 from shared.errors import InvalidInput
