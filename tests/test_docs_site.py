@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,3 +81,43 @@ def test_the_readme_is_a_front_page_that_opens_with_the_quick_start() -> None:
     assert first_block is not None and first_block.group(1) == "bash"
     commands = [line for line in first_block.group(2).splitlines() if line.strip()]
     assert tuple(commands[:2]) == QUICK_START
+
+
+@pytest.mark.parametrize(
+    ("page", "broken"),
+    [
+        ("getting-started.md", "\nSee [the old manual](manual.md).\n"),
+        ("runs.md", "\nSee [stuck runs](#no-such-heading).\n"),
+    ],
+)
+def test_a_broken_link_or_anchor_fails_the_strict_build(
+    tmp_path: Path, page: str, broken: str
+) -> None:
+    """The same configuration over a copy of ``docs/`` with one bad link: the build refuses."""
+    docs = tmp_path / "docs"
+    shutil.copytree(DOCS, docs)
+    (docs / page).write_text((docs / page).read_text() + broken)
+    program = (
+        "import logging, sys\n"
+        "from mkdocs.commands.build import build\n"
+        "from mkdocs.config import load_config\n"
+        "from mkdocs.exceptions import Abort\n"
+        f"config = load_config({str(ROOT / 'mkdocs.yml')!r}, docs_dir={str(docs)!r}, "
+        f"site_dir={str(tmp_path / 'site')!r}, strict=True)\n"
+        "logging.basicConfig(level=logging.WARNING)\n"
+        "try:\n"
+        "    build(config)\n"
+        "except Abort as refused:\n"
+        "    sys.exit(f'refused: {refused}')\n"
+    )
+    built = subprocess.run(
+        [sys.executable, "-c", program],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert built.returncode == 1, built.stdout + built.stderr
+    assert "refused: Aborted with 1 warnings in strict mode!" in built.stderr
+    assert page in built.stderr
