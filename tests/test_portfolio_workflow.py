@@ -4,13 +4,14 @@ A book holding an overweight stock, one the Pipeline says to sell and some
 T-bills is run against a Scan summary stored in S3 and the Pipeline decisions
 of its candidates. The runs check what the PM saw, the limits, the sweep, the
 approval update and its timeout, a re-run with the same workflow id, and a
-worker that dies in the middle of the fills (on the dev server, real timers).
+worker that dies in the middle of the fills (on the dev server, real timers). The desk they
+run (market, Scan, decisions, tools worker, the calls that start and read a run) is
+tests/portfolio_desk.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import subprocess
@@ -19,8 +20,6 @@ import threading
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from itertools import cycle
 from pathlib import Path
@@ -28,7 +27,6 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     WorkflowFailureError,
@@ -42,37 +40,38 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from activities.llm import LlmActivities
-from activities.notify import NotifyActivities
-from activities.portfolio import PortfolioActivities
-from activities.research import ResearchActivities
-from shared.agents.pipeline.schemas import SIGNAL_OF_RATING, Rating
+from shared.agents.pipeline.schemas import Rating
 from shared.agents.portfolio.fates import Fate
-from shared.agents.portfolio.inputs import TickerDecision
 from shared.agents.portfolio.roles import BOOK_MANAGER, MACRO_SUMMARIZER, MICRO_SUMMARIZER
-from shared.agents.scan.schemas import (
-    Conviction,
-    KeyTheme,
-    MacroContext,
-    ScanSummary,
-    StockToInvestigate,
-    ThesisAngle,
-)
 from shared.config import Settings
-from shared.data.bundled import BundledVendor
-from shared.data.contracts import TBILL_ETF, DataKind, Sector
-from shared.data.router import DataRouter
-from shared.data.sim import SimVendor
-from shared.llm.contracts import ChatRequest
+from shared.data.contracts import TBILL_ETF
 from shared.llm.prompt_budget import estimated_tokens
 from shared.llm.providers import QUEUE_OFFLINE
-from shared.memory import Lesson, MemoryRole, MemoryStore, Outcome, SourceRun
+from shared.memory import MemoryStore
 from shared.portfolio.broker import trade_key
 from shared.portfolio.models import DecisionStatus, Side, TradeOutcome, TradeRequest
 from shared.portfolio.orders import Origin
 from shared.portfolio.store import PortfolioStore
-from shared.queues import TOOLS_QUEUE
 from shared.storage.buckets import PAYLOADS_BUCKET
 from shared.storage.objects import ObjectRef, ObjectStore
+from tests.portfolio_desk import (
+    AS_OF,
+    CLOSE,
+    DECISIONS,
+    LESSON,
+    QUEUE,
+    SCAN,
+    SCAN_KEY,
+    SIM,
+    Services,
+    chats_of,
+    decision_of,
+    memory_with_lesson,
+    run_input,
+    start_run,
+    tools_plan,
+    until_waiting,
+)
 from tests.servers import running_workers
 from workers.main import WorkerPlan, build_worker
 from workflows.notify import NotifyWorkflow
@@ -84,143 +83,6 @@ from workflows.portfolio import (
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-QUEUE = "test-portfolio"
-AS_OF = datetime(2012, 6, 1, tzinfo=UTC)
-SIM = SimVendor()
-ROUTER = DataRouter(
-    {"bundled": BundledVendor(), "sim": SIM},
-    {kind: ("bundled", "sim") if kind is DataKind.OHLCV else ("sim",) for kind in DataKind},
-)
-CLOSE = {s: SIM.ohlcv(s, "1d", AS_OF, 1)[-1].close for s in ("QBTX", "LMNW", "CRSX", "MDLQ")}
-SCAN_KEY = f"tests/portfolio/{uuid.uuid4()}/scan.json"
-LESSON = "Wait for the trial read-out before sizing a biotech value idea."
-
-
-def _stock(ticker: str, sector: Sector, angle: ThesisAngle, conviction: Conviction) -> Any:
-    return StockToInvestigate(
-        ticker=ticker,
-        name=ticker,
-        sector=sector,
-        rationale=f"{ticker} {angle.value} idea with improving margins",
-        thesis_angle=angle,
-        conviction=conviction,
-        key_catalysts=["earnings"],
-        risks=["valuation"],
-    )
-
-
-SCAN = ScanSummary(
-    timeframe="1-3 months",
-    executive_summary="Expansion continues with easing policy; technology leads.",
-    macro_context=MacroContext(
-        economic_cycle="mid-cycle expansion",
-        central_bank_stance="easing, rates on hold near zero",
-        geopolitical_risks=["euro-area debt"],
-    ),
-    key_themes=[
-        KeyTheme(
-            theme="tech leadership",
-            description="XLK +4% in 21 days",
-            conviction=Conviction.HIGH,
-            timeframe="1-3 months",
-        ),
-    ],  # fmt: skip
-    stocks_to_investigate=[
-        _stock("QBTX", Sector.INFORMATION_TECHNOLOGY, ThesisAngle.GROWTH, Conviction.HIGH),
-        _stock("LMNW", Sector.INFORMATION_TECHNOLOGY, ThesisAngle.GROWTH, Conviction.HIGH),
-        _stock("CRSX", Sector.INFORMATION_TECHNOLOGY, ThesisAngle.MOMENTUM, Conviction.HIGH),
-        _stock("MDLQ", Sector.HEALTH_CARE, ThesisAngle.VALUE, Conviction.MEDIUM),
-        _stock("WTTQ", Sector.UTILITIES, ThesisAngle.DEFENSIVE, Conviction.LOW),
-        _stock("CHRQ", Sector.COMMUNICATION_SERVICES, ThesisAngle.MOMENTUM, Conviction.HIGH),
-    ],
-    risk_factors=["a growth scare"],
-)
-
-
-def _decision(symbol: str, rating: Rating, target: float | None = None) -> dict[str, Any]:
-    return TickerDecision(
-        symbol=symbol,
-        rating=rating,
-        signal=SIGNAL_OF_RATING[rating],
-        price_target=target,
-        executive_summary=f"{rating.value} {symbol}",
-        as_of=AS_OF,
-    ).model_dump(mode="json")
-
-
-DECISIONS = [
-    _decision("QBTX", Rating.BUY, CLOSE["QBTX"] * 1.2),
-    _decision("LMNW", Rating.BUY, CLOSE["LMNW"] * 1.25),
-    _decision("CRSX", Rating.BUY, CLOSE["CRSX"] * 1.2),
-    _decision("MDLQ", Rating.OVERWEIGHT, CLOSE["MDLQ"] * 1.15),
-    _decision("WTTQ", Rating.HOLD),
-    _decision("PTRQ", Rating.SELL),
-]
-
-
-@dataclass
-class Services:
-    """What the tests read back: the book's database and S3."""
-
-    store: PortfolioStore
-    url: str
-    objects: ObjectStore
-    settings: Settings
-
-    def book(self, name: str, holdings: dict[str, int] | None = None) -> str:
-        """A fresh book of 100,000 holding ``holdings`` (bought at the as-of close)."""
-        self.store.create(name, 100_000)
-        for i, (symbol, shares) in enumerate((holdings or {}).items()):
-            quote = SIM.ohlcv(symbol, "1d", AS_OF - timedelta(days=30), 1)[-1].close
-            self.store.execute_trade(
-                name,
-                TradeRequest(
-                    key=f"seed-{name}-{i}",
-                    symbol=symbol,
-                    side=Side.BUY,
-                    shares=shares,
-                    price=Decimal(str(quote)),
-                    fees=Decimal(0),
-                    executed_at=AS_OF - timedelta(days=30),
-                    rationale="seed",
-                ),
-            )
-        return name
-
-
-def _tools(
-    settings: Settings, store: PortfolioStore, memory: MemoryStore, objects: ObjectStore
-) -> WorkerPlan:
-    book = PortfolioActivities(settings, books=store, router=ROUTER, memory=memory, store=objects)
-    research = ResearchActivities(settings, router=ROUTER, store=objects)
-    notify = NotifyActivities(settings)
-    return WorkerPlan(
-        queue=TOOLS_QUEUE,
-        activities=[
-            *book.activities(),
-            *notify.activities(),
-            research.store_report,
-            research.load_text,
-        ],
-        threads=True,
-    )
-
-
-def _memory(path: Path) -> MemoryStore:
-    memory = MemoryStore(f"sqlite:///{path}")
-    memory.record_lesson(
-        Lesson(
-            role=MemoryRole.PORTFOLIO_MANAGER,
-            symbol="MDLQ",
-            as_of=datetime(2011, 6, 1, tzinfo=UTC),
-            situation="MDLQ value idea with improving margins earnings valuation",
-            decision="Buy",
-            outcome=Outcome(realised_return=-0.08, alpha=-0.06, horizon_days=30),
-            lesson=LESSON,
-            source=SourceRun(workflow_id="old-portfolio", run_id="r1"),
-        )
-    )
-    return memory
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
@@ -236,7 +98,7 @@ async def services(
     )
     plans = [
         WorkerPlan(queue=QUEUE, workflows=[PortfolioWorkflow, NotifyWorkflow]),
-        _tools(s3_settings, store, _memory(tmp / "memory.db"), objects),
+        tools_plan(s3_settings, store, memory_with_lesson(tmp / "memory.db"), objects),
         WorkerPlan(
             queue=QUEUE_OFFLINE, activities=[LlmActivities(s3_settings, QUEUE_OFFLINE).chat]
         ),
@@ -245,63 +107,13 @@ async def services(
         yield Services(store=store, url=url, objects=objects, settings=s3_settings)
 
 
-def _input(book: str, **fields: Any) -> dict[str, Any]:
-    return {
-        "portfolio": book,
-        "as_of": AS_OF.isoformat(),
-        "scan_summary": {"bucket": PAYLOADS_BUCKET, "key": SCAN_KEY},
-        "decisions": DECISIONS,
-        **fields,
-    }
-
-
-async def _start(env: WorkflowEnvironment, payload: Any, workflow_id: str | None = None) -> Any:
-    return await env.client.start_workflow(
-        "Portfolio",
-        payload,
-        id=workflow_id or f"portfolio-{uuid.uuid4()}",
-        task_queue=QUEUE,
-        result_type=PortfolioResult,
-    )
-
-
-async def _chats(env: WorkflowEnvironment, handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
-    """Each chat's request by agent, and (scheduled, completed) event ids by agent."""
-    converter = env.client.data_converter
-    found: dict[str, Any] = {}
-    scheduled: dict[int, str] = {}
-    for event in (await handle.fetch_history()).events:
-        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            attrs = event.activity_task_scheduled_event_attributes
-            if attrs.activity_type.name == "chat":
-                [request] = await converter.decode(attrs.input.payloads, [ChatRequest])
-                found[request.agent] = [request, event.event_id, None]
-                scheduled[event.event_id] = request.agent
-        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-            agent = scheduled.get(event.activity_task_completed_event_attributes.scheduled_event_id)
-            if agent:
-                found[agent][2] = event.event_id
-    return found
-
-
-async def _until_waiting(handle: WorkflowHandle[Any, Any], queries: int = 5_000) -> None:
-    """Ask ``progress`` until the run waits for its approval (each query is a round trip to
-    the worker; the time-skipping server's history long-poll would wait out its timeout)."""
-    for _ in range(queries):
-        with contextlib.suppress(RPCError):  # no query handler before the first task ran
-            progress = await handle.query("progress", result_type=PortfolioProgress)
-            if progress.awaiting_approval:
-                return
-    raise AssertionError(f"the run was not waiting for approval after {queries} queries")
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def held_run(
     ts_env: WorkflowEnvironment, services: Services
 ) -> tuple[WorkflowHandle[Any, Any], PortfolioResult]:
     """A book 18% in QBTX, holding PTRQ (rated Sell) and T-bills, run with the Scan."""
     book = services.book("held", {"QBTX": 120, "PTRQ": 25, TBILL_ETF: 100})
-    handle = await _start(ts_env, _input(book))
+    handle = await start_run(ts_env, run_input(book))
     return handle, await handle.result()
 
 
@@ -309,7 +121,7 @@ async def test_the_pm_sees_prices_cash_value_holdings_risk_and_limits(
     ts_env: WorkflowEnvironment, held_run: tuple[Any, PortfolioResult]
 ) -> None:
     handle, result = held_run
-    chats = await _chats(ts_env, handle)
+    chats = await chats_of(ts_env, handle)
     pm = chats[BOOK_MANAGER][0]
 
     context = pm.inputs
@@ -334,11 +146,11 @@ async def test_decisions_given_by_key_reach_the_agents_as_if_given_inline(
     services.objects.put_bytes(key, json.dumps(DECISIONS).encode())
     book = services.book("held-by-key", {"QBTX": 120, "PTRQ": 25, TBILL_ETF: 100})
 
-    handle = await _start(ts_env, _input(book, decisions=[], decisions_key=key.model_dump()))
+    handle = await start_run(ts_env, run_input(book, decisions=[], decisions_key=key.model_dump()))
     await handle.result()
 
-    by_key = (await _chats(ts_env, handle))[BOOK_MANAGER][0].inputs
-    inline = (await _chats(ts_env, held_run[0]))[BOOK_MANAGER][0].inputs
+    by_key = (await chats_of(ts_env, handle))[BOOK_MANAGER][0].inputs
+    inline = (await chats_of(ts_env, held_run[0]))[BOOK_MANAGER][0].inputs
     assert by_key["holdings"] == inline["holdings"]
     assert by_key["candidates"] == inline["candidates"]
 
@@ -346,7 +158,7 @@ async def test_decisions_given_by_key_reach_the_agents_as_if_given_inline(
 async def test_macro_and_micro_run_side_by_side(
     ts_env: WorkflowEnvironment, held_run: tuple[Any, PortfolioResult]
 ) -> None:
-    chats = await _chats(ts_env, held_run[0])
+    chats = await chats_of(ts_env, held_run[0])
     macro, micro = chats[MACRO_SUMMARIZER], chats[MICRO_SUMMARIZER]
     assert max(macro[1], micro[1]) < min(macro[2], micro[2])
     assert chats[BOOK_MANAGER][1] > max(macro[2], micro[2])
@@ -408,8 +220,8 @@ WIDE = list(zip(WATCHED, cycle([Rating.BUY, Rating.HOLD, Rating.OVERWEIGHT, Rati
 
 def _wide_input(book: str, names: int) -> dict[str, Any]:
     """The Scan's decisions plus watched names (no Scan entry) up to ``names`` decisions."""
-    watched = [_decision(symbol, r) for symbol, r in WIDE[: names - len(DECISIONS)]]
-    return _input(book, decisions=[*DECISIONS, *watched])
+    watched = [decision_of(symbol, r) for symbol, r in WIDE[: names - len(DECISIONS)]]
+    return run_input(book, decisions=[*DECISIONS, *watched])
 
 
 async def test_a_hundred_candidates_run_in_a_bounded_pm_prompt_and_each_gets_a_fate(
@@ -417,9 +229,9 @@ async def test_a_hundred_candidates_run_in_a_bounded_pm_prompt_and_each_gets_a_f
 ) -> None:
     runs = {}
     for names in (20, 100):
-        handle = await _start(ts_env, _wide_input(services.book(f"wide-{names}"), names))
+        handle = await start_run(ts_env, _wide_input(services.book(f"wide-{names}"), names))
         result = await handle.result()
-        pm = (await _chats(ts_env, handle))[BOOK_MANAGER][0]
+        pm = (await chats_of(ts_env, handle))[BOOK_MANAGER][0]
         runs[names] = (result, estimated_tokens(pm.messages))
 
     result, tokens = runs[100]
@@ -442,7 +254,7 @@ async def test_watched_names_without_a_scan_are_ranked_and_bought(
 ) -> None:
     payload = _wide_input(services.book("watched"), 12)
     del payload["scan_summary"]
-    handle = await _start(ts_env, payload)
+    handle = await start_run(ts_env, payload)
     result = await handle.result()
 
     progress = await handle.query("progress", result_type=PortfolioProgress)
@@ -458,8 +270,8 @@ async def test_an_approved_runs_history_replays_deterministically(
     ts_env: WorkflowEnvironment, services: Services
 ) -> None:
     book = services.book("replay")
-    handle = await _start(ts_env, _input(book, approval="required"))
-    await _until_waiting(handle)
+    handle = await start_run(ts_env, run_input(book, approval="required"))
+    await until_waiting(handle)
     await handle.execute_update("approve", {})
     await handle.result()
     replayer = Replayer(workflows=[PortfolioWorkflow], data_converter=pydantic_data_converter)
@@ -476,10 +288,10 @@ async def test_running_the_same_workflow_id_again_trades_nothing_twice(
 ) -> None:
     book = services.book("again")
     workflow_id = f"portfolio-again-{uuid.uuid4()}"
-    first = await (await _start(ts_env, _input(book), workflow_id)).result()
+    first = await (await start_run(ts_env, run_input(book), workflow_id)).result()
     trades = services.store.trades(book)
 
-    second = await (await _start(ts_env, _input(book), workflow_id)).result()
+    second = await (await start_run(ts_env, run_input(book), workflow_id)).result()
 
     assert first.approval_note is None
     assert services.store.trades(book) == trades and len(trades) == len(first.executed) > 0
@@ -492,7 +304,7 @@ async def test_an_all_cash_book_without_a_scan_sweeps_into_t_bills(
     ts_env: WorkflowEnvironment, services: Services
 ) -> None:
     book = services.book("cash-only")
-    handle = await _start(ts_env, {"portfolio": book, "as_of": AS_OF.isoformat()})
+    handle = await start_run(ts_env, {"portfolio": book, "as_of": AS_OF.isoformat()})
     result = await handle.result()
 
     [fill] = result.executed
@@ -509,8 +321,8 @@ async def test_an_approved_plan_trades_once_approved_for_the_plan_of_its_hash(
     ts_env: WorkflowEnvironment, services: Services
 ) -> None:
     book = services.book("approve")
-    handle = await _start(ts_env, _input(book, approval="required"))
-    await _until_waiting(handle)
+    handle = await start_run(ts_env, run_input(book, approval="required"))
+    await until_waiting(handle)
     pending = await handle.query("plan", result_type=PendingPlan)
     assert pending.awaiting_approval and pending.plan.orders
     assert services.store.trades(book) == []
@@ -535,10 +347,10 @@ async def test_a_rejected_plan_trades_nothing(
     ts_env: WorkflowEnvironment, services: Services
 ) -> None:
     book = services.book("reject")
-    handle = await _start(ts_env, _input(book, approval="required"))
+    handle = await start_run(ts_env, run_input(book, approval="required"))
     with pytest.raises(WorkflowUpdateFailedError) as early:
         await handle.execute_update("approve", {})  # before there is a plan to approve
-    await _until_waiting(handle)
+    await until_waiting(handle)
 
     await handle.execute_update("reject", {"note": "too concentrated"})
     result = await handle.result()
@@ -554,8 +366,8 @@ async def test_the_approve_signal_works_like_the_update(
     ts_env: WorkflowEnvironment, services: Services
 ) -> None:
     book = services.book("signal")
-    handle = await _start(ts_env, _input(book, approval="required"))
-    await _until_waiting(handle)
+    handle = await start_run(ts_env, run_input(book, approval="required"))
+    await until_waiting(handle)
 
     await handle.signal("approve", {"by": "web ui"})
     result = await handle.result()
@@ -568,7 +380,9 @@ async def test_no_answer_before_the_timeout_trades_nothing(
     ts_env: WorkflowEnvironment, services: Services
 ) -> None:
     book = services.book("expire")
-    handle = await _start(ts_env, _input(book, approval="required", approval_timeout_minutes=90))
+    handle = await start_run(
+        ts_env, run_input(book, approval="required", approval_timeout_minutes=90)
+    )
     result = await handle.result()  # the time-skipping server jumps the 90 minutes
 
     assert result.status is DecisionStatus.EXPIRED
@@ -591,7 +405,7 @@ async def test_no_answer_before_the_timeout_trades_nothing(
 async def test_bad_input_fails_the_run_naming_the_field(
     ts_env: WorkflowEnvironment, services: Services, payload: dict[str, Any], field: str
 ) -> None:
-    handle = await _start(ts_env, payload)
+    handle = await start_run(ts_env, payload)
     with pytest.raises(WorkflowFailureError) as caught:
         await handle.result()
 
@@ -633,10 +447,10 @@ async def test_a_worker_dying_mid_execution_loses_and_doubles_no_trade(
         WorkerPlan(queue=QUEUE, workflows=[PortfolioWorkflow]),
         WorkerPlan(queue=QUEUE_OFFLINE, activities=[LlmActivities(settings, QUEUE_OFFLINE).chat]),
     ]
-    dying = build_worker(dev_env.client, _tools(settings, stalling, memory, services.objects))
+    dying = build_worker(dev_env.client, tools_plan(settings, stalling, memory, services.objects))
     async with running_workers(dev_env.client, common):
         dying_task = asyncio.create_task(dying.run())
-        handle = await _start(dev_env, _input("killed"))
+        handle = await start_run(dev_env, run_input("killed"))
         assert await asyncio.to_thread(stalling.booked.wait, 60)
         stopping = asyncio.create_task(dying.shutdown())  # polls no more; its fill hangs on
         # Another client, as another process would have: one client runs one worker per queue.
@@ -644,7 +458,9 @@ async def test_a_worker_dying_mid_execution_loses_and_doubles_no_trade(
             dev_env.client.service_client.config.target_host,
             data_converter=pydantic_data_converter,
         )
-        async with running_workers(other, [_tools(settings, healthy, memory, services.objects)]):
+        async with running_workers(
+            other, [tools_plan(settings, healthy, memory, services.objects)]
+        ):
             result = await handle.result()
         stalling.release.set()  # the dead worker wakes up and finishes its loop: no-ops
         await stopping
@@ -678,8 +494,8 @@ async def test_quantdesk_approve_shows_the_plan_and_approves(
     ts_env: WorkflowEnvironment, services: Services
 ) -> None:
     book = services.book("cli-approve")
-    handle = await _start(ts_env, _input(book, approval="required"))
-    await _until_waiting(handle)
+    handle = await start_run(ts_env, run_input(book, approval="required"))
+    await until_waiting(handle)
     env = {"QUANTDESK_TEMPORAL__ADDRESS": ts_env.client.service_client.config.target_host}
 
     done = await asyncio.to_thread(
