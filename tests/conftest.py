@@ -10,6 +10,7 @@
 - ``local_llm_server``: SmolLM2-135M behind llama.cpp's server (`quantdesk local-llm`),
   as `quantdesk up` runs it; a ``LocalLlmServer`` (``url`` = the OpenAI-compatible base
   URL ``http://127.0.0.1:<port>/v1``, ``model`` = the GGUF path, ``settings``).
+- ``fake_llm``: a ``FakeLlmServer`` per test (the vendor clients' tests).
 
 The session ends through ``os._exit`` with pytest's own status: a process that
 used a temporalio client can otherwise abort at exit (sdk-python #300).
@@ -30,6 +31,7 @@ from hypothesis import settings as hypothesis_settings
 from temporalio.testing import WorkflowEnvironment
 
 from shared.config import Settings
+from tests.fakes.llm_server import FakeLlmServer
 from tests.fakes.notifiers import Webhook
 from tests.local_llm import LocalLlmServer, local_llm_for_tests
 from tests.servers import (
@@ -90,6 +92,14 @@ def hook() -> Iterator[Webhook]:
     """A JSON webhook receiver (Apprise's ``json://``) for a module's notices."""
     with Webhook() as served:
         yield served
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLlmServer]:
+    """A fake LLM vendor per test, OpenAI's and Anthropic's wires on one loopback port, for
+    the vendor clients' tests (test_llm_clients.py, test_llm_structured_output.py)."""
+    with FakeLlmServer() as fake:
+        yield fake
 
 
 @pytest.fixture(scope="session")
