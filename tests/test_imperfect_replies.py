@@ -62,6 +62,7 @@ from shared.memory import MemoryStore
 from shared.queues import TOOLS_QUEUE
 from shared.storage.objects import ObjectRef, ObjectStore
 from shared.tools.registry import ToolServices
+from tests.fakes.agent_routed import user_text
 from tests.fakes.llm_server import RecordedRequest, Scripted
 from tests.fakes.routed import RoutedFake
 from tests.servers import running_workers
@@ -100,16 +101,7 @@ LATER_AGENTS = [*(DEBATER_AGENTS[s] for s in Speaker), RESEARCH_MANAGER, TRADER,
 def told(request: RecordedRequest) -> str:
     """What an agent was told: its user turns (strings on the OpenAI wire, text blocks on
     Anthropic's)."""
-    texts = []
-    for message in request.body["messages"]:
-        if message["role"] != "user":
-            continue
-        content = message["content"]
-        if isinstance(content, str):
-            texts.append(content)
-        else:
-            texts += [block["text"] for block in content if block.get("type") == "text"]
-    return "\n".join(texts)
+    return user_text(request.body)
 
 
 def _json(value: dict[str, Any]) -> Scripted:
