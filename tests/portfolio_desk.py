@@ -36,6 +36,7 @@ from shared.data.contracts import DataKind, Sector
 from shared.data.router import DataRouter
 from shared.data.sim import SimVendor
 from shared.llm.contracts import ChatRequest
+from shared.market.bars import Timeframe
 from shared.memory import Lesson, MemoryRole, MemoryStore, Outcome, SourceRun
 from shared.portfolio.models import Side, TradeRequest
 from shared.portfolio.store import PortfolioStore
@@ -52,7 +53,9 @@ ROUTER = DataRouter(
     {"bundled": BundledVendor(), "sim": SIM},
     {kind: ("bundled", "sim") if kind is DataKind.OHLCV else ("sim",) for kind in DataKind},
 )
-CLOSE = {s: SIM.ohlcv(s, "1d", AS_OF, 1)[-1].close for s in ("QBTX", "LMNW", "CRSX", "MDLQ")}
+CLOSE = {
+    s: SIM.ohlcv(s, Timeframe.D1, AS_OF, 1)[-1].close for s in ("QBTX", "LMNW", "CRSX", "MDLQ")
+}
 SCAN_KEY = f"tests/portfolio/{uuid.uuid4()}/scan.json"
 LESSON = "Wait for the trial read-out before sizing a biotech value idea."
 
@@ -132,7 +135,7 @@ class Services:
         """A fresh book of 100,000 holding ``holdings`` (bought at the as-of close)."""
         self.store.create(name, 100_000)
         for i, (symbol, shares) in enumerate((holdings or {}).items()):
-            quote = SIM.ohlcv(symbol, "1d", AS_OF - timedelta(days=30), 1)[-1].close
+            quote = SIM.ohlcv(symbol, Timeframe.D1, AS_OF - timedelta(days=30), 1)[-1].close
             self.store.execute_trade(
                 name,
                 TradeRequest(
