@@ -7,21 +7,24 @@ entries another test stored can never answer it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import pytest_asyncio
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities.llm import LlmActivities
 from activities.tools import run_tool_activity
 from shared.agents.schemas import AnalystNote
 from shared.config import Settings, load_settings
-from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, LlmChoice
+from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, LlmChoice, SpendScope
 from shared.llm.providers import OFFLINE_MODEL, QUEUE_OFFLINE, QUEUE_OPENAI
 from shared.llm.reply_cache import ReplyCache, cache_key, key_material
+from shared.spending.ledger import Limit, Spend, SpendLedger, run_scope
 from shared.storage.buckets import CHARTS_BUCKET
 from shared.storage.objects import ObjectRef, ObjectStore
 from tests.fakes.llm_server import FakeLlmServer
@@ -229,3 +232,38 @@ async def test_a_run_whose_tool_answers_differently_misses_from_that_turn_on(
     # The opening turn is the same (replayed); the tool result differs, so the next turn is new.
     assert len(fake.requests) == sent + 1
     assert changed.note.stance == "bearish" and "[3.0, 2.0, 1.0]" in changed.tool_contents[0]
+
+
+async def test_a_cached_reply_holds_nothing_and_comes_even_at_the_limit(
+    fake: FakeLlmServer, s3_settings: Settings
+) -> None:
+    """A hit holds nothing in the spending ledger (the run paid once), a run at its limit still
+    gets a reply the cache has, and the limit still stops what the cache cannot answer."""
+    settings, symbol = _settings(fake, s3_settings), _symbol()
+    run = f"cache-run-{uuid.uuid4().hex[:8]}"
+    asked = _request(symbol, spend=SpendScope(run=run))
+    ledger = SpendLedger.from_settings(settings)
+    fake.reply_json(NOTE)
+    first = await _attempt(settings, asked, "1")
+    spent = ledger.run_totals(run)
+    sent = len(fake.requests)
+
+    again = await _attempt(settings, asked, "2")
+    assert again.structured == first.structured and again.usage.cost_usd == 0
+    assert ledger.run_totals(run) == spent
+    assert ledger.run_standing(run).spent.tokens == spent.tokens  # no hold left behind
+
+    ledger.raise_limit(
+        run_scope(run), Limit(tokens=spent.tokens + 1), Spend(usd=spent.usd, tokens=spent.tokens)
+    )
+    assert (await _attempt(settings, asked, "3")).structured == first.structured
+    with pytest.raises(ApplicationError, match="SpendingLimitReached: token limit reached"):
+        await _attempt(settings, _request(_symbol(), spend=SpendScope(run=run)), "4")
+    assert len(fake.requests) == sent
+
+
+async def _attempt(settings: Settings, request: ChatRequest, activity_id: str) -> ChatResponse:
+    """``chat`` as activity ``activity_id`` of one run (each call holds under its own key)."""
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, activity_id=activity_id)
+    return await env.run(LlmActivities(settings, QUEUE_OPENAI).chat, request)
