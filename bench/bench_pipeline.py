@@ -94,7 +94,11 @@ KEY = "sk-bench-not-a-real-key"
 @asynccontextmanager
 async def _workers(client: Client, settings: Settings, chat: WorkerPlan) -> AsyncIterator[None]:
     plans = [
-        WorkerPlan(queue=QUEUE, workflows=[PipelineWorkflow, DebateWorkflow, RiskWorkflow]),
+        WorkerPlan(
+            queue=QUEUE,
+            workflows=[PipelineWorkflow, DebateWorkflow, RiskWorkflow],
+            sandboxed=settings.workflow_sandbox,
+        ),
         WorkerPlan(
             queue=TOOLS_QUEUE,
             activities=[

@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from activities.group import ActivityGroup, activities_on
 from activities.llm import LlmActivities
@@ -53,6 +53,7 @@ class WorkerPlan:
     max_concurrent: int | None = None
     queue_rate: float | None = None
     threads: bool = False
+    sandboxed: bool = True
 
 
 def _llm_plan(settings: Settings, queue: str) -> WorkerPlan:
@@ -67,7 +68,11 @@ def _llm_plan(settings: Settings, queue: str) -> WorkerPlan:
 
 def _plan_workflows(settings: Settings) -> WorkerPlan:
     set_retry_budget(timedelta(minutes=settings.retry_budget_minutes))
-    return WorkerPlan(queue=settings.queues.workflows, workflows=list(WORKFLOWS))
+    return WorkerPlan(
+        queue=settings.queues.workflows,
+        workflows=list(WORKFLOWS),
+        sandboxed=settings.workflow_sandbox,
+    )
 
 
 def activity_groups(settings: Settings) -> list[ActivityGroup | Callable[..., Any]]:
@@ -141,6 +146,12 @@ def build_worker(client: Client, plan: WorkerPlan, identity: str | None = None) 
         options["max_concurrent_activities"] = plan.max_concurrent
     if plan.queue_rate is not None:
         options["max_task_queue_activities_per_second"] = plan.queue_rate
+    if not plan.sandboxed:
+        # The sandbox enters and leaves its import hooks for every activation and for every
+        # payload the SDK converts (compiling a string of code each time), and builds a
+        # module namespace per run: a sixth of a 100-name desk's throughput here. The tests
+        # keep it as the determinism guard (``workflow_sandbox``).
+        options["workflow_runner"] = UnsandboxedWorkflowRunner()
     return Worker(
         client,
         task_queue=plan.queue,

@@ -197,6 +197,14 @@ class Settings(_ProviderBlocks):
         description="how long a workflow step keeps retrying a transient fault (S3, SQL, a "
         "vendor's 5xx or 429, a timeout) before it fails; read by the workflows worker",
     )
+    workflow_sandbox: bool = Field(
+        False,
+        description="run workflow code in Temporal's sandbox, which refuses a non-deterministic "
+        "call (the clock, randomness, the environment) at run time; it costs the workflows "
+        "worker about a sixth of a 100-name desk's throughput here, so it is off, and the "
+        "tests run every recorded history and an offline AutoRun under it (docs/light-desk.md); "
+        "read by the workflows worker",
+    )
     llm_cache: bool = Field(
         False,
         description="answer a repeated LLM request from the reply cache in S3 "
