@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -21,8 +22,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from temporalio.api.common.v1 import Payload
 from temporalio.api.history.v1 import History
 from temporalio.client import Client, WorkflowHandle
+from temporalio.converter import StorageDriverRetrieveContext, StorageDriverStoreContext
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 from temporalio.worker import Replayer
@@ -30,12 +33,12 @@ from temporalio.worker import Replayer
 from activities.llm import LlmActivities
 from shared.config import Settings, load_settings
 from shared.data.sim import SimVendor
-from shared.errors import ClaimMismatch, ConfigError
+from shared.errors import ClaimMismatch, ConfigError, ObjectNotFound
 from shared.llm.contracts import ChatMessage, ChatRequest, ToolResult
 from shared.llm.providers import QUEUE_OPENAI
 from shared.payload_keys import PayloadKeys, new_key_line, parse_key_lines
 from shared.storage.buckets import PAYLOADS_BUCKET
-from shared.storage.claim_check import CLAIMS_PREFIX, ClaimCheck
+from shared.storage.claim_check import CLAIMS_PREFIX, Claim, ClaimCheck
 from shared.storage.objects import ObjectStore
 from tests.fakes.llm_server import FakeLlmServer
 from tests.histories.record import ROLES
@@ -45,7 +48,7 @@ from tests.test_storage_outage import KillableS3, killable_s3
 from workers.converter import data_converter
 from workers.main import plan_for
 from workers.payload_compression import COMPRESSED
-from workers.payload_storage import reference_in
+from workers.payload_storage import ClaimCheckDriver, RecentClaims, reference_in
 from workers.roles import WorkerRole
 from workflows.pipeline import PipelineWorkflow
 
@@ -113,6 +116,36 @@ def test_a_replaced_object_fails_its_claim(s3_settings: Settings) -> None:
 
     with pytest.raises(ClaimMismatch):
         claims.redeem(claim)
+
+
+async def test_a_payload_stored_or_read_lately_is_read_back_from_memory(
+    s3_settings: Settings,
+) -> None:
+    driver = ClaimCheckDriver(s3_settings)
+    written, read = (Payload(data=os.urandom(4096)) for _ in range(2))
+    [mine] = await driver.store(StorageDriverStoreContext(), [written])
+    [theirs] = await ClaimCheckDriver(s3_settings).store(StorageDriverStoreContext(), [read])
+    assert await driver.retrieve(StorageDriverRetrieveContext(), [theirs]) == [read]
+
+    store = ObjectStore.from_settings(s3_settings)
+    for claim in (mine, theirs):
+        store.delete(Claim(digest=claim.claim_data["digest"], size=0).ref)
+
+    both = await driver.retrieve(StorageDriverRetrieveContext(), [mine, theirs, mine])
+    assert both == [written, read, written]
+    with pytest.raises(ObjectNotFound):  # a process that kept neither reads S3
+        await ClaimCheckDriver(s3_settings).retrieve(StorageDriverRetrieveContext(), [mine])
+
+
+def test_recent_claims_drop_the_least_recently_used_past_their_bound() -> None:
+    recent = RecentClaims(max_bytes=10)
+    recent.keep("a", b"aaaaa")
+    recent.keep("b", b"bbbbb")
+    assert recent.get("a") == b"aaaaa"  # now used after b
+    recent.keep("c", b"ccc")
+    assert (recent.get("a"), recent.get("b"), recent.get("c")) == (b"aaaaa", None, b"ccc")
+    recent.keep("d", b"d" * 11)  # larger than the bound: never kept, nothing dropped for it
+    assert (recent.get("a"), recent.get("c"), recent.get("d")) == (b"aaaaa", b"ccc", None)
 
 
 def test_requests_and_results_recorded_before_claims_decode_inline() -> None:
@@ -268,7 +301,9 @@ async def test_a_claimed_chat_input_survives_an_s3_restart_between_schedule_and_
             await _pending_chats(handle, lambda chats: len(chats) > 0)
             s3.kill()
             llm = plan_for(WorkerRole.LLM_OFFLINE, settings)
-            async with running_workers(client, [llm]):
+            # A client of its own, as on another host: the prompts are not among the claims
+            # this one stored, so only S3 has them.
+            async with running_workers(_claiming_client(ts_env, settings), [llm]):
                 failed = await _pending_chats(handle, lambda chats: chats[0].attempt > 1)
                 s3.start()
                 await handle.result()

@@ -10,7 +10,11 @@ the caller sees it. Nothing in a workflow changes, so no command does: old histo
 as they were recorded, and a history with references replays wherever S3 is reachable.
 
 Objects are content-addressed (``shared.storage.claim_check``): a retried task or a replay
-stores the same key, and a value read back is checked against its digest. When payloads are
+stores the same key, and a value read back is checked against its digest. So a process keeps
+the claims it stored or read lately (``RecentClaims``) and answers a read of one from memory:
+with the workflows and the activities in one worker process, a chat's request is stored by
+the workflow and read by the activity a few milliseconds later, and its reply the other way
+round; each read saved is an S3 round trip off the run's critical path. When payloads are
 encrypted, the SDK runs the codec first, so what is stored is already sealed. A store that
 is down fails the step that needs it retryably (an activity attempt, a workflow task): the
 run waits, it does not fail, and the objects are there when S3 comes back.
@@ -19,6 +23,8 @@ run waits, it does not fail, and the objects are there when S3 comes back.
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cached_property
 
@@ -46,11 +52,51 @@ INLINE = "quantdesk-inline"
 ``workers.query_answers``), so it is never stored, whatever its size."""
 
 
-class ClaimCheckDriver(StorageDriver):
-    """Stores each payload (its serialized proto) as a claim; retrieves and checks it."""
+RECENT_CLAIMS_BYTES = 32 * 1024 * 1024
+"""How much of what it stored or read a driver keeps: thousands of chat requests and replies,
+so a read a few seconds after the write is answered from memory, at a bounded cost."""
 
-    def __init__(self, settings: Settings) -> None:
+
+class RecentClaims:
+    """Serialized payloads by digest, the least recently used dropped past ``max_bytes``.
+
+    Only what this process wrote to S3 or read back checked is kept, so a value found here is
+    the stored object itself."""
+
+    def __init__(self, max_bytes: int = RECENT_CLAIMS_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._blobs: OrderedDict[str, bytes] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, digest: str) -> bytes | None:
+        """The payload stored under ``digest``, if it is still kept."""
+        with self._lock:
+            blob = self._blobs.get(digest)
+            if blob is not None:
+                self._blobs.move_to_end(digest)
+            return blob
+
+    def keep(self, digest: str, blob: bytes) -> None:
+        """Keep ``blob`` (stored under ``digest``); one larger than the bound is not kept."""
+        if len(blob) > self.max_bytes:
+            return
+        with self._lock:
+            old = self._blobs.pop(digest, None)
+            self._bytes += len(blob) - (len(old) if old is not None else 0)
+            self._blobs[digest] = blob
+            while self._bytes > self.max_bytes:
+                _, dropped = self._blobs.popitem(last=False)
+                self._bytes -= len(dropped)
+
+
+class ClaimCheckDriver(StorageDriver):
+    """Stores each payload (its serialized proto) as a claim; retrieves and checks it, or
+    answers from what it stored or read lately."""
+
+    def __init__(self, settings: Settings, recent: RecentClaims | None = None) -> None:
         self.settings = settings
+        self.recent = recent or RecentClaims()
 
     def name(self) -> str:
         """The name recorded in references (``DRIVER_NAME``)."""
@@ -66,10 +112,11 @@ class ClaimCheckDriver(StorageDriver):
     async def store(
         self, context: StorageDriverStoreContext, payloads: Sequence[Payload]
     ) -> list[StorageDriverClaim]:
-        """One object per payload, written side by side."""
-        claims = await asyncio.gather(
-            *(asyncio.to_thread(self.claims.put, p.SerializeToString()) for p in payloads)
-        )
+        """One object per payload, written side by side, and kept."""
+        blobs = [p.SerializeToString() for p in payloads]
+        claims = await asyncio.gather(*(asyncio.to_thread(self.claims.put, b) for b in blobs))
+        for claim, blob in zip(claims, blobs, strict=True):
+            self.recent.keep(claim.digest, blob)
         return [
             StorageDriverClaim(claim_data={"digest": c.digest, "size": str(c.size)}) for c in claims
         ]
@@ -77,11 +124,24 @@ class ClaimCheckDriver(StorageDriver):
     async def retrieve(
         self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
     ) -> list[Payload]:
-        """Each stored payload, checked against its digest."""
-        blobs = await asyncio.gather(
-            *(asyncio.to_thread(self.claims.fetch, _claim_of(c)) for c in claims)
+        """Each stored payload: kept, or read from S3 side by side, checked against its
+        digest, and kept."""
+        wanted = [_claim_of(c) for c in claims]
+        found: dict[str, bytes] = {}
+        missing: dict[str, Claim] = {}
+        for claim in wanted:
+            kept = self.recent.get(claim.digest)
+            if kept is None:
+                missing[claim.digest] = claim
+            else:
+                found[claim.digest] = kept
+        read = await asyncio.gather(
+            *(asyncio.to_thread(self.claims.fetch, c) for c in missing.values())
         )
-        return [Payload.FromString(blob) for blob in blobs]
+        for claim, blob in zip(missing.values(), read, strict=True):
+            self.recent.keep(claim.digest, blob)
+            found[claim.digest] = blob
+        return [Payload.FromString(found[claim.digest]) for claim in wanted]
 
 
 def _claim_of(stored: StorageDriverClaim) -> Claim:
