@@ -38,7 +38,8 @@ from shared.config import Settings, load_settings
 from shared.storage.credentials import ensure_generated_credentials
 from shared.storage.objects import ObjectStore
 from tests.hosts import Host
-from workers.main import WorkerPlan, build_worker
+from workers.main import WorkerPlan, build_worker, plan_for
+from workers.roles import WorkerRole
 
 if TYPE_CHECKING:
     from activities.llm import LlmActivities
@@ -245,6 +246,29 @@ async def running_workers(client: Client, plans: list[WorkerPlan]) -> AsyncItera
         for plan in plans:
             await stack.enter_async_context(build_worker(client, plan))
         yield
+
+
+def converting_client(env: WorkflowEnvironment, settings: Settings) -> Client:
+    """A client of ``env``'s server with the product's converter under ``settings`` (large
+    payloads in S3, compressed, sealed when the codec is on), as a worker process has."""
+    from workers.converter import data_converter
+
+    return Client(
+        env.client.service_client,
+        namespace=env.client.namespace,
+        data_converter=data_converter(settings),
+    )
+
+
+@asynccontextmanager
+async def desk_workers(
+    client: Client, settings: Settings, roles: Sequence[WorkerRole]
+) -> AsyncIterator[None]:
+    """The product's workers of ``roles`` (``plan_for``) until the block ends, the tools
+    reading ``settings``."""
+    with tools_reading(settings):
+        async with running_workers(client, [plan_for(role, settings) for role in roles]):
+            yield
 
 
 def quantagent_plans(queue: str, settings: Settings, llm_queue: str) -> list[WorkerPlan]:

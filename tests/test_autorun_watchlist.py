@@ -26,9 +26,8 @@ from shared.portfolio.models import Side, TradeRequest
 from shared.portfolio.store import PortfolioStore
 from shared.reports.autorun import chart_name
 from shared.watchlists.store import WatchlistStore
-from tests.servers import isolated_settings, running_workers, tools_reading
+from tests.servers import converting_client, desk_workers, isolated_settings
 from workers.converter import data_converter
-from workers.main import plan_for
 from workers.roles import WorkerRole
 from workflows.autorun import AutoRunProgress, AutoRunResult, AutoRunWorkflow, candidates_of
 from workflows.portfolio import MAX_DECISIONS
@@ -58,18 +57,13 @@ def settings(s3_settings: Settings, tmp_path_factory: pytest.TempPathFactory) ->
 @pytest.fixture(scope="module")
 def client(ts_env: WorkflowEnvironment, settings: Settings) -> Client:
     """A client of the module's server with the product's converter (large payloads in S3)."""
-    return Client(
-        ts_env.client.service_client,
-        namespace=ts_env.client.namespace,
-        data_converter=data_converter(settings),
-    )
+    return converting_client(ts_env, settings)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def workers(client: Client, settings: Settings) -> AsyncIterator[None]:
-    with tools_reading(settings):
-        async with running_workers(client, [plan_for(r, settings) for r in ROLES]):
-            yield
+    async with desk_workers(client, settings, ROLES):
+        yield
 
 
 def _hold(settings: Settings, portfolio: str, *symbols: str) -> None:

@@ -43,7 +43,7 @@ from shared.storage.objects import ObjectStore
 from tests.fakes.llm_server import FakeLlmServer
 from tests.histories.record import ROLES
 from tests.history_payloads import payloads_in
-from tests.servers import isolated_settings, running_workers, tools_reading
+from tests.servers import converting_client, isolated_settings, running_workers, tools_reading
 from tests.test_storage_outage import KillableS3, killable_s3
 from workers.converter import data_converter
 from workers.main import plan_for
@@ -234,15 +234,6 @@ WORKER_ROLES = (WorkerRole.WORKFLOWS, WorkerRole.TOOLS, WorkerRole.CHARTS)
 """Every role a Pipeline needs but the LLM's (``ROLES`` less the offline provider's)."""
 
 
-def _claiming_client(env: WorkflowEnvironment, settings: Settings) -> Client:
-    """A client of ``env``'s server with the product's converter: large payloads go to S3."""
-    return Client(
-        env.client.service_client,
-        namespace=env.client.namespace,
-        data_converter=data_converter(settings),
-    )
-
-
 async def _start_pipeline(client: Client, queue: str) -> WorkflowHandle[Any, Any]:
     symbol = SimVendor().universe(datetime(2012, 6, 1, tzinfo=UTC))[0].symbol
     return await client.start_workflow(
@@ -259,7 +250,7 @@ async def test_a_pipelines_history_stays_within_its_limit_and_replays(
 ) -> None:
     """... and its query answers, however large, are never stored: they enter no history."""
     settings = isolated_settings(s3_settings, tmp_path / "desk", "test-claims")
-    client = _claiming_client(ts_env, settings)
+    client = converting_client(ts_env, settings)
     store = ObjectStore.from_settings(settings)
     with tools_reading(settings):
         async with running_workers(client, [plan_for(r, settings) for r in ROLES]):
@@ -293,7 +284,7 @@ async def test_a_claimed_chat_input_survives_an_s3_restart_between_schedule_and_
     settings = isolated_settings(
         s3.settings, tmp_path / "desk", "test-claims-restart", payload_compression=False
     )
-    client = _claiming_client(ts_env, settings)
+    client = converting_client(ts_env, settings)
     with tools_reading(settings):
         async with running_workers(client, [plan_for(r, settings) for r in WORKER_ROLES]):
             handle = await _start_pipeline(client, "test-claims-restart")
@@ -303,7 +294,7 @@ async def test_a_claimed_chat_input_survives_an_s3_restart_between_schedule_and_
             llm = plan_for(WorkerRole.LLM_OFFLINE, settings)
             # A client of its own, as on another host: the prompts are not among the claims
             # this one stored, so only S3 has them.
-            async with running_workers(_claiming_client(ts_env, settings), [llm]):
+            async with running_workers(converting_client(ts_env, settings), [llm]):
                 failed = await _pending_chats(handle, lambda chats: chats[0].attempt > 1)
                 s3.start()
                 await handle.result()

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-import pytest_asyncio
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
@@ -27,8 +25,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from shared.config import Settings
-from tests.servers import isolated_settings, running_workers, tools_reading
-from workers.converter import data_converter
+from tests.servers import converting_client, desk_workers, isolated_settings
 from workers.main import build_worker, plan_for
 from workers.roles import WorkerRole
 from workflows.autorun import AutoRunResult
@@ -49,26 +46,11 @@ def sandboxed(s3_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -
     )
 
 
-@pytest.fixture(scope="module")
-def client(ts_env: WorkflowEnvironment, sandboxed: Settings) -> Client:
-    return Client(
-        ts_env.client.service_client,
-        namespace=ts_env.client.namespace,
-        data_converter=data_converter(sandboxed),
-    )
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def workers(client: Client, sandboxed: Settings) -> AsyncIterator[None]:
-    with tools_reading(sandboxed):
-        async with running_workers(client, [plan_for(r, sandboxed) for r in ROLES]):
-            yield
-
-
 @on_the_session_loop
 async def test_the_workflows_worker_leaves_the_sandbox_out_unless_asked(
-    client: Client, sandboxed: Settings
+    ts_env: WorkflowEnvironment, sandboxed: Settings
 ) -> None:
+    client = converting_client(ts_env, sandboxed)
     default = sandboxed.model_copy(update={"workflow_sandbox": False})
     runners = {}
     for setting, settings in ((False, default), (True, sandboxed)):
@@ -83,7 +65,20 @@ async def test_the_workflows_worker_leaves_the_sandbox_out_unless_asked(
 
 
 @on_the_session_loop
-async def test_a_whole_offline_autorun_passes_the_sandbox(client: Client, workers: None) -> None:
+async def test_a_whole_offline_autorun_passes_the_sandbox(
+    ts_env: WorkflowEnvironment, sandboxed: Settings
+) -> None:
+    client = converting_client(ts_env, sandboxed)
+    async with desk_workers(client, sandboxed, ROLES):
+        result, run_id = await _settled_autorun(client)
+    assert result.shortlist, "the Scan shortlisted nothing, so no Pipeline ran"
+    assert result.decisions and not result.failures
+    assert result.portfolio_status == "approved_auto"
+    assert {"Scan", "Pipeline", "Debate", "Risk", "Portfolio"} <= await _run_kinds(client, run_id)
+
+
+async def _settled_autorun(client: Client) -> tuple[AutoRunResult, str]:
+    """An offline AutoRun with a Scan, two names and their Reflects, once it closed; its id."""
     handle = await client.start_workflow(
         "AutoRun",
         {
@@ -105,12 +100,7 @@ async def test_a_whole_offline_autorun_passes_the_sandbox(client: Client, worker
         result: AutoRunResult = await asyncio.wait_for(handle.result(), SETTLED_SECONDS)
     except TimeoutError:
         pytest.fail(f"the AutoRun did not settle in {SETTLED_SECONDS} s: see its workflow tasks")
-    assert result.shortlist, "the Scan shortlisted nothing, so no Pipeline ran"
-    assert result.decisions and not result.failures
-    assert result.portfolio_status == "approved_auto"
-    assert {"Scan", "Pipeline", "Debate", "Risk", "Portfolio"} <= await _run_kinds(
-        client, handle.id
-    )
+    return result, handle.id
 
 
 async def _run_kinds(client: Client, workflow_id: str) -> set[str]:
