@@ -72,11 +72,11 @@ from shared.llm.providers import QUEUE_OFFLINE, QUEUE_OPENAI  # noqa: E402
 from shared.queues import TOOLS_QUEUE  # noqa: E402
 from shared.storage.objects import ObjectStore  # noqa: E402
 from shared.tools.registry import ToolServices  # noqa: E402
-from tests.cli_process import run_quantdesk, stack_env, stack_ports, stack_settings  # noqa: E402
+from tests.cli_process import free_stack_base, run_quantdesk, stack_env, stack_settings  # noqa: E402
 from tests.fakes.otlp import OtlpReceiver  # noqa: E402
 from tests.fakes.replay import ReplayVendor, recording_chat  # noqa: E402
 from tests.prometheus import free_port  # noqa: E402
-from tests.servers import free_port_base, running_workers, s3_for_tests  # noqa: E402
+from tests.servers import running_workers, s3_for_tests  # noqa: E402
 from workers.client import connect  # noqa: E402
 from workers.converter import data_converter  # noqa: E402
 from workers.main import WorkerPlan, freeze_startup_heap  # noqa: E402
@@ -174,7 +174,7 @@ async def _on_stack(
         ReplayVendor(replies, latency) as vendor,
     ):
         data_dir = Path(folder) / "data"
-        base = free_port_base(lambda base: stack_ports(data_dir, base), high=29000)
+        base = free_stack_base(data_dir)
         own, settings = stack_settings(data_dir, base)
         env = stack_env(
             own,

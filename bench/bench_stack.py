@@ -30,8 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.desk_names import desk_names, write_local_data  # noqa: E402
 from cli.stack.process_usage import usage_of  # noqa: E402
-from tests.cli_process import quantdesk_argv, stack_env, stack_ports, stack_settings  # noqa: E402
-from tests.servers import free_port_base  # noqa: E402
+from tests.cli_process import free_stack_base, quantdesk_argv, stack_env, stack_settings  # noqa: E402
 
 DESK_AS_OF = datetime(2012, 6, 1, tzinfo=UTC)
 
@@ -85,7 +84,7 @@ def one_round(settle: float, extra: dict[str, str], desk: int) -> Round:
     `up` again after `down`."""
     with tempfile.TemporaryDirectory(prefix="bench-stack-") as folder:
         data_dir = Path(folder) / "data"
-        base = free_port_base(lambda base: stack_ports(data_dir, base), high=29000)
+        base = free_stack_base(data_dir)
         own, _ = stack_settings(data_dir, base)
         env = stack_env(own, **extra)
         first, up = _cli(env, "up")

@@ -27,8 +27,7 @@ from typing import TypeVar
 from temporalio.client import Client
 
 from shared.config import ENV_PREFIX, Settings
-from tests.cli_process import stack_env, stack_ports, stack_settings
-from tests.servers import free_port_base
+from tests.cli_process import free_stack_base, stack_env, stack_settings
 from workers.client import ServerLost, across_outages, connect, quiet_client_logs
 
 T = TypeVar("T")
@@ -59,7 +58,7 @@ class ChaosStack:
     @classmethod
     def in_dir(cls, data_dir: Path) -> ChaosStack:
         """A stack in ``data_dir`` on a block of free loopback ports (nothing started yet)."""
-        base = free_port_base(lambda base: stack_ports(data_dir, base), high=29000)
+        base = free_stack_base(data_dir)
         own, settings = stack_settings(data_dir, base)
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
         # Its `up` writes the `temporal` CLI's profile beside the stack, not the user's.

@@ -13,6 +13,7 @@ from pathlib import Path
 from cli.stack.console import console_server
 from cli.stack.servers import find_binary, s3_server, temporal_dev_server
 from shared.config import ENV_PREFIX, Settings
+from tests.servers import STACK_BASE_HIGH, free_port_base
 from workers.roles import WorkerRole
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,6 +87,12 @@ def stack_ports(data_dir: Path, base: int) -> list[int]:
     ]
     metrics = range(base + METRICS_OFFSET, base + METRICS_OFFSET + 1 + len(WorkerRole))
     return [claim.port for launch in launches for claim in launch.ports] + list(metrics)
+
+
+def free_stack_base(data_dir: Path) -> int:
+    """A base port for ``stack_settings(data_dir, base)`` whose every port is free now and
+    none in the ephemeral range (``STACK_BASE_HIGH``)."""
+    return free_port_base(lambda base: stack_ports(data_dir, base), high=STACK_BASE_HIGH)
 
 
 def stack_env(own: Mapping[str, str], **extra: str) -> dict[str, str]:

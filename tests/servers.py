@@ -51,6 +51,13 @@ PG_START_TIMEOUT = 30.0
 """Seconds a fresh PostgreSQL gets to accept connections."""
 
 
+STACK_BASE_HIGH = 22_500
+"""The highest base port of a stack or an S3 server: their ports reach 10,024 above it
+(SeaweedFS's gRPC ports are 10,000 above its HTTP ones), so below this none falls in Linux's
+ephemeral range (32,768 and up), where any process's outgoing connection may hold one (seen:
+bench_stack's second `up` refused, a port of its S3 server in use)."""
+
+
 def free_port_base(
     ports_for: Callable[[int], list[int]], *, low: int = 20000, high: int = 40000
 ) -> int:
@@ -103,7 +110,7 @@ def s3_for_tests(data_dir: Path) -> Iterator[Settings]:
     def ports_for(base: int) -> list[int]:
         return [claim.port for claim in s3_server(settings_for(base), "k", "s").ports]
 
-    base = free_port_base(ports_for, high=30000)
+    base = free_port_base(ports_for, high=STACK_BASE_HIGH)
     settings = settings_for(base)
     access, secret = ensure_generated_credentials(data_dir)
     launch = s3_server(settings, access, secret)

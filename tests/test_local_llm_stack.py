@@ -22,7 +22,7 @@ from shared.config import ENV_PREFIX, LocalLlmSettings, Settings
 from shared.llm.providers import LOCAL_MODEL, PROVIDERS
 from tests.cli_process import run_quantdesk, stack_env, stack_ports, stack_settings
 from tests.local_llm import cached_model
-from tests.servers import free_port_base
+from tests.servers import STACK_BASE_HIGH, free_port_base
 from tests.test_stack import _alive
 
 pytestmark = pytest.mark.slow
@@ -61,7 +61,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     model = cached_model()
     data_dir = tmp_path_factory.mktemp("local-llm-stack") / "data"
     base = free_port_base(
-        lambda base: [*stack_ports(data_dir, base), base + LOCAL_LLM_OFFSET], high=29000
+        lambda base: [*stack_ports(data_dir, base), base + LOCAL_LLM_OFFSET], high=STACK_BASE_HIGH
     )
     own, servers = stack_settings(data_dir, base)
     port = base + LOCAL_LLM_OFFSET

@@ -40,14 +40,14 @@ from shared.config import ENV_PREFIX, Settings
 from shared.errors import ConfigError
 from shared.storage.credentials import credentials_path
 from tests.cli_process import (
+    free_stack_base,
     run_quantdesk,
     run_temporal,
     stack_env,
-    stack_ports,
     stack_settings,
 )
 from tests.prometheus import promtool, running_prometheus
-from tests.servers import free_port_base, weed_shell
+from tests.servers import weed_shell
 from workers.roles import ROLE_NAMES, WorkerRole
 
 pytestmark = pytest.mark.slow
@@ -156,7 +156,7 @@ def _states(output: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     data_dir = tmp_path_factory.mktemp("stack") / "data"
-    base = free_port_base(lambda base: stack_ports(data_dir, base), high=29000)
+    base = free_stack_base(data_dir)
     own, settings = stack_settings(data_dir, base)
     env = stack_env(own)
     started = time.monotonic()

@@ -29,13 +29,12 @@ from shared.config import ENV_PREFIX, Settings
 from shared.payload_keys import new_key_line
 from tests.chromium import Page, chromium_binary, chromium_page
 from tests.cli_process import (
+    free_stack_base,
     run_quantdesk,
     run_temporal,
     stack_env,
-    stack_ports,
     stack_settings,
 )
-from tests.servers import free_port_base
 
 pytestmark = pytest.mark.slow
 
@@ -92,7 +91,7 @@ def _readable(value: Any) -> bool:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     data_dir = tmp_path_factory.mktemp("temporal-cli") / "data"
-    base = free_port_base(lambda base: stack_ports(data_dir, base), high=29000)
+    base = free_stack_base(data_dir)
     own, settings = stack_settings(data_dir, base)
     encrypted = {
         f"{ENV_PREFIX}CODEC__ENABLED": "true",
