@@ -94,9 +94,9 @@ class ClaimCheckDriver(StorageDriver):
     """Stores each payload (its serialized proto) as a claim; retrieves and checks it, or
     answers from what it stored or read lately."""
 
-    def __init__(self, settings: Settings, recent: RecentClaims | None = None) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.recent = recent or RecentClaims()
+        self.recent = RecentClaims()
 
     def name(self) -> str:
         """The name recorded in references (``DRIVER_NAME``)."""
