@@ -6,8 +6,10 @@ payload converted, and builds a module namespace per run (a sixth of a 100-name 
 throughput, docs/light-desk.md). So the workflows worker leaves it out unless
 ``workflow_sandbox`` is on, and the tests keep it as the guard: the recorded histories replay
 under it (``tests/test_replay.py``), most workflow tests build their workers sandboxed, and
-here a whole offline AutoRun (Scan, Pipelines with their debates, Portfolio, Reflect) runs on
-a sandboxed workflows worker. A workflow that reached for the clock would fail this run.
+here a whole offline AutoRun (Scan, Pipelines with their debates, Portfolio) runs on a
+sandboxed workflows worker. A workflow that reached for the clock would fail this run. (No
+Reflect: it would wait out its horizon after the test, and its calls would reach the session's
+shared offline queue; its recorded history replays under the sandbox.)
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ async def test_a_whole_offline_autorun_passes_the_sandbox(
 
 
 async def _settled_autorun(client: Client) -> tuple[AutoRunResult, str]:
-    """An offline AutoRun with a Scan, two names and their Reflects, once it closed; its id."""
+    """An offline AutoRun with a Scan and two names, once it closed (ended if it does not); its
+    id."""
     handle = await client.start_workflow(
         "AutoRun",
         {
@@ -87,8 +90,7 @@ async def _settled_autorun(client: Client) -> tuple[AutoRunResult, str]:
             "scan": True,
             "max_tickers": 2,
             "concurrency": 2,
-            "reflect": True,
-            "reflect_horizon_bars": 1,
+            "reflect": False,
         },
         id=f"autorun-sandbox-{uuid.uuid4().hex[:8]}",
         task_queue=QUEUE,
@@ -99,6 +101,7 @@ async def _settled_autorun(client: Client) -> tuple[AutoRunResult, str]:
     try:
         result: AutoRunResult = await asyncio.wait_for(handle.result(), SETTLED_SECONDS)
     except TimeoutError:
+        await handle.terminate("did not settle on a sandboxed worker")
         pytest.fail(f"the AutoRun did not settle in {SETTLED_SECONDS} s: see its workflow tasks")
     return result, handle.id
 
