@@ -196,7 +196,14 @@ async def test_a_schedule_is_created_listed_paused_unpaused_and_triggered(desk: 
     await create_schedule(await desk.client(), desk.settings, request)
 
     async def row() -> Any:
-        return next(row for row in await schedule_rows(desk) if row.name == name)
+        # Schedules are listed through the server's visibility store, which may show a new
+        # one a moment after it was created (seen once in CI: not listed yet).
+        for _ in range(50):
+            found = [row for row in await schedule_rows(desk) if row.name == name]
+            if found:
+                return found[0]
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"schedule {name} never listed")
 
     listed = await row()
     assert (listed.flow, listed.cron, listed.paused, listed.runs) == (

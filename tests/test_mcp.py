@@ -376,8 +376,14 @@ async def test_a_schedule_is_listed_and_triggered(stack: McpStack) -> None:
     try:
         async with Client(stack.server()) as mcp:
             session = Session(mcp)
-            listed = (await session.ok("list_schedules"))["schedules"]
-            mine = next(row for row in listed if row["name"] == name)
+            # Listed through the server's visibility store: a new schedule may show a moment
+            # after it was created.
+            for _ in range(50):
+                listed = (await session.ok("list_schedules"))["schedules"]
+                if mine := next((row for row in listed if row["name"] == name), None):
+                    break
+                await asyncio.sleep(0.1)
+            assert mine is not None, f"schedule {name} never listed"
             assert mine["flow"] == "QuantAgent" and mine["cron"] == "0 6 * * 1-5"
             triggered = await session.ok("trigger_schedule", name=name)
             assert triggered["target"] == name
