@@ -44,6 +44,7 @@ from temporalio.client import Client, WorkflowExecutionStatus  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
 from activities.llm import LlmActivities  # noqa: E402
+from bench import cpu_use  # noqa: E402
 from bench.desk_names import desk_names, write_local_data  # noqa: E402
 from bench.gc_pauses import GcPauses  # noqa: E402
 from shared.agents.pipeline.roles import ANALYST_AGENTS  # noqa: E402
@@ -97,6 +98,7 @@ LABELS = (
     "calls span",
     "history",
     "peak memory",
+    "CPU",
     "S3 objects written",
     "decisions",
     "progress query",
@@ -171,6 +173,8 @@ class DeskOutcome:
     progress_ms: float
     progress_steps: int
     gc_pauses: str
+    cpu: dict[str, float]
+    """CPU seconds over the AutoRun, by process (``bench.cpu_use``)."""
 
 
 def delayed_chat(inner: LlmActivities, latency: float, log: ChatLog) -> Callable[..., object]:
@@ -275,6 +279,7 @@ async def run_desk(config: DeskConfig, root: Path) -> DeskOutcome:
             freeze_startup_heap()  # as each worker process does once it is built
             async with running_workers(client, plans):
                 with GcPauses() as pauses:
+                    cpu_before = cpu_use.sample()
                     started = time.perf_counter()
                     result: AutoRunResult = await client.execute_workflow(
                         "AutoRun",
@@ -291,6 +296,7 @@ async def run_desk(config: DeskConfig, root: Path) -> DeskOutcome:
                         execution_timeout=timedelta(hours=2),
                     )
                     wall = time.perf_counter() - started
+                    cpu = cpu_use.sample().since(cpu_before)
                     # Asked while the workers run: a closed Pipeline answers its `state` query
                     # by replay on the workflows worker.
                     steps, analysts, sequential = await _critical_path(client)
@@ -321,6 +327,7 @@ async def run_desk(config: DeskConfig, root: Path) -> DeskOutcome:
         progress_steps=len(progress.steps),
         failed=len(result.failures),
         gc_pauses=gc_pauses,
+        cpu=cpu,
     )
 
 
@@ -360,6 +367,7 @@ def table(outcome: DeskOutcome) -> list[str]:
     lines += [
         f"peak memory         {outcome.peak_rss_kb / 1024:8.1f} MB (ru_maxrss of this process, "
         "which runs every worker)",
+        cpu_use.line(outcome.cpu, total),
         f"S3 objects written  {outcome.s3_after - outcome.s3_before} ({outcome.s3_before} before, "
         f"{outcome.s3_after} after)",
         f"decisions           {outcome.decided} decided, {outcome.failed} failed of {c.names}",

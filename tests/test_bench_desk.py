@@ -29,6 +29,7 @@ LINES = (
     "history Risk ",
     "history Portfolio ",
     "peak memory ",
+    "CPU ",
     "S3 objects written ",
     "decisions ",
     "progress query ",
