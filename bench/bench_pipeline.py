@@ -56,7 +56,7 @@ import activities.tools as tool_activities  # noqa: E402
 from activities.llm import LlmActivities  # noqa: E402
 from activities.market import MARKET_ACTIVITIES  # noqa: E402
 from activities.research import ResearchActivities  # noqa: E402
-from activities.tools import run_tool_activity  # noqa: E402
+from activities.tools import TOOL_ACTIVITIES  # noqa: E402
 from bench.timeline import Breakdown, breakdown  # noqa: E402
 from shared.agents.pipeline.roles import ANALYST_AGENTS  # noqa: E402
 from shared.config import (  # noqa: E402
@@ -102,7 +102,7 @@ async def _workers(client: Client, settings: Settings, chat: WorkerPlan) -> Asyn
         WorkerPlan(
             queue=TOOLS_QUEUE,
             activities=[
-                run_tool_activity,
+                *TOOL_ACTIVITIES,
                 *MARKET_ACTIVITIES,
                 *ResearchActivities(settings).activities(),
             ],

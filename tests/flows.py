@@ -12,11 +12,18 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from shared.agents.schemas import AnalystNote
-    from shared.llm.contracts import ChatMessage, ChatRequest, LlmChoice, UsageReport
+    from shared.llm.contracts import (
+        ChatMessage,
+        ChatRequest,
+        LlmChoice,
+        ToolBatch,
+        ToolResult,
+        UsageReport,
+    )
     from shared.tools.registry import tool_specs
     from tests.probe_tools import TEST_TOOLS_QUEUE
     from workflows.inputs import RunInput
-    from workflows.llm_calls import run_tool_loop
+    from workflows.llm_calls import run_tool_loop, run_tools
     from workflows.provider_check import check_provider
     from workflows.resume import Resumable
 
@@ -87,3 +94,13 @@ class ToolLoopProbe(Resumable):
             tool_contents=[r.content for r in loop.tool_results],
             usage=self.usage,
         )
+
+
+@workflow.defn(name="ToolBatchProbe")
+class ToolBatchProbe:
+    """One round's tool calls as one ``run_tools`` activity: the answers, as the loop gets them."""
+
+    @workflow.run
+    async def run(self, batch: ToolBatch) -> list[ToolResult]:
+        """Run the batch on the test tools queue."""
+        return await run_tools(batch, queue=TEST_TOOLS_QUEUE, agent="probe")

@@ -284,14 +284,14 @@ def quantagent_plans(queue: str, settings: Settings, llm_queue: str) -> list[Wor
     from activities.charts import ChartActivities
     from activities.llm import LlmActivities
     from activities.market import MARKET_ACTIVITIES
-    from activities.tools import run_tool_activity
+    from activities.tools import TOOL_ACTIVITIES
     from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
     from workflows.quantagent import QuantAgentWorkflow
 
     return [
         WorkerPlan(queue=queue, workflows=[QuantAgentWorkflow]),
         WorkerPlan(
-            queue=TOOLS_QUEUE, activities=[run_tool_activity, *MARKET_ACTIVITIES], threads=True
+            queue=TOOLS_QUEUE, activities=[*TOOL_ACTIVITIES, *MARKET_ACTIVITIES], threads=True
         ),
         WorkerPlan(
             queue=CHARTS_QUEUE,
@@ -321,7 +321,7 @@ async def pipeline_workers(
     from activities.market import MARKET_ACTIVITIES
     from activities.reflection import ReflectionActivities
     from activities.research import ResearchActivities
-    from activities.tools import run_tool_activity
+    from activities.tools import TOOL_ACTIVITIES
     from shared.llm.providers import QUEUE_OFFLINE
     from shared.queues import TOOLS_QUEUE
     from shared.storage.claim_check import ClaimCheck
@@ -342,7 +342,7 @@ async def pipeline_workers(
         WorkerPlan(
             queue=TOOLS_QUEUE,
             activities=[
-                run_tool_activity,
+                *TOOL_ACTIVITIES,
                 *MARKET_ACTIVITIES,
                 *research.activities(),
                 *reflection.activities(),
@@ -369,7 +369,7 @@ def evaluate_plans(queue: str, settings: Settings, llm_plans: list[WorkerPlan]) 
     from activities.charts import ChartActivities
     from activities.evaluation import EvaluationActivities
     from activities.market import MARKET_ACTIVITIES
-    from activities.tools import run_tool_activity
+    from activities.tools import TOOL_ACTIVITIES
     from shared.queues import CHARTS_QUEUE, TOOLS_QUEUE
     from workflows.evaluate import EvaluateWorkflow
     from workflows.quantagent import QuantAgentWorkflow
@@ -379,7 +379,7 @@ def evaluate_plans(queue: str, settings: Settings, llm_plans: list[WorkerPlan]) 
         WorkerPlan(queue=queue, workflows=[EvaluateWorkflow, QuantAgentWorkflow]),
         WorkerPlan(
             queue=TOOLS_QUEUE,
-            activities=[run_tool_activity, *MARKET_ACTIVITIES, *evaluation.activities(TOOLS_QUEUE)],
+            activities=[*TOOL_ACTIVITIES, *MARKET_ACTIVITIES, *evaluation.activities(TOOLS_QUEUE)],
             threads=True,
         ),
         WorkerPlan(

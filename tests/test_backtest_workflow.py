@@ -35,7 +35,7 @@ from activities.llm import LlmActivities
 from activities.market import MARKET_ACTIVITIES
 from activities.reflection import ReflectionActivities
 from activities.research import ResearchActivities
-from activities.tools import run_tool_activity
+from activities.tools import TOOL_ACTIVITIES
 from shared.backtest import Position, buy_and_hold, performance, position_for
 from shared.config import Settings
 from shared.data.bundled import BundledVendor
@@ -115,7 +115,7 @@ async def workers(
         WorkerPlan(
             queue=TOOLS_QUEUE,
             activities=[
-                run_tool_activity,
+                *TOOL_ACTIVITIES,
                 *MARKET_ACTIVITIES,
                 *ResearchActivities(
                     s3_settings, router=router, memory=memory, store=store

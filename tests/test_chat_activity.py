@@ -287,14 +287,14 @@ QUEUE = "chat-retry-workflows"
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def retry_workers(dev_env: WorkflowEnvironment, fake: FakeLlmServer) -> AsyncIterator[None]:
-    from activities.tools import run_tool_activity
+    from activities.tools import TOOL_ACTIVITIES
 
     settings = _settings(
         fake, openai={"api_key": KEY, "base_url": fake.base_url_openai, "timeout_seconds": 1.0}
     )
     plans = [
         WorkerPlan(queue=QUEUE, workflows=[ToolLoopProbe]),
-        WorkerPlan(queue=TEST_TOOLS_QUEUE, activities=[run_tool_activity], threads=True),
+        WorkerPlan(queue=TEST_TOOLS_QUEUE, activities=[*TOOL_ACTIVITIES], threads=True),
         WorkerPlan(queue=QUEUE_OPENAI, activities=[LlmActivities(settings, QUEUE_OPENAI).chat]),
     ]
     async with running_workers(dev_env.client, plans):

@@ -33,7 +33,7 @@ import activities.tools as tool_activities
 from activities.llm import LlmActivities
 from activities.research import ResearchActivities
 from activities.scan import SCAN_ACTIVITIES
-from activities.tools import run_tool_activity
+from activities.tools import TOOL_ACTIVITIES
 from shared.agents.pipeline.prompts import ANALYST_BRIEFS, DEBATER_BRIEFS, MANAGER_BRIEFS
 from shared.agents.pipeline.roles import (
     ANALYST_AGENTS,
@@ -187,7 +187,7 @@ async def workers(
         ),
         WorkerPlan(
             queue=TOOLS_QUEUE,
-            activities=[run_tool_activity, *research.activities(), *SCAN_ACTIVITIES],
+            activities=[*TOOL_ACTIVITIES, *research.activities(), *SCAN_ACTIVITIES],
             threads=True,
         ),
         *(

@@ -31,7 +31,7 @@ from activities.charts import ChartActivities
 from activities.evaluation import EvaluationActivities
 from activities.llm import LlmActivities
 from activities.market import MARKET_ACTIVITIES
-from activities.tools import run_tool_activity
+from activities.tools import TOOL_ACTIVITIES
 from cli import run as cli_run
 from shared.agents.chart_text import bar_table, pattern_scan_text, trendlines_text
 from shared.agents.quantagent import PatternReport, QuantDecision, TrendReport
@@ -126,7 +126,7 @@ async def workers(
         WorkerPlan(
             queue=TOOLS_QUEUE,
             activities=[
-                run_tool_activity,
+                *TOOL_ACTIVITIES,
                 *MARKET_ACTIVITIES,
                 *evaluation.activities(TOOLS_QUEUE),
             ],

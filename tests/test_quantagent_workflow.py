@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.charts import ChartActivities
 from activities.llm import LlmActivities
 from activities.market import MARKET_ACTIVITIES
-from activities.tools import run_tool_activity
+from activities.tools import TOOL_ACTIVITIES
 from shared.config import Settings
 from shared.llm.providers import QUEUE_OFFLINE
 from shared.market.sources import BundledSource
@@ -35,7 +35,7 @@ async def workers(ts_env: WorkflowEnvironment, s3_settings: Settings) -> AsyncIt
     plans = [
         WorkerPlan(queue=QUEUE, workflows=[QuantAgentWorkflow]),
         WorkerPlan(
-            queue=TOOLS_QUEUE, activities=[run_tool_activity, *MARKET_ACTIVITIES], threads=True
+            queue=TOOLS_QUEUE, activities=[*TOOL_ACTIVITIES, *MARKET_ACTIVITIES], threads=True
         ),
         WorkerPlan(queue=CHARTS_QUEUE, activities=charts.activities(), threads=True),
         WorkerPlan(

@@ -18,7 +18,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities.llm import LlmActivities
-from activities.tools import run_tool_activity
+from activities.tools import TOOL_ACTIVITIES
 from shared.agents.schemas import AnalystNote
 from shared.config import Settings, load_settings
 from shared.llm.contracts import ChatMessage, ChatRequest, ChatResponse, LlmChoice, SpendScope
@@ -180,7 +180,7 @@ async def workers(
 ) -> AsyncIterator[None]:
     plans = [
         WorkerPlan(queue=QUEUE, workflows=[ToolLoopProbe]),
-        WorkerPlan(queue=TEST_TOOLS_QUEUE, activities=[run_tool_activity], threads=True),
+        WorkerPlan(queue=TEST_TOOLS_QUEUE, activities=[*TOOL_ACTIVITIES], threads=True),
         WorkerPlan(
             queue=QUEUE_OPENAI,
             activities=[LlmActivities(_settings(fake, s3_settings), QUEUE_OPENAI).chat],

@@ -19,7 +19,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from activities.llm import LlmActivities
-from activities.tools import run_tool_activity
+from activities.tools import TOOL_ACTIVITIES
 from shared.config import load_settings
 from shared.llm.providers import QUEUE_OPENAI
 from tests.fakes.llm_server import FakeLlmServer
@@ -45,7 +45,7 @@ async def workers(ts_env: WorkflowEnvironment, fake: FakeLlmServer) -> AsyncIter
     settings = load_settings(openai={"api_key": KEY, "base_url": fake.base_url_openai})
     plans = [
         WorkerPlan(queue=QUEUE, workflows=[ToolLoopProbe]),
-        WorkerPlan(queue=TEST_TOOLS_QUEUE, activities=[run_tool_activity], threads=True),
+        WorkerPlan(queue=TEST_TOOLS_QUEUE, activities=[*TOOL_ACTIVITIES], threads=True),
         WorkerPlan(queue=QUEUE_OPENAI, activities=[LlmActivities(settings, QUEUE_OPENAI).chat]),
     ]
     async with running_workers(ts_env.client, plans):

@@ -34,7 +34,7 @@ import cli.views as cli_views
 from activities.llm import LlmActivities
 from activities.research import ResearchActivities
 from activities.scan import SCAN_ACTIVITIES
-from activities.tools import run_tool_activity
+from activities.tools import TOOL_ACTIVITIES
 from shared.agents.scan.facts import answers_of_results, candidates, flagged, top_sectors
 from shared.agents.scan.roles import (
     AGENTS,
@@ -52,7 +52,7 @@ from shared.data.contracts import DataKind
 from shared.data.router import DataRouter
 from shared.data.sim import SimVendor
 from shared.data.sim.world import DEFAULT_END
-from shared.llm.contracts import ChatRequest, ToolCall, ToolRequest
+from shared.llm.contracts import ChatRequest, ToolBatch, ToolCall, ToolRequest
 from shared.llm.providers import QUEUE_OFFLINE, QUEUE_OPENAI
 from shared.market.bars import Timeframe
 from shared.queues import TOOLS_QUEUE
@@ -100,7 +100,7 @@ async def workers(
         WorkerPlan(
             queue=TOOLS_QUEUE,
             activities=[
-                run_tool_activity,
+                *TOOL_ACTIVITIES,
                 research.resolve_as_of,
                 research.store_report,
                 *SCAN_ACTIVITIES,
@@ -157,10 +157,10 @@ async def _timeline(env: WorkflowEnvironment, handle: WorkflowHandle[Any, Any]) 
             if attrs.activity_type.name == "chat":
                 [request] = await converter.decode(attrs.input.payloads, [ChatRequest])
                 agent = request.agent
-            elif attrs.activity_type.name == "run_tool":
-                [tool] = await converter.decode(attrs.input.payloads, [ToolRequest])
+            elif attrs.activity_type.name == "run_tools":
+                [batch] = await converter.decode(attrs.input.payloads, [ToolBatch])
                 agent = summary.split(":")[0]
-                timeline.tool_calls[agent].append(tool.call)
+                timeline.tool_calls[agent] += batch.calls
             else:
                 continue
             agent_of[event.event_id] = agent

@@ -28,7 +28,7 @@ import activities.tools as tool_activities
 from activities.llm import LlmActivities
 from activities.research import ResearchActivities
 from activities.scan import SCAN_ACTIVITIES
-from activities.tools import run_tool_activity
+from activities.tools import TOOL_ACTIVITIES
 from cli.schedule import schedules_table
 from client.desk import Desk
 from client.schedules import ScheduleRequest, _checked, create_schedule, schedule_rows
@@ -74,7 +74,7 @@ async def workers(dev_env: WorkflowEnvironment, s3_settings: Settings) -> AsyncI
         WorkerPlan(queue=QUEUE, workflows=[ScanWorkflow]),
         WorkerPlan(
             queue=TOOLS_QUEUE,
-            activities=[run_tool_activity, *research.activities(), *SCAN_ACTIVITIES],
+            activities=[*TOOL_ACTIVITIES, *research.activities(), *SCAN_ACTIVITIES],
             threads=True,
         ),
         WorkerPlan(

@@ -14,9 +14,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.llm import LlmActivities
 from shared.config import load_settings
+from shared.llm.contracts import ToolBatch, ToolCall, ToolResult
 from shared.llm.providers import QUEUE_OFFLINE
-from tests.flows import ProbeResult, ToolLoopProbe
-from tests.probe_tools import TEST_TOOLS_QUEUE
+from tests.flows import ProbeResult, ToolBatchProbe, ToolLoopProbe
+from tests.probe_tools import CALLS, TEST_TOOLS_QUEUE
 from tests.servers import running_workers
 from workers.main import WorkerPlan
 from workflows import retries
@@ -27,12 +28,12 @@ QUEUE = "test-workflows"
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def workers(ts_env: WorkflowEnvironment) -> AsyncIterator[None]:
-    from activities.tools import run_tool_activity
+    from activities.tools import TOOL_ACTIVITIES
 
     settings = load_settings()
     plans = [
-        WorkerPlan(queue=QUEUE, workflows=[ToolLoopProbe]),
-        WorkerPlan(queue=TEST_TOOLS_QUEUE, activities=[run_tool_activity], threads=True),
+        WorkerPlan(queue=QUEUE, workflows=[ToolLoopProbe, ToolBatchProbe]),
+        WorkerPlan(queue=TEST_TOOLS_QUEUE, activities=[*TOOL_ACTIVITIES], threads=True),
         WorkerPlan(queue=QUEUE_OFFLINE, activities=[LlmActivities(settings, QUEUE_OFFLINE).chat]),
     ]
     async with running_workers(ts_env.client, plans):
@@ -111,3 +112,66 @@ async def test_bad_input_fails_the_run_not_the_task(
     assert cause.non_retryable
     assert cause.type == "InvalidInput"
     assert f"`{field}`" in cause.message
+
+
+def _counting(key: str, fail_first: int = 0, failure: str = "RuntimeError") -> ToolCall:
+    arguments = {"key": key, "fail_first": fail_first, "failure": failure}
+    return ToolCall(id=f"call-{key}", name="count_and_fail", arguments=arguments)
+
+
+async def _batch(env: WorkflowEnvironment, *calls: ToolCall) -> list[ToolResult]:
+    return await env.client.execute_workflow(
+        "ToolBatchProbe",
+        ToolBatch(calls=list(calls)),
+        id=f"batch-{uuid.uuid4()}",
+        task_queue=QUEUE,
+        result_type=list[ToolResult],
+    )
+
+
+async def test_a_batch_retry_runs_only_the_calls_still_unanswered(
+    ts_env: WorkflowEnvironment, workers: None
+) -> None:
+    key = uuid.uuid4().hex
+    steady, flaky = f"{key}-steady", f"{key}-flaky"
+
+    results = await _batch(ts_env, _counting(steady), _counting(flaky, fail_first=2))
+
+    assert [r.call_id for r in results] == [f"call-{steady}", f"call-{flaky}"]
+    assert [r.ok for r in results] == [True, True]
+    assert results[1].content == f"{flaky} answered on attempt 3"
+    # The answer the first attempt heartbeated is the one returned: it never ran again.
+    assert CALLS[steady] == 1
+    assert results[0].content == f"{steady} answered on attempt 1"
+
+
+async def test_a_batch_out_of_retries_keeps_its_answers_and_reports_the_rest(
+    ts_env: WorkflowEnvironment, workers: None, short_retry_budget: None
+) -> None:
+    key = uuid.uuid4().hex
+    steady, broken = f"{key}-steady", f"{key}-broken"
+
+    results = await _batch(ts_env, _counting(steady), _counting(broken, fail_first=1000))
+
+    assert results[0].ok and results[0].content == f"{steady} answered on attempt 1"
+    assert not results[1].ok
+    assert results[1].content.startswith("error: tool count_and_fail failed:")
+    assert f"{broken} failed on attempt" in results[1].content
+    assert CALLS[steady] == 1
+    assert CALLS[broken] > 1
+
+
+async def test_a_call_no_retry_can_fix_is_answered_with_its_error_at_once(
+    ts_env: WorkflowEnvironment, workers: None
+) -> None:
+    key = uuid.uuid4().hex
+    steady, buggy = f"{key}-steady", f"{key}-buggy"
+
+    results = await _batch(
+        ts_env, _counting(steady), _counting(buggy, fail_first=1, failure="TypeError")
+    )
+
+    assert results[0].ok
+    assert results[1].content == f"error: tool count_and_fail failed: {buggy} failed on attempt 1"
+    assert CALLS[buggy] == 1
+    assert CALLS[steady] == 1

@@ -26,7 +26,7 @@ from activities.group import ActivityGroup, activities_on
 from activities.llm import LlmActivities
 from activities.market import MARKET_ACTIVITIES
 from activities.result_check import CheckResults
-from activities.tools import run_tool_activity
+from activities.tools import TOOL_ACTIVITIES
 from shared.config import Settings
 from shared.errors import ConfigError, QuantdeskError
 from shared.llm.providers import providers_on_queue
@@ -91,7 +91,7 @@ def activity_groups(settings: Settings) -> list[ActivityGroup | Callable[..., An
     from activities.watch import WatchActivities
 
     return [
-        run_tool_activity,
+        *TOOL_ACTIVITIES,
         *MARKET_ACTIVITIES,
         *SCAN_ACTIVITIES,
         ChartActivities(settings),

@@ -1,7 +1,7 @@
 """Workflow-side LLM calls: route ``chat`` to its provider's queue, and run tool loops.
 
-A tool loop is: chat → run every tool call the model asked for as a ``run_tool``
-activity (in parallel) → append the results → chat again, at most
+A tool loop is: chat → run every tool call the model asked for, in parallel, in one
+``run_tools`` activity → append the results → chat again, at most
 ``MAX_TOOL_ROUNDS`` times. A tool that fails after its retries becomes an error
 message the model reads, not a crashed workflow. If the model is still asking
 for tools when the rounds run out, one last call without tools makes it answer.
@@ -29,7 +29,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.failures import as_temporal_failures
-    from activities.tools import run_tool_activity
+    from activities.tools import run_tool_activity, run_tools_activity
     from shared.agents.missing import MissingStep
     from shared.agents.spec import AgentSpec, InputsT, OutputT
     from shared.llm.contracts import (
@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         ChatRequest,
         ChatResponse,
         LlmChoice,
+        ToolBatch,
         ToolCall,
         ToolRequest,
         ToolResult,
@@ -108,11 +109,21 @@ def missing_step(agent: str, error: ActivityError) -> MissingStep | None:
     )
 
 
+TOOL_BATCHES_PATCH = "tool-batches"
+"""A chat round's tool calls run as one ``run_tools`` activity; runs from before ran one
+``run_tool`` activity per call."""
+
+
+def _reason(error: ActivityError) -> str:
+    cause = error.cause
+    return cause.message if cause is not None and hasattr(cause, "message") else str(error)
+
+
 async def run_tool(
     call: ToolCall, context: dict[str, Any], *, queue: str, agent: str, inline: bool = True
 ) -> ToolResult:
-    """One tool call; a failure after all retries comes back as an error result. ``inline``:
-    the caller reads the answer's content (see ``ToolRequest.inline``)."""
+    """One tool call as its own activity (runs from before ``TOOL_BATCHES_PATCH``); a failure
+    after all retries comes back as an error result."""
     try:
         return await workflow.execute_activity(
             run_tool_activity,
@@ -122,13 +133,45 @@ async def run_tool(
             summary=f"{agent}: {call.name}",
         )
     except ActivityError as error:
-        cause = error.cause.message if error.cause and hasattr(error.cause, "message") else error
-        return ToolResult(
-            call_id=call.id,
-            name=call.name,
-            ok=False,
-            content=f"error: tool {call.name} failed: {cause}",
+        return ToolResult.failed(call, _reason(error))
+
+
+async def run_tools(batch: ToolBatch, *, queue: str, agent: str) -> list[ToolResult]:
+    """A round's tool calls as one ``run_tools`` activity, answers in the calls' order. When
+    its retries run out, the calls it had answered keep their answers (the failure's
+    details) and the others come back as error results."""
+    try:
+        done = await workflow.execute_activity(
+            run_tools_activity,
+            batch,
+            task_queue=queue,
+            **durable(TOOL_START_TO_CLOSE, heartbeat=HEARTBEAT),
+            summary=f"{agent}: {', '.join(call.name for call in batch.calls)}",
         )
+        return done.results
+    except ActivityError as error:
+        cause = error.cause
+        kept = cause.details[0] if isinstance(cause, ApplicationError) and cause.details else []
+        answered = {found.call_id: found for found in map(ToolResult.model_validate, kept)}
+        reason = _reason(error)
+        return [answered.get(call.id) or ToolResult.failed(call, reason) for call in batch.calls]
+
+
+async def answer_tool_calls(
+    calls: list[ToolCall], context: dict[str, Any], *, queue: str, agent: str, inline: bool = True
+) -> list[ToolResult]:
+    """Every call of a round, in parallel, answered in order; ``inline``: the caller reads
+    the answers' content (see ``ToolRequest.inline``)."""
+    if not calls:
+        return []
+    if workflow.patched(TOOL_BATCHES_PATCH):
+        batch = ToolBatch(calls=calls, context=context, inline=inline)
+        return await run_tools(batch, queue=queue, agent=agent)
+    return list(
+        await asyncio.gather(
+            *(run_tool(call, context, queue=queue, agent=agent, inline=inline) for call in calls)
+        )
+    )
 
 
 class ToolLoopResult(BaseModel):
@@ -176,17 +219,12 @@ async def run_tool_loop(
         messages.append(
             ChatMessage(role="assistant", content=response.text, tool_calls=response.tool_calls)
         )
-        answered = await asyncio.gather(
-            *(
-                run_tool(
-                    call,
-                    tool_context or {},
-                    queue=tools_queue,
-                    agent=request.agent,
-                    inline=read_results,
-                )
-                for call in response.tool_calls
-            )
+        answered = await answer_tool_calls(
+            response.tool_calls,
+            tool_context or {},
+            queue=tools_queue,
+            agent=request.agent,
+            inline=read_results,
         )
         results += answered
         messages += [r.message() for r in answered]

@@ -24,7 +24,6 @@ be done without: a reply of its that stays invalid parks the call until ``resume
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -98,10 +97,10 @@ with workflow.unsafe.imports_passed_through():
         ToolLoopResult,
         ToolUse,
         agent_request,
+        answer_tool_calls,
         call_agent_tools,
         call_agent_tools_or_missing,
         chat,
-        run_tool,
     )
     from workflows.progress import RunProgress, StepState, mark_missing
     from workflows.provider_check import check_provider
@@ -312,10 +311,8 @@ class ScanWorkflow(TrackedRun):
         context = {"as_of": inputs.as_of.isoformat(), "result_key_prefix": f"{prefix}/{agent}"}
 
         async def work() -> AgentRun:
-            fetched = list(
-                await asyncio.gather(
-                    *(run_tool(call, context, queue=TOOLS_QUEUE, agent=agent) for call in prefetch)
-                )
+            fetched = await answer_tool_calls(
+                list(prefetch), context, queue=TOOLS_QUEUE, agent=agent
             )
             turns = prefetched_turns(prefetch, fetched) if prefetch else []
             call = call_agent_tools_or_missing if optional else call_agent_tools

@@ -176,6 +176,23 @@ class ToolRequest(BaseModel):
     )
 
 
+class ToolBatch(BaseModel):
+    """The tool calls one chat round asked for, run by one ``run_tools`` activity: one
+    activity task instead of one per call, each call still answered on its own."""
+
+    calls: list[ToolCall] = Field(min_length=1)
+    context: dict[str, Any] = Field(
+        default_factory=dict, description="values the workflow fixes, e.g. symbol, as_of"
+    )
+    inline: bool = Field(True, description="as ``ToolRequest.inline``, for every call")
+
+    def requests(self) -> list[ToolRequest]:
+        """Each call as the request ``run_tool`` answers."""
+        return [
+            ToolRequest(call=call, context=self.context, inline=self.inline) for call in self.calls
+        ]
+
+
 class ToolResult(BaseModel):
     """A tool's answer, as the text the model reads back."""
 
@@ -197,6 +214,16 @@ class ToolResult(BaseModel):
         "tool message the model reads carries this instead of the text",
     )
 
+    @classmethod
+    def failed(cls, call: ToolCall, reason: str) -> ToolResult:
+        """The answer to a call that failed for good: the reason, for the model to read."""
+        return cls(
+            call_id=call.id,
+            name=call.name,
+            ok=False,
+            content=f"error: tool {call.name} failed: {reason}",
+        )
+
     def message(self) -> ChatMessage:
         """The tool turn that answers the call: by claim when the content is stored."""
         return ChatMessage(
@@ -206,6 +233,12 @@ class ToolResult(BaseModel):
             tool_call_id=self.call_id,
             name=self.name,
         )
+
+
+class ToolBatchResult(BaseModel):
+    """A ``ToolBatch``'s answers, in the order of its calls."""
+
+    results: list[ToolResult]
 
 
 class UsageReport(BaseModel):
