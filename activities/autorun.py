@@ -204,7 +204,7 @@ class AutoRunActivities(Services):
 
     def _chart(self, symbol: str, as_of: AwareDatetime) -> bytes | None:
         """The ticker's recent daily candles as of the run, or None if the data has too few."""
-        from shared.charts.render import render_pattern_chart
+        from shared.charts.report_chart import render_report_chart
 
         try:
             routed = self.router.call(
@@ -214,7 +214,7 @@ class AutoRunActivities(Services):
             )
             bars = routed.value
             return drawn(
-                render_pattern_chart,
+                render_report_chart,
                 bars,
                 symbol=symbol,
                 timeframe=Timeframe.D1.value,

@@ -30,6 +30,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import EngFormatter, FixedLocator, MaxNLocator  # noqa: E402
 
+from shared.charts.labels import chart_title, time_format  # noqa: E402
 from shared.errors import InvalidInput  # noqa: E402
 from shared.market.bars import Bar, Timeframe, bars_to_frame, validate_bars  # noqa: E402
 
@@ -133,7 +134,7 @@ def candle_figure(
         update_width_config={"candle_width": BODY_WIDTH, "volume_width": BODY_WIDTH},
         figsize=FIGSIZE,
         scale_padding=scale_padding,
-        datetime_format=_time_format(period),
+        datetime_format=time_format(period),
         xrotation=0,
         ylabel="price",
         ylabel_lower="volume",
@@ -144,7 +145,7 @@ def candle_figure(
     # by mplfinance with their times.
     ticks = np.linspace(0, len(frame) - 1, X_TICKS).round()
     price.xaxis.set_major_locator(FixedLocator(np.unique(ticks).tolist()))
-    price.set_title(_title(frame.index, symbol, period), loc="left", fontsize=13)
+    price.set_title(chart_title(frame.index, symbol, period), loc="left", fontsize=13)
     if with_volume:
         volumes = axes[2]
         volumes.yaxis.set_major_locator(MaxNLocator(3, prune="lower"))
@@ -177,18 +178,3 @@ def png_bytes(figure: Figure) -> bytes:
     finally:
         plt.close(figure)
     return buffer.getvalue()
-
-
-def _time_format(timeframe: Timeframe) -> str:
-    """Dates for daily and longer bars, dates with hours for intraday ones."""
-    if timeframe.duration < Timeframe.D1.duration:
-        return "%Y-%m-%d %H:%M"
-    return "%Y-%m" if timeframe is Timeframe.MO1 else "%Y-%m-%d"
-
-
-def _title(times: pd.DatetimeIndex, symbol: str, timeframe: Timeframe) -> str:
-    pattern = _time_format(timeframe)
-    return (
-        f"{symbol}  ·  {timeframe.value}  ·  {times[0].strftime(pattern)} to "
-        f"{times[-1].strftime(pattern)} UTC  ·  last {len(times)} bars"
-    )
