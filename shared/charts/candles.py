@@ -30,7 +30,20 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import EngFormatter, FixedLocator, MaxNLocator  # noqa: E402
 
-from shared.charts.labels import chart_title, time_format  # noqa: E402
+from shared.charts.look import (  # noqa: E402
+    BACKGROUND,
+    BODY_WIDTH,
+    CANDLE_MARGIN,
+    EDGE,
+    FALLING,
+    GRID,
+    RISING,
+    VOLUME_DOWN,
+    VOLUME_UP,
+    X_TICKS,
+    chart_title,
+    time_format,
+)
 from shared.errors import InvalidInput  # noqa: E402
 from shared.market.bars import Bar, Timeframe, bars_to_frame, validate_bars  # noqa: E402
 
@@ -41,23 +54,23 @@ FIGSIZE = (12.8, 7.2)
 DPI = 100
 """1280 x 720 px: detailed enough for a vision model, and a PNG of well under 250 KB."""
 
-_VOLUME_COLOURS = {"up": "#9e9e9e", "down": "#3a3a3a"}
+_VOLUME_COLOURS = {"up": VOLUME_UP, "down": VOLUME_DOWN}
 STYLE = mpf.make_mpf_style(
     base_mpf_style="default",
     marketcolors={
         **mpf.make_marketcolors(
-            up="#ffffff",
-            down="#3a3a3a",
-            edge="#202020",
-            wick="#202020",
+            up=RISING,
+            down=FALLING,
+            edge=EDGE,
+            wick=EDGE,
             volume=_VOLUME_COLOURS,
             alpha=1.0,
         ),
         # Not settable through make_marketcolors; equal to the fill, edges come out a shade darker.
         "vcedge": _VOLUME_COLOURS,
     },
-    facecolor="#ffffff",
-    gridcolor="#e6e6e6",
+    facecolor=BACKGROUND,
+    gridcolor=GRID,
     gridstyle="-",
     y_on_right=True,
     rc={
@@ -71,14 +84,6 @@ STYLE = mpf.make_mpf_style(
 
 PADDING = {"left": 0.25, "right": 0.55, "top": 0.4, "bottom": 0.4}
 """Scales mplfinance's margins around the panels (its defaults leave a wide empty left edge)."""
-
-BODY_WIDTH = 0.6
-"""Width of candle bodies and volume bars, in bars (mplfinance's volume bars would touch)."""
-
-CANDLE_MARGIN = 0.05
-"""Space above and below the candles, as a share of their range."""
-
-X_TICKS = 8
 
 
 def chart_window(bars: Sequence[Bar], last: int) -> pd.DataFrame:

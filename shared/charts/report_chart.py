@@ -23,7 +23,20 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from shared.charts.labels import chart_title, time_format
+from shared.charts.look import (
+    BACKGROUND,
+    BODY_WIDTH,
+    CANDLE_MARGIN,
+    EDGE,
+    FALLING,
+    GRID,
+    RISING,
+    VOLUME_DOWN,
+    VOLUME_UP,
+    X_TICKS,
+    chart_title,
+    time_format,
+)
 from shared.errors import InvalidInput
 from shared.market.bars import Bar, Timeframe, validate_bars
 
@@ -33,17 +46,10 @@ MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 48, 96, 52, 44
 PANEL_GAP = 14
 VOLUME_SHARE = 0.25
 """Of the plot's height, for the volume panel (when there is one)."""
-BODY_WIDTH = 0.6
-"""Of a bar's slot, for bodies and volume bars."""
-CANDLE_MARGIN = 0.05
-"""Space above and below the candles, as a share of their range."""
-X_TICKS = 8
 Y_TICKS = 7
 """About how many price labels: the step is the nice number nearest range / this."""
 
-BACKGROUND, FRAME, GRID, TEXT = "#ffffff", "#202020", "#e6e6e6", "#202020"
-EDGE, FALLING = "#202020", "#3a3a3a"
-VOLUME_UP, VOLUME_DOWN = "#9e9e9e", "#3a3a3a"
+FRAME = TEXT = EDGE
 
 
 @cache
@@ -165,7 +171,7 @@ def render_report_chart(bars: Sequence[Bar], *, symbol: str, timeframe: str, las
             round(centre + half),
             max(round(top), round(bottom)),
         ]
-        draw.rectangle(body, fill=BACKGROUND if rising else FALLING, outline=EDGE)
+        draw.rectangle(body, fill=RISING if rising else FALLING, outline=EDGE)
         if volume is not None and bar.volume > 0:
             bar_box = [
                 round(centre - half),
