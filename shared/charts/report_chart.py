@@ -4,7 +4,7 @@ An AutoRun draws one per name beside its report, for people to read. Through mpl
 a chart cost about 0.33 s of CPU, most of it matplotlib building and laying out artists;
 a desk of 100 names spent a quarter of its CPU on them, on a machine the dev server and
 the workers already fill (issue 39, ``bench/bench_desk.py``'s CPU line). Drawn here with
-Pillow, rectangles and lines at computed pixels, a chart costs a few milliseconds and
+Pillow, rectangles and lines at computed pixels, a chart costs 30-50 ms and
 looks the same in kind: hollow rising and filled falling candles in greys, prices on the
 right, dates below, volume under the prices when the source reports any.
 
