@@ -127,12 +127,14 @@ def _unanswered(
     failures: list[tuple[ToolCall, ApplicationError]], answered: list[ToolResult]
 ) -> ApplicationError:
     """The retryable failure of a batch with calls left unanswered: every call's reason, the
-    longest ``Retry-After`` among them, and the answers so far as its details (what the
-    workflow keeps when this was the last attempt)."""
+    longest ``Retry-After`` among them, and as its details the answers so far and each
+    unanswered call's reason by call id (what the workflow reads when this was the last
+    attempt)."""
     delays = [failure.next_retry_delay for _, failure in failures if failure.next_retry_delay]
     return ApplicationError(
         "; ".join(f"{call.name}: {failure.message}" for call, failure in failures),
         answered,
+        {call.id: failure.message for call, failure in failures},
         type=failures[0][1].type,
         next_retry_delay=max(delays, default=None),
     )

@@ -151,10 +151,14 @@ async def run_tools(batch: ToolBatch, *, queue: str, agent: str) -> list[ToolRes
         return done.results
     except ActivityError as error:
         cause = error.cause
-        kept = cause.details[0] if isinstance(cause, ApplicationError) and cause.details else []
+        details = cause.details if isinstance(cause, ApplicationError) else ()
+        # (answers so far, reason by call id) from ``run_tools``; none from a timeout.
+        kept, reasons = (details[0], details[1]) if len(details) == 2 else ([], {})
         answered = {found.call_id: found for found in map(ToolResult.model_validate, kept)}
-        reason = _reason(error)
-        return [answered.get(call.id) or ToolResult.failed(call, reason) for call in batch.calls]
+        return [
+            answered.get(call.id) or ToolResult.failed(call, reasons.get(call.id, _reason(error)))
+            for call in batch.calls
+        ]
 
 
 async def answer_tool_calls(
