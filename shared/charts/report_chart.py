@@ -15,7 +15,7 @@ those, and their look is part of its prompt.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from io import BytesIO
@@ -96,6 +96,7 @@ def _engineering(value: float) -> str:
 
 
 def _panels(window: Sequence[Bar], with_volume: bool) -> tuple[Panel, Panel | None]:
+    """The price panel (the candles' range with a margin) and, under it, the volume panel."""
     lows, highs = [b.low for b in window], [b.high for b in window]
     span = (max(highs) - min(lows)) or max(highs) * 0.01
     low, high = min(lows) - CANDLE_MARGIN * span, max(highs) + CANDLE_MARGIN * span
@@ -108,7 +109,13 @@ def _panels(window: Sequence[Bar], with_volume: bool) -> tuple[Panel, Panel | No
     return Panel(left, top, right, split - PANEL_GAP, low, high), volume
 
 
-def _axis(draw: ImageDraw.ImageDraw, panel: Panel, ticks: list[float], label: str, fmt) -> None:
+def _axis(
+    draw: ImageDraw.ImageDraw,
+    panel: Panel,
+    ticks: list[float],
+    label: str,
+    fmt: Callable[[float], str],
+) -> None:
     """Grid lines and labels at ``ticks`` on the right, the axis name above them, the frame."""
     font = _font(12)
     for value in ticks:
