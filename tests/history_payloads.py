@@ -9,12 +9,28 @@ from typing import Any
 
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
-from temporalio.api.history.v1 import History
+from temporalio.api.history.v1 import History, HistoryEvent
 from temporalio.client import WorkflowHistory
 
 from cli.history_payloads import payloads_in
 
-__all__ = ["event_payloads", "json_values", "payloads_in", "without_search_attributes"]
+__all__ = [
+    "PATCH_MARKER",
+    "event_payloads",
+    "is_patch_marker",
+    "json_values",
+    "payloads_in",
+    "without_search_attributes",
+]
+
+PATCH_MARKER = "core_patch"
+"""The SDK's own marker of a ``workflow.patched`` change: it holds the patch's name only, and
+the SDK core writes it without the data converter."""
+
+
+def is_patch_marker(event: HistoryEvent) -> bool:
+    """Whether ``event`` is a ``PATCH_MARKER``: plain JSON in every history, by design."""
+    return event.marker_recorded_event_attributes.marker_name == PATCH_MARKER
 
 
 def without_search_attributes(history: WorkflowHistory) -> bytes:

@@ -50,7 +50,7 @@ from shared.storage.credentials import ensure_generated_credentials
 from shared.storage.objects import ObjectStore
 from tests.certificates import Issued, TlsFiles, make_tls_files
 from tests.cli_process import CLI_TIMEOUT, ROOT, quantdesk_argv, run_quantdesk
-from tests.history_payloads import json_values, payloads_in
+from tests.history_payloads import is_patch_marker, json_values, payloads_in
 from tests.hosts import Host, namespace_problem, network
 from tests.servers import free_port_base, fresh_database, postgres_for_tests, stop
 from tests.tls_proxy import Listen, ProxyMode, grpc_tls_proxy, https_proxy, nginx_binary
@@ -71,9 +71,6 @@ PORTFOLIO_AS_OF = "2012-06-01T00:00:00+00:00"
 ROLES = "workflows,tools,charts,llm-offline"
 RUN_TIMEOUT = 600.0
 SERVER_TIMEOUT = 90.0
-PATCH_MARKER = "core_patch"
-"""The SDK's own marker of a ``workflow.patched`` change: it holds the patch's name only, and
-the SDK core writes it without the data converter."""
 
 pytestmark = [
     pytest.mark.skipif(namespace_problem() is not None, reason=str(namespace_problem())),
@@ -405,7 +402,7 @@ def test_the_history_is_sealed_and_bs_console_decodes_it(desk: Desk) -> None:
         p
         for history in plain
         for e in history.events
-        if e.marker_recorded_event_attributes.marker_name != PATCH_MARKER
+        if not is_patch_marker(e)
         for p in payloads_in(e)
     ]
     assert len(payloads) > 50
@@ -413,7 +410,7 @@ def test_the_history_is_sealed_and_bs_console_decodes_it(desk: Desk) -> None:
         json.loads(p.data)["id"]
         for history in plain
         for e in history.events
-        if e.marker_recorded_event_attributes.marker_name == PATCH_MARKER
+        if is_patch_marker(e)
         for p in payloads_in(e)
     ]
     assert all(re.fullmatch(r"[a-z][a-z-]*", patch) for patch in patches), patches
