@@ -7,7 +7,6 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pytest
 from PIL import Image
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -29,6 +28,7 @@ from shared.market.sources import BundledSource
 from shared.storage.buckets import CHARTS_BUCKET
 from shared.storage.objects import ObjectRef, ObjectStore
 from shared.ta.trendlines import fit_trendlines_high_low, fit_trendlines_single
+from tests.chart_pixels import count_colour, decoded
 from workers.main import plan_for
 from workers.roles import WorkerRole
 
@@ -41,15 +41,6 @@ short sample of it in the legend leaves far fewer."""
 
 def _bars(symbol: str, timeframe: str) -> list[Bar]:
     return BundledSource().read(symbol, timeframe, lookback=60)
-
-
-def _pixels(png: bytes) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=int)
-
-
-def _count_colour(pixels: np.ndarray, colour: str, tolerance: int = 10) -> int:
-    rgb = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
-    return int((np.abs(pixels - rgb).max(axis=2) <= tolerance).sum())
 
 
 @pytest.mark.parametrize(("symbol", "timeframe"), WINDOWS)
@@ -68,13 +59,13 @@ def test_pattern_chart_is_a_png_sized_for_a_vision_model(symbol: str, timeframe:
 def test_trend_chart_draws_four_distinct_lines_across_the_plot(symbol: str, timeframe: str) -> None:
     png, _ = render_trend_chart(_bars(symbol, timeframe), symbol=symbol, timeframe=timeframe)
 
-    pixels = _pixels(png)
+    pixels = decoded(png)
     assert 1000 <= pixels.shape[1] <= 1600
     assert len(png) < MAX_PNG_BYTES
     colours = {style.colour for style in TREND_LINE_STYLES.values()}
     assert len(colours) == 4
     for colour in colours:
-        assert _count_colour(pixels, colour) > MIN_LINE_PIXELS, colour
+        assert count_colour(pixels, colour) > MIN_LINE_PIXELS, colour
 
 
 def test_trend_chart_legend_names_each_line_with_its_last_value() -> None:

@@ -3,11 +3,8 @@ in the right fills, volume only when reported, and clear errors for bad input.""
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pytest
-from PIL import Image
 
 from shared.charts import report_chart
 from shared.charts.png import png_dimensions
@@ -15,25 +12,18 @@ from shared.charts.report_chart import nice_ticks, render_report_chart
 from shared.errors import InvalidInput
 from shared.market.bars import Bar
 from shared.market.sources import BundledSource
+from tests.chart_pixels import count_colour, decoded, matches
 
 LAST = 60
+TOLERANCE = 8
 
 
 def _bars(symbol: str = "GOOG", timeframe: str = "1d") -> list[Bar]:
     return BundledSource().read(symbol, timeframe, lookback=LAST)
 
 
-def _pixels(png: bytes) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=int)
-
-
 def _is(pixel: np.ndarray, colour: str) -> bool:
-    return bool((np.abs(pixel - [int(colour[i : i + 2], 16) for i in (1, 3, 5)]) <= 8).all())
-
-
-def _count(pixels: np.ndarray, colour: str) -> int:
-    rgb = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
-    return int((np.abs(pixels - rgb).max(axis=2) <= 8).sum())
+    return bool(matches(pixel, colour, TOLERANCE))
 
 
 def test_the_chart_is_a_1280_by_720_png_the_same_for_the_same_bars() -> None:
@@ -48,7 +38,7 @@ def test_the_chart_is_a_1280_by_720_png_the_same_for_the_same_bars() -> None:
 
 def test_each_body_is_filled_by_its_direction_where_its_prices_put_it() -> None:
     bars = _bars()
-    pixels = _pixels(render_report_chart(bars, symbol="GOOG", timeframe="1d", last=LAST))
+    pixels = decoded(render_report_chart(bars, symbol="GOOG", timeframe="1d", last=LAST))
     price, _ = report_chart._panels(bars, with_volume=True)
     slot = (price.right - price.left) / LAST
 
@@ -66,7 +56,7 @@ def test_each_body_is_filled_by_its_direction_where_its_prices_put_it() -> None:
 
 def test_the_highest_wick_reaches_the_highest_high() -> None:
     bars = _bars()
-    pixels = _pixels(render_report_chart(bars, symbol="GOOG", timeframe="1d", last=LAST))
+    pixels = decoded(render_report_chart(bars, symbol="GOOG", timeframe="1d", last=LAST))
     price, _ = report_chart._panels(bars, with_volume=True)
     highest = max(range(LAST), key=lambda i: bars[i].high)
     x = round(price.left + (highest + 0.5) * (price.right - price.left) / LAST)
@@ -81,15 +71,15 @@ def test_volume_bars_only_when_the_source_reports_volume() -> None:
     bars = _bars("EURUSD", "1h")
     no_volume = [bar.model_copy(update={"volume": 0.0}) for bar in bars]
 
-    drawn = _pixels(render_report_chart(bars, symbol="EURUSD", timeframe="1h", last=LAST))
-    bare = _pixels(render_report_chart(no_volume, symbol="EURUSD", timeframe="1h", last=LAST))
+    drawn = decoded(render_report_chart(bars, symbol="EURUSD", timeframe="1h", last=LAST))
+    bare = decoded(render_report_chart(no_volume, symbol="EURUSD", timeframe="1h", last=LAST))
 
     # Inside the volume panel's frame (text, antialiased, has greys of every shade).
     _, volume = report_chart._panels(bars, with_volume=True)
     assert volume is not None
     inside = np.s_[volume.top + 1 : volume.bottom, volume.left + 1 : volume.right]
-    assert _count(drawn[inside], report_chart.VOLUME_UP) > 500
-    assert _count(bare[inside], report_chart.VOLUME_UP) == 0
+    assert count_colour(drawn[inside], report_chart.VOLUME_UP, TOLERANCE) > 500
+    assert count_colour(bare[inside], report_chart.VOLUME_UP, TOLERANCE) == 0
 
 
 @pytest.mark.parametrize(

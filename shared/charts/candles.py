@@ -30,20 +30,8 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import EngFormatter, FixedLocator, MaxNLocator  # noqa: E402
 
-from shared.charts.look import (  # noqa: E402
-    BACKGROUND,
-    BODY_WIDTH,
-    CANDLE_MARGIN,
-    EDGE,
-    FALLING,
-    GRID,
-    RISING,
-    VOLUME_DOWN,
-    VOLUME_UP,
-    X_TICKS,
-    chart_title,
-    time_format,
-)
+from shared.charts import look  # noqa: E402
+from shared.charts.look import chart_title, time_format  # noqa: E402
 from shared.errors import InvalidInput  # noqa: E402
 from shared.market.bars import Bar, Timeframe, bars_to_frame, validate_bars  # noqa: E402
 
@@ -54,23 +42,23 @@ FIGSIZE = (12.8, 7.2)
 DPI = 100
 """1280 x 720 px: detailed enough for a vision model, and a PNG of well under 250 KB."""
 
-_VOLUME_COLOURS = {"up": VOLUME_UP, "down": VOLUME_DOWN}
+_VOLUME_COLOURS = {"up": look.VOLUME_UP, "down": look.VOLUME_DOWN}
 STYLE = mpf.make_mpf_style(
     base_mpf_style="default",
     marketcolors={
         **mpf.make_marketcolors(
-            up=RISING,
-            down=FALLING,
-            edge=EDGE,
-            wick=EDGE,
+            up=look.RISING,
+            down=look.FALLING,
+            edge=look.EDGE,
+            wick=look.EDGE,
             volume=_VOLUME_COLOURS,
             alpha=1.0,
         ),
         # Not settable through make_marketcolors; equal to the fill, edges come out a shade darker.
         "vcedge": _VOLUME_COLOURS,
     },
-    facecolor=BACKGROUND,
-    gridcolor=GRID,
+    facecolor=look.BACKGROUND,
+    gridcolor=look.GRID,
     gridstyle="-",
     y_on_right=True,
     rc={
@@ -136,7 +124,7 @@ def candle_figure(
         addplot=list(addplot),
         xlim=(-1.0, float(len(frame))),
         ylim=ylim or candle_limits(frame),
-        update_width_config={"candle_width": BODY_WIDTH, "volume_width": BODY_WIDTH},
+        update_width_config={"candle_width": look.BODY_WIDTH, "volume_width": look.BODY_WIDTH},
         figsize=FIGSIZE,
         scale_padding=scale_padding,
         datetime_format=time_format(period),
@@ -148,7 +136,7 @@ def candle_figure(
     price = axes[0]
     # x is shared by the panels: first, last and evenly spaced bars between, labelled
     # by mplfinance with their times.
-    ticks = np.linspace(0, len(frame) - 1, X_TICKS).round()
+    ticks = np.linspace(0, len(frame) - 1, look.X_TICKS).round()
     price.xaxis.set_major_locator(FixedLocator(np.unique(ticks).tolist()))
     price.set_title(chart_title(frame.index, symbol, period), loc="left", fontsize=13)
     if with_volume:
@@ -166,10 +154,10 @@ def line_plot(values: np.ndarray, *, colour: str, linestyle: str, label: str) ->
 
 
 def candle_limits(frame: pd.DataFrame) -> tuple[float, float]:
-    """The candles' price range with ``CANDLE_MARGIN`` above and below."""
+    """The candles' price range with ``look.CANDLE_MARGIN`` above and below."""
     low, high = float(frame["low"].min()), float(frame["high"].max())
     span = (high - low) or high * 0.01
-    return low - CANDLE_MARGIN * span, high + CANDLE_MARGIN * span
+    return low - look.CANDLE_MARGIN * span, high + look.CANDLE_MARGIN * span
 
 
 def png_bytes(figure: Figure) -> bytes:
