@@ -49,6 +49,10 @@ Replies are capped well below the default 1024 tokens: a 135M model that rambles
 costs seconds per call on a shared core, and a reply cut short is a designed outcome too."""
 
 
+STRUCTURED_WINDOW = 15
+"""Bars in the structured-reply test's trend prompt."""
+
+
 def _settings(server: LocalLlmServer, **extra: object) -> Settings:
     return load_settings(llamacpp={"base_url": server.url, **SAMPLING}, **extra)
 
@@ -85,7 +89,9 @@ def _names_a_setting(message: str) -> bool:
 async def test_a_structured_reply_is_valid_for_our_schema_or_fails_naming_the_fix(
     local_llm_server: LocalLlmServer,
 ) -> None:
-    bars = BundledSource().read("GOOG", "1d", lookback=qa.TREND_WINDOW)
+    # A short window: the schema path is the point here, and the whole 50-bar prompt (2,800
+    # tokens, half a minute on one loaded core) is read in the QuantAgent run below.
+    bars = BundledSource().read("GOOG", "1d", lookback=STRUCTURED_WINDOW)
     lines = summarize_trendlines(
         [bar.high for bar in bars], [bar.low for bar in bars], [bar.close for bar in bars]
     )

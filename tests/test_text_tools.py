@@ -223,16 +223,46 @@ async def test_a_tools_as_text_row_puts_tools_in_the_prompt_and_holds_the_reply_
     assert [m["role"] for m in body["messages"]] == [
         "system",
         "user",
+        "system",
         "assistant",
         "user",
-        "system",
     ]
-    assert body["messages"][3]["content"] == "Result of compute_macd:\nhist +0.4"
-    assert body["messages"][-1]["content"] == tools_instruction(TOOLS)
+    assert body["messages"][2]["content"] == tools_instruction(TOOLS)
+    assert body["messages"][4]["content"] == "Result of compute_macd:\nhist +0.4"
     wire_schema = body["response_format"]["json_schema"]["schema"]
     assert wire_schema == capped_for_grammar(envelope_schema(TOOLS, None))
     assert _names_and_arguments(response.tool_calls) == [("compute_rsi", {"timeperiod": 14})]
     assert response.usage.recovered_tool_calls == 1
+
+
+async def test_each_tools_as_text_round_begins_with_the_whole_prompt_of_the_round_before(
+    server: FakeLlmServer,
+) -> None:
+    # What a server's prompt cache needs to reuse a round's prompt instead of reading it again.
+    opening = [
+        ChatMessage(role="system", content="You are the indicator analyst."),
+        ChatMessage(role="user", content="Analyse GOOG."),
+    ]
+    rounds = [
+        opening,
+        [
+            *opening,
+            ChatMessage(
+                role="assistant",
+                tool_calls=[ToolCall(id="a", name="compute_macd", arguments={})],
+            ),
+            ChatMessage(role="tool", tool_call_id="a", name="compute_macd", content="hist +0.4"),
+        ],
+    ]
+    prompts = []
+    for conversation in rounds:
+        server.reply_text('{"name": "compute_rsi", "arguments": {"timeperiod": 14}}')
+        await _call(server, "llamacpp", conversation)
+        prompts.append(server.last_request.body["messages"])
+
+    first, second = prompts
+    assert first[-1]["content"] == tools_instruction(TOOLS)
+    assert second[: len(first)] == first and len(second) == len(first) + 2
 
 
 async def test_a_tools_as_text_rows_wrapped_answer_is_unwrapped(server: FakeLlmServer) -> None:

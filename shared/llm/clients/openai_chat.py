@@ -140,8 +140,7 @@ def _conversation(request: ChatRequest, target: Target) -> list[ChatMessage]:
     described in a system message."""
     if not target.tools_as_text:
         return request.messages
-    offer = ChatMessage(role="system", content=text_tools.tools_instruction(request.tools))
-    return [*text_tools.as_text_turns(request.messages), offer]
+    return text_tools.with_tools_offered(text_tools.as_text_turns(request.messages), request.tools)
 
 
 def request_params(request: ChatRequest, target: Target) -> dict[str, Any]:
