@@ -9,6 +9,7 @@ compressed payloads is checked in ``tests/test_claim_check.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -156,3 +157,22 @@ async def test_a_payload_that_would_expand_past_the_cap_is_refused(
 
     with pytest.raises(ValueError, match="expands past 1000 bytes"):
         await CompressingCodec(min_bytes=0).decode([compressed])
+
+
+class _Quote(BaseModel):
+    symbol: str
+    price: float
+
+
+def test_every_copy_the_sdk_makes_of_the_converter_shares_one_pydantic_converter() -> None:
+    # The SDK copies the data converter for each command's payloads (dataclasses.replace);
+    # each copy must not build its own payload converter, and all must still round-trip.
+    converter = data_converter(load_settings())
+    copies = [dataclasses.replace(converter) for _ in range(3)]
+
+    inner = {id(copy.payload_converter._inner_payload_converter) for copy in copies}  # type: ignore[attr-defined]
+    assert len(inner) == 1
+    payloads = copies[0].payload_converter.to_payloads([_Quote(symbol="GOOG", price=580.5)])
+    assert copies[2].payload_converter.from_payloads(payloads, [_Quote]) == [
+        _Quote(symbol="GOOG", price=580.5)
+    ]
