@@ -15,10 +15,12 @@ from shared.config import load_settings
 from shared.llm.contracts import ChatMessage, ChatRequest
 from shared.llm.prompt_budget import (
     KEPT_CHARS,
+    LETTERS_PER_TOKEN,
     PromptTooLong,
     estimated_tokens,
     fit_to_context,
     server_overflow,
+    text_tokens,
 )
 from shared.llm.providers import QUEUE_COMPATIBLE
 from tests.fakes.llm_server import FakeLlmServer
@@ -32,6 +34,16 @@ LLAMA_OVERFLOW = (
 
 def _tool(name: str, chars: int) -> ChatMessage:
     return ChatMessage(role="tool", name=name, tool_call_id=name, content=f"{name}:" + "7" * chars)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "RSI 28.4, MACD -0.12", "Überblick: Kurs 12,5 € → 13 ×2 日本\u00a0ok\t\n", "½²_[]"],
+)
+def test_every_character_counts_as_a_letter_or_space_or_a_symbol_as_written(text: str) -> None:
+    symbols = sum(1 for char in text if not (char.isalpha() or char.isspace()))
+
+    assert text_tokens(text) == symbols + (len(text) - symbols) / LETTERS_PER_TOKEN
 
 
 def test_a_prompt_that_fits_is_sent_as_it_is() -> None:

@@ -34,6 +34,10 @@ result's head names the tool and its parameters and its tail holds the latest va
 (measured on the indicator tools: 240 characters keep both)."""
 LAST_RESORT_CHARS = {"tool": 80, "assistant": 80, "user": 200}
 """What a second pass leaves when the first was not enough: a trace of each turn."""
+_ASCII_LETTERS_AND_SPACES = bytes(
+    code for code in range(128) if chr(code).isalpha() or chr(code).isspace()
+)
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _SERVER_OVERFLOW = re.compile(r"\((\d+) tokens\) exceeds the available context size \((\d+) tokens")
 
 
@@ -52,7 +56,11 @@ def text_tokens(text: str) -> float:
     ``LETTERS_PER_TOKEN`` lands within 10% below on numbers and 15-40% above on prose
     and schemas; the server's own count corrects what remains (``server_overflow``).
     """
-    symbols = sum(1 for char in text if not char.isalpha() and not char.isspace())
+    # ASCII counted in C (every model call's spending estimate reads its whole prompt), the
+    # few other characters one by one.
+    ascii_symbols = text.encode("ascii", "ignore").translate(None, _ASCII_LETTERS_AND_SPACES)
+    others = _NON_ASCII.findall(text)
+    symbols = len(ascii_symbols) + sum(1 for c in others if not c.isalpha() and not c.isspace())
     return symbols + (len(text) - symbols) / LETTERS_PER_TOKEN
 
 
