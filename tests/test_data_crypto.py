@@ -5,6 +5,9 @@ fault as the router's kind naming the exchange."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -308,3 +311,35 @@ def test_the_stand_in_refuses_what_binance_refuses(
     answer = httpx.get(binance.base_url + KLINES, params=query)
 
     assert answer.status_code == 400 and answer.json()["code"] == code
+
+
+NO_CRYPTO_DESK = textwrap.dedent(
+    """
+    import sys
+    from datetime import UTC, datetime
+
+    from shared.config import load_settings
+    from shared.data.contracts import DataKind
+    from shared.data.factory import build_router
+    from shared.market.bars import Timeframe
+
+    as_of = datetime(2012, 6, 1, tzinfo=UTC)
+    router = build_router(load_settings(data_dir=sys.argv[1]))
+    read = lambda vendor: vendor.ohlcv("GOOG", Timeframe.parse("1d"), as_of, 5)
+    routed = router.call(DataKind.OHLCV, read, as_of=as_of)
+    print("ccxt" in router.vendors, len(routed.value), "ccxt" in sys.modules)
+    """
+)
+
+
+def test_a_worker_that_reads_no_crypto_bars_never_imports_ccxt(tmp_path: Path) -> None:
+    # The router builds every vendor of its chains; ccxt (0.4 s, 45 MB) waits for a pair.
+    shown = subprocess.run(
+        [sys.executable, "-c", NO_CRYPTO_DESK, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parent.parent,
+    ).stdout.split()
+
+    assert shown == ["True", "5", "False"]
