@@ -13,6 +13,10 @@ the server recording its start to its code running. With the desk's numbers
 ours: issue 39's notes (docs/light-desk.md) use it so.
 
     .venv/bin/python bench/bench_temporal_floor.py [--chains 100] [--steps 16] [--rps 50]
+        [--latency 1] [--children 0]
+
+``--children N`` splits each chain's steps over N child runs started in turn, as a
+Pipeline's two debates are: the difference in the dev server's CPU is what a child run costs.
 """
 
 from __future__ import annotations
@@ -56,10 +60,18 @@ async def call(latency: float) -> str:
 
 @workflow.defn
 class Chain:
-    """``steps`` calls one after another."""
+    """``steps`` calls one after another, or split over ``children`` child runs in turn (as a
+    Pipeline's debates are)."""
 
     @workflow.run
-    async def run(self, steps: int, latency: float) -> int:
+    async def run(self, steps: int, latency: float, children: int) -> int:
+        if children:
+            for part in range(children):
+                share = steps // children + (part < steps % children)
+                await workflow.execute_child_workflow(
+                    Chain.run, args=[share, latency, 0], task_queue=WORKFLOW_QUEUE
+                )
+            return steps
         for _ in range(steps):
             await workflow.execute_activity(
                 call, latency, task_queue=CALL_QUEUE, start_to_close_timeout=timedelta(minutes=1)
@@ -73,6 +85,7 @@ class FloorConfig:
     steps: int
     rps: float
     latency: float
+    children: int = 0
 
     @property
     def calls(self) -> int:
@@ -113,7 +126,7 @@ async def run_floor(config: FloorConfig) -> tuple[float, dict[str, float]]:
             handles = [
                 await client.start_workflow(
                     Chain.run,
-                    args=[config.steps, config.latency],
+                    args=[config.steps, config.latency, config.children],
                     id=f"floor-{uuid.uuid4()}",
                     task_queue=WORKFLOW_QUEUE,
                 )
@@ -131,7 +144,8 @@ def report(config: FloorConfig, wall: float, cpu: dict[str, float]) -> list[str]
     lags = sorted(START_LAGS)
     return [
         f"load                {config.chains} chains × {config.steps} steps of "
-        f"{config.latency:g} s, {config.rps:g} requests/s",
+        f"{config.latency:g} s, {config.rps:g} requests/s"
+        + (f", each chain's steps in {config.children} child runs" if config.children else ""),
         f"wall time           {wall:8.2f} s",
         f"bound               {config.bound:8.2f} s; wall/bound {wall / config.bound:.2f}",
         f"{cpu_use.line(cpu, config.calls)}",
@@ -148,10 +162,15 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--rps", type=float, default=50.0, help="the queue's requests/s")
     parser.add_argument("--latency", type=float, default=1.0, help="s per call")
+    parser.add_argument(
+        "--children", type=int, default=0, help="child runs per chain, its steps split over them"
+    )
     args = parser.parse_args()
     if min(args.chains, args.steps) < 1 or min(args.rps, args.latency) <= 0:
         parser.error("--chains and --steps must be at least 1, --rps and --latency positive")
-    config = FloorConfig(args.chains, args.steps, args.rps, args.latency)
+    if not 0 <= args.children <= args.steps:
+        parser.error("--children must be from 0 (none) to --steps")
+    config = FloorConfig(args.chains, args.steps, args.rps, args.latency, args.children)
     wall, cpu = asyncio.run(run_floor(config))
     print("\n".join(report(config, wall, cpu)), flush=True)
     return 0
