@@ -6,8 +6,8 @@ the server was given the tools and ``tool_choice: required``; many GGUF chat
 templates have no tools at all. For a provider whose row says so
 (``ToolCalling.TEXT``) the tools are described in a system message before the
 model's first turn, earlier calls and their results are written back as plain turns,
-and calls are recovered from the reply's text. A recovered call must name an offered tool; anything else is
-the model's final text.
+and calls are recovered from the reply's text. A recovered call must name an offered
+tool; anything else is the model's final text.
 
 Where the server enforces JSON schemas, a text-tools turn is also constrained to
 "one call of an offered tool, with arguments of its schema, or the answer"
