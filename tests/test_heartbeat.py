@@ -1,8 +1,7 @@
 """The side thread that heartbeats a long sync activity (``activities.heartbeat``), run in
 the SDK's own activity environment: it beats while the step runs (not at its start) and stops
-with it, and a
-beat the worker's busy event loop did not take in time (the SDK's ``TimeoutError`` after
-10 s) is skipped, never the end of the beats."""
+with it, and a beat the worker's busy event loop did not take in time (the SDK's
+``TimeoutError`` after 10 s) is skipped, never the end of the beats."""
 
 from __future__ import annotations
 

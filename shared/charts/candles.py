@@ -31,7 +31,6 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import EngFormatter, FixedLocator, MaxNLocator  # noqa: E402
 
 from shared.charts import look  # noqa: E402
-from shared.charts.look import chart_title, time_format  # noqa: E402
 from shared.errors import InvalidInput  # noqa: E402
 from shared.market.bars import Bar, Timeframe, bars_to_frame, validate_bars  # noqa: E402
 
@@ -127,7 +126,7 @@ def candle_figure(
         update_width_config={"candle_width": look.BODY_WIDTH, "volume_width": look.BODY_WIDTH},
         figsize=FIGSIZE,
         scale_padding=scale_padding,
-        datetime_format=time_format(period),
+        datetime_format=look.time_format(period),
         xrotation=0,
         ylabel="price",
         ylabel_lower="volume",
@@ -138,7 +137,7 @@ def candle_figure(
     # by mplfinance with their times.
     ticks = np.linspace(0, len(frame) - 1, look.X_TICKS).round()
     price.xaxis.set_major_locator(FixedLocator(np.unique(ticks).tolist()))
-    price.set_title(chart_title(frame.index, symbol, period), loc="left", fontsize=13)
+    price.set_title(look.chart_title(frame.index, symbol, period), loc="left", fontsize=13)
     if with_volume:
         volumes = axes[2]
         volumes.yaxis.set_major_locator(MaxNLocator(3, prune="lower"))
