@@ -22,7 +22,7 @@ from activities.llm import LlmActivities
 from activities.tools import TOOL_ACTIVITIES
 from shared.config import load_settings
 from shared.llm.providers import QUEUE_OPENAI
-from tests.fakes.llm_server import FakeLlmServer
+from tests.fakes.llm_server import FakeLlmServer, Scripted
 from tests.flows import ProbeResult, ToolLoopProbe
 from tests.probe_tools import TEST_TOOLS_QUEUE
 from tests.servers import running_workers
@@ -94,3 +94,37 @@ async def test_a_401_waits_for_resume_and_then_finishes_without_redoing_work(
     assert len(fake.requests) == 3  # only the refused call was asked again
     assert fake.requests[1].body["messages"] == fake.requests[2].body["messages"]
     assert await handle.query("waiting", result_type=dict[str, str]) == {}
+
+
+async def _requests_reach(fake: FakeLlmServer, count: int, within: float) -> int:
+    """How many requests the fake has seen once ``count`` arrived or ``within`` s passed
+    (polled, not by waiting on the run: that would let the test server skip time)."""
+    deadline = asyncio.get_running_loop().time() + within
+    while len(fake.requests) < count and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+    return len(fake.requests)
+
+
+async def test_a_resume_sent_while_the_call_is_out_is_not_lost(
+    ts_env: WorkflowEnvironment, workers: None, fake: FakeLlmServer
+) -> None:
+    # The fix lands while the call that will be refused is still out (a limit raised as the
+    # call is refused): the refusal must not park the call waiting for a second resume.
+    start = len(fake.requests)
+    fake.reply_tool_call("get_price_history", {"symbol": "ACME"})
+    fake.script(Scripted(status=401, message="Incorrect API key provided.", delay=1.5))
+    fake.reply_json(NOTE)
+    handle = await ts_env.client.start_workflow(
+        "ToolLoopProbe",
+        {"symbol": "ACME", "closes": [10, 11, 12], "llm": {"provider": "openai"}},
+        id=f"resume-{uuid.uuid4()}",
+        task_queue=QUEUE,
+        result_type=ProbeResult,
+    )
+    assert await _requests_reach(fake, start + 2, within=30) == start + 2  # the refused call is out
+
+    await handle.signal("resume")
+
+    assert await _requests_reach(fake, start + 3, within=30) == start + 3  # asked again, unasked
+    result = await handle.result()
+    assert result.note.stance == "bullish" and result.rounds == 2

@@ -58,6 +58,9 @@ RESUMABLE_FAILURES: frozenset[str] = frozenset(
 """Failure types of the ``chat`` activity that only a change of settings (or a new try) can fix."""
 CHILD_WAITS = "child_waits"
 WAITS_REPORTED_PATCH = "waits-reported-to-parent"
+RESUMED_DURING_ATTEMPT_PATCH = "resumed-during-attempt"
+"""Runs that parked on a failure after a ``resume`` had already come during the attempt
+replay as they ran; asked only in that case, so no other history records it."""
 PATH_SEPARATOR = " › "
 
 
@@ -130,14 +133,18 @@ class ResumeGate:
         parks: frozenset[str] = RESUMABLE_FAILURES,
     ) -> T:
         """``attempt()``; after a user-fixable failure (of the ``parks`` types), wait for
-        ``resume`` and try again."""
+        ``resume`` and try again. A ``resume`` that came while the attempt was out counts:
+        the fix (a limit raised as the call was refused) may already be in."""
         while True:
+            began = self.resumes
             try:
                 return await attempt()
             except ActivityError as error:
                 failure = fixable_by_user(error, parks)
                 if failure is None:
                     raise
+            if self.resumes > began and workflow.patched(RESUMED_DURING_ATTEMPT_PATCH):
+                continue
             seen = self.resumes
             self.waiting[step] = failure.message
             self._show()
