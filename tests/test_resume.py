@@ -52,6 +52,17 @@ async def workers(ts_env: WorkflowEnvironment, fake: FakeLlmServer) -> AsyncIter
         yield
 
 
+async def _start_probe(ts_env: WorkflowEnvironment) -> WorkflowHandle[ToolLoopProbe, ProbeResult]:
+    """The probe's tool loop on ACME through the fake OpenAI server."""
+    return await ts_env.client.start_workflow(
+        "ToolLoopProbe",
+        {"symbol": "ACME", "closes": [10, 11, 12], "llm": {"provider": "openai"}},
+        id=f"resume-{uuid.uuid4()}",
+        task_queue=QUEUE,
+        result_type=ProbeResult,
+    )
+
+
 async def _until_waiting(handle: WorkflowHandle[ToolLoopProbe, ProbeResult]) -> dict[str, str]:
     for _ in range(300):
         waiting = await handle.query("waiting", result_type=dict[str, str])
@@ -66,13 +77,7 @@ async def test_a_401_waits_for_resume_and_then_finishes_without_redoing_work(
 ) -> None:
     fake.reply_tool_call("get_price_history", {"symbol": "ACME"})
     fake.unauthorized()
-    handle = await ts_env.client.start_workflow(
-        "ToolLoopProbe",
-        {"symbol": "ACME", "closes": [10, 11, 12], "llm": {"provider": "openai"}},
-        id=f"resume-{uuid.uuid4()}",
-        task_queue=QUEUE,
-        result_type=ProbeResult,
-    )
+    handle = await _start_probe(ts_env)
 
     waiting = await _until_waiting(handle)
     [(step, reason)] = waiting.items()
@@ -114,13 +119,7 @@ async def test_a_resume_sent_while_the_call_is_out_is_not_lost(
     fake.reply_tool_call("get_price_history", {"symbol": "ACME"})
     fake.script(Scripted(status=401, message="Incorrect API key provided.", delay=1.5))
     fake.reply_json(NOTE)
-    handle = await ts_env.client.start_workflow(
-        "ToolLoopProbe",
-        {"symbol": "ACME", "closes": [10, 11, 12], "llm": {"provider": "openai"}},
-        id=f"resume-{uuid.uuid4()}",
-        task_queue=QUEUE,
-        result_type=ProbeResult,
-    )
+    handle = await _start_probe(ts_env)
     assert await _requests_reach(fake, start + 2, within=30) == start + 2  # the refused call is out
 
     await handle.signal("resume")
